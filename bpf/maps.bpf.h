@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Maps and load-time settings of the engine, shared by its programs and their test twins. */
+#ifndef RTSCOPE_MAPS_BPF_H
+#define RTSCOPE_MAPS_BPF_H
+
+#include "rtscope.h"
+
+/* Settings, written by user space before load (CollectionSpec.Variables). */
+const volatile bool trace_enabled = true;      /* flight recorder and new-max notices */
+const volatile bool sleep_stacks = true;       /* kernel stack of each tracked sleep */
+const volatile __u32 flight_per_cpu = 4096;    /* power of two */
+const volatile __u64 hrtimer_wakeup_fn = 0;    /* address of hrtimer_wakeup() */
+const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, ns */
+
+/* Last tracking id handed out; ids are never reused. */
+__u64 next_id = 0;
+
+/* Hot per-task state of the state machine; see task_logic.bpf.h. */
+struct rts_task_state {
+	__u64 id;
+	__u32 tid;
+	__u32 flags;           /* RTS_TF_* inherited by children */
+	__s32 prio;            /* kernel prio, refreshed at switch-in */
+	__u8 state;            /* RTS_TS_* */
+	__u8 release_pending;  /* a timer release awaits its thread/user samples */
+	__u8 pending_timer;    /* the pending wakeup came from a timer callback */
+	__u8 in_handler;
+	__u32 cpu;             /* CPU of the last switch-in */
+	__u32 wake_cpu;        /* CPU where the last wakeup ran */
+	__u32 release_cpu;     /* CPU of the timer callback of the pending release */
+	__u32 handler_irq;
+	__u64 wake_ts;         /* start of the current wakeup latency window */
+	__u64 resp_start;      /* start of the current response window, 0: none */
+	__u64 sleep_ts;        /* last voluntary switch-out */
+	__u64 cycle_start;     /* last timer wakeup, 0: none yet */
+	__u32 cycle_cpu;
+	__u32 pad;
+	__u64 last_expiry;     /* expiry of the previous timer release */
+	__u64 nominal_period;  /* spacing of the last two timer expiries */
+	__u64 release_expiry;  /* expiry of the pending timer release */
+	__u64 pending_ts;      /* wakeup seen while still on CPU (wakeup/switch race) */
+	__u64 pending_expiry;
+	__u64 pending_cb_entry;
+	__u32 pending_cpu;
+	__u32 pad2;
+	__u64 armed_expiry;    /* sleeper timer armed by the task itself */
+	__u64 handler_start;
+	__u64 handler_irq_ns;  /* CPU's IRQ+softirq time at handler entry */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rts_task_stats);
+} stats SEC(".maps");
+
+/* A zeroed value to create stats entries from (no 10 KiB stack buffer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_task_stats);
+} stats_zero SEC(".maps");
+
+/* Per-target SLO bounds, by tid or pid (tgid): overrides slo_default. */
+struct rts_slo {
+	__u64 bound[RTS_M_COUNT];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rts_slo);
+} slo_by_id SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_cpu_state);
+} cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RTS_C_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Flight recorder: flight_per_cpu events per possible CPU, mmapped by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u32);
+	__type(value, struct rts_event);
+} flight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} notices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 32 * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* What to track: by tid, by process (tgid), by name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct rts_target);
+} want_tid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rts_target);
+} want_tgid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, char[RTS_COMM_LEN]);
+	__type(value, struct rts_target);
+} want_comm SEC(".maps");
+
+static __always_inline void rts_count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct rts_cpu_state *rts_cpu(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpus, &zero);
+}
+
+/*
+ * Reserve the next slot of this CPU's flight recorder ring. The sequence
+ * number is taken atomically: a program in IRQ context may interrupt one in
+ * task context on the same CPU.
+ */
+static __always_inline struct rts_event *rts_flight(struct rts_cpu_state *cs, __u32 cpu,
+						    __u64 now, __u8 type)
+{
+	if (!trace_enabled || !cs)
+		return 0;
+	__u64 seq = __sync_fetch_and_add(&cs->seq, 1);
+	__u32 idx = cpu * flight_per_cpu + ((__u32)seq & (flight_per_cpu - 1));
+	struct rts_event *e = bpf_map_lookup_elem(&flight, &idx);
+	if (!e)
+		return 0;
+	e->ts = now;
+	e->seq = (__u32)seq;
+	e->cpu = cpu;
+	e->type = type;
+	e->flags = 0;
+	return e;
+}
+
+#endif

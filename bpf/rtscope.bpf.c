@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rtscope engine: scheduler, IRQ and timer hooks. Each hook records the event
+ * in this CPU's flight recorder ring, then, only when the task involved is
+ * tracked (one task-storage lookup, O(1) whatever the number of tracked
+ * tasks), runs the per-task state machine of task_logic.bpf.h.
+ */
+#include "headers/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "compat.bpf.h"
+#include "task_logic.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct rts_task_state);
+} tasks SEC(".maps");
+
+static __always_inline struct rts_task_state *tracked(struct task_struct *t)
+{
+	return bpf_task_storage_get(&tasks, t, 0, 0);
+}
+
+/* Refresh the identity of a tracked task in its stats (policy, priority, affinity, name). */
+static __always_inline void refresh_identity(struct rts_task_state *st, struct task_struct *t,
+					     __u32 cpu)
+{
+	struct rts_task_stats *s = rts_stats(st);
+	if (!s)
+		return;
+	s->policy = BPF_CORE_READ(t, policy);
+	s->prio = BPF_CORE_READ(t, prio);
+	s->rt_priority = BPF_CORE_READ(t, rt_priority);
+	s->cpus_mask = BPF_CORE_READ(t, cpus_mask.bits[0]);
+	s->nr_cpus_allowed = BPF_CORE_READ(t, nr_cpus_allowed);
+	s->last_cpu = cpu;
+	s->start_time = BPF_CORE_READ(t, start_time);
+	bpf_probe_read_kernel(s->comm, sizeof(s->comm), t->comm);
+}
+
+/* Start tracking t unless it already is. */
+static __always_inline void track(struct task_struct *t, __u32 target, __u32 flags)
+{
+	__u32 tid = BPF_CORE_READ(t, pid);
+	if (tid == 0) /* the idle tasks share pid 0 */
+		return;
+	struct rts_task_state *st =
+		bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		rts_count(RTS_C_STORAGE_FAIL);
+		return;
+	}
+	if (st->id)
+		return;
+	bool sleeping = rts_task_state(t) != 0 && !BPF_CORE_READ(t, on_cpu);
+	if (rts_track_init(st, tid, BPF_CORE_READ(t, tgid), target, flags, sleeping)) {
+		bpf_task_storage_delete(&tasks, t);
+		return;
+	}
+	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+}
+
+/* Is t wanted by a --tid, --pid or --comm target? */
+static __always_inline struct rts_target *wanted(struct task_struct *t)
+{
+	__u32 tid = BPF_CORE_READ(t, pid), tgid = BPF_CORE_READ(t, tgid);
+	struct rts_target *w = bpf_map_lookup_elem(&want_tid, &tid);
+	if (!w)
+		w = bpf_map_lookup_elem(&want_tgid, &tgid);
+	if (!w) {
+		char comm[RTS_COMM_LEN] = {};
+		bpf_probe_read_kernel_str(comm, sizeof(comm), t->comm);
+		w = bpf_map_lookup_elem(&want_comm, comm);
+	}
+	return w;
+}
+
+/* ---- scheduler ---- */
+
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	bool voluntary = !preempt && prev_state != 0;
+	struct rts_task_state *ps = tracked(prev);
+	struct rts_task_state *ns = tracked(next);
+
+	if (ps && voluntary && trace_enabled) {
+		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
+		if (e) {
+			e->a = ps->tid;
+			long sid = -1;
+			if (sleep_stacks) {
+				sid = bpf_get_stackid(ctx, &stacks, 0);
+				if (sid < 0)
+					rts_count(RTS_C_STACK_LOST);
+			}
+			e->b = (__u32)sid;
+			e->c = prev_state;
+			e->x = ps->armed_expiry;
+			e->y = 0;
+		}
+	}
+
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
+	if (e) {
+		e->a = BPF_CORE_READ(prev, pid);
+		e->b = BPF_CORE_READ(next, pid);
+		e->c = prev_state;
+		e->flags = preempt;
+		e->prio_a = rts_prio_byte(BPF_CORE_READ(prev, prio));
+		e->prio_b = rts_prio_byte(BPF_CORE_READ(next, prio));
+		e->pol_a = BPF_CORE_READ(prev, policy);
+		e->pol_b = BPF_CORE_READ(next, policy);
+		bpf_probe_read_kernel(e->comm, sizeof(e->comm), next->comm);
+	}
+
+	if (ps) {
+		rts_on_switch_out(ps, now, cpu, voluntary);
+		ps->armed_expiry = 0;
+	}
+	if (ns) {
+		ns->prio = BPF_CORE_READ(next, prio);
+		if (rts_on_switch_in(ns, now, cpu))
+			refresh_identity(ns, next, cpu);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(ctx, preempt, prev, next, prev_state);
+}
+
+/* Kernels before 5.18 pass no prev_state: read it from the task. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch_legacy, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch(ctx, preempt, prev, next, rts_task_state(prev));
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct *p)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+
+	/* Who wakes it: a timer callback, a hard IRQ, a softirq, or the current task. */
+	__u8 ctxk = RTS_WAKER_TASK;
+	__u32 who;
+	__u64 timer_fn = 0, expiry = 0, cb_entry = 0;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	who = BPF_CORE_READ(cur, pid);
+	if (cs->cb_function[1]) {
+		ctxk = RTS_WAKER_TIMER;
+		timer_fn = cs->cb_function[1];
+		expiry = cs->cb_expiry[1];
+		cb_entry = cs->cb_entry[1];
+	} else if (cs->irq_depth) {
+		ctxk = RTS_WAKER_HARDIRQ;
+		who = cs->irq_nr;
+	} else if (cs->cb_function[0]) {
+		ctxk = RTS_WAKER_TIMER;
+		timer_fn = cs->cb_function[0];
+		expiry = cs->cb_expiry[0];
+		cb_entry = cs->cb_entry[0];
+	} else if (cs->softirq_vec) {
+		ctxk = RTS_WAKER_SOFTIRQ;
+		who = cs->softirq_vec - 1;
+	}
+
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
+	if (e) {
+		e->a = BPF_CORE_READ(p, pid);
+		e->b = who;
+		e->c = BPF_CORE_READ(p, thread_info.cpu);
+		e->flags = ctxk;
+		e->prio_a = rts_prio_byte(BPF_CORE_READ(p, prio));
+		e->prio_b = rts_prio_byte(BPF_CORE_READ(cur, prio));
+		e->pol_a = BPF_CORE_READ(p, policy);
+		e->pol_b = BPF_CORE_READ(cur, policy);
+		if (ctxk == RTS_WAKER_TIMER) {
+			e->x = timer_fn;
+			e->y = expiry;
+		} else {
+			bpf_probe_read_kernel(e->comm, sizeof(e->comm), cur->comm);
+		}
+	}
+
+	struct rts_task_state *st = tracked(p);
+	if (!st)
+		return 0;
+	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && BPF_CORE_READ(cur, prio) > st->prio) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
+	}
+	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	return 0;
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	__u32 orig = BPF_CORE_READ(p, thread_info.cpu);
+	if (e) {
+		e->a = BPF_CORE_READ(p, pid);
+		e->b = orig;
+		e->c = dest_cpu;
+	}
+	struct rts_task_state *st = tracked(p);
+	if (st && orig != (__u32)dest_cpu) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			s->hygiene[RTS_H_MIGRATION]++;
+	}
+	return 0;
+}
+
+/* ---- task life cycle: which tasks are tracked ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct rts_task_state *pst = tracked(parent);
+	if (pst && (pst->flags & RTS_TF_FOLLOW)) {
+		struct rts_task_stats *s = rts_stats(pst);
+		track(child, s ? s->target : 0, pst->flags);
+		return 0;
+	}
+	struct rts_target *w = wanted(child);
+	if (w)
+		track(child, w->index, w->flags);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct rts_task_state *st = tracked(p);
+	if (st) {
+		refresh_identity(st, p, bpf_get_smp_processor_id());
+		return 0;
+	}
+	struct rts_target *w = wanted(p);
+	if (w)
+		track(p, w->index, w->flags);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(on_task_rename, struct task_struct *t, const char *comm)
+{
+	char name[RTS_COMM_LEN] = {};
+	bpf_probe_read_kernel_str(name, sizeof(name), comm);
+	struct rts_task_state *st = tracked(t);
+	if (st) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			__builtin_memcpy(s->comm, name, sizeof(name));
+		return 0;
+	}
+	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
+	if (w)
+		track(t, w->index, w->flags);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_sched_exit, struct task_struct *p)
+{
+	struct rts_task_state *st = tracked(p);
+	if (!st)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 now = bpf_ktime_get_ns();
+	struct rts_task_stats *s = rts_stats(st);
+	if (s) {
+		refresh_identity(st, p, cpu);
+		s->exited = 1;
+	}
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
+	if (e)
+		e->a = st->tid;
+	/* Final stats are in the map; the notice tells user space to report them. */
+	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
+	bpf_task_storage_delete(&tasks, p);
+	return 0;
+}
+
+/* Registers the tasks that exist when watching starts (user space runs it once). */
+SEC("iter/task")
+int track_existing(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	if (!t)
+		return 0;
+	struct rts_target *w = wanted(t);
+	if (w)
+		track(t, w->index, w->flags);
+	return 0;
+}
+
+/* ---- timers ---- */
+
+/* A tracked task arms its sleeper timer: note the expiry, classify the sleep. */
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
+{
+	if (!hrtimer_wakeup_fn || (__u64)BPF_CORE_READ(timer, function) != hrtimer_wakeup_fn)
+		return 0;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct rts_task_state *st = tracked(cur);
+	if (!st)
+		return 0;
+	__u64 off = BPF_CORE_READ(timer, base, offset);
+	st->armed_expiry = BPF_CORE_READ(timer, _softexpires) - off;
+	struct rts_task_stats *s = rts_stats(st);
+	if (!s)
+		return 0;
+	if (mode & 1) /* HRTIMER_MODE_REL */
+		s->hygiene[RTS_H_REL_TIMER]++;
+	int clk = BPF_CORE_READ(timer, base, clockid);
+	if (clk == 0 || clk == 11) /* CLOCK_REALTIME, CLOCK_TAI */
+		s->hygiene[RTS_H_REALTIME_CLOCK]++;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	/* Soft timers run in softirq context; the others in hard IRQ context. */
+	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
+	__u64 fn = (__u64)BPF_CORE_READ(timer, function);
+	__u64 expiry = BPF_CORE_READ(timer, _softexpires) - BPF_CORE_READ(timer, base, offset);
+	cs->cb_function[slot & 1] = fn;
+	cs->cb_expiry[slot & 1] = expiry;
+	cs->cb_entry[slot & 1] = now;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_TIMER_ENTRY);
+	if (e) {
+		e->flags = slot;
+		e->x = fn;
+		e->y = expiry;
+	}
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
+	__u64 fn = cs->cb_function[slot & 1];
+	cs->cb_function[slot & 1] = 0;
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);
+	if (e) {
+		e->flags = slot;
+		e->x = fn;
+	}
+	return 0;
+}
+
+/* Return from nanosleep/clock_nanosleep: the "user" part of a timer release. */
+SEC("fexit/hrtimer_nanosleep")
+int BPF_PROG(on_nanosleep_exit)
+{
+	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
+	if (!st || !st->release_pending)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_USER_RETURN);
+	if (e)
+		e->a = st->tid;
+	rts_on_user_return(st, now, cpu);
+	return 0;
+}
+
+/* ---- interrupts ---- */
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_entry, int irq)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	if (cs->irq_depth++ == 0)
+		cs->irq_entry = now;
+	cs->irq_nr = irq;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_ENTRY);
+	if (e)
+		e->a = irq;
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	if (cs->irq_depth && --cs->irq_depth == 0 && now > cs->irq_entry)
+		cs->irq_ns += now - cs->irq_entry;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_EXIT);
+	if (e) {
+		e->a = irq;
+		e->c = ret;
+	}
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry, unsigned int vec)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	cs->softirq_vec = vec + 1;
+	cs->softirq_entry = now;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_ENTRY);
+	if (e)
+		e->a = vec;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit, unsigned int vec)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	if (cs->softirq_vec && now > cs->softirq_entry)
+		cs->softirq_ns += now - cs->softirq_entry;
+	cs->softirq_vec = 0;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_EXIT);
+	if (e)
+		e->a = vec;
+	return 0;
+}
+
+/* Threaded IRQ handlers (irq/N-name threads), no kernel patch needed. */
+static __always_inline int handler_entry(struct irqaction *action)
+{
+	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 irq = BPF_CORE_READ(action, irq);
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_HANDLER_ENTRY);
+	if (e) {
+		e->a = st->tid;
+		e->b = irq;
+	}
+	rts_on_handler_entry(st, now, irq, cs->irq_ns + cs->softirq_ns);
+	return 0;
+}
+
+static __always_inline int handler_exit(void)
+{
+	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_HANDLER_EXIT);
+	if (e) {
+		e->a = st->tid;
+		e->b = st->handler_irq;
+	}
+	rts_on_handler_exit(st, now, cpu, cs->irq_ns + cs->softirq_ns);
+	return 0;
+}
+
+SEC("fentry/irq_thread_fn")
+int BPF_PROG(on_irq_thread_fn, struct irq_desc *desc, struct irqaction *action)
+{
+	return handler_entry(action);
+}
+
+SEC("fexit/irq_thread_fn")
+int BPF_PROG(on_irq_thread_fn_exit)
+{
+	return handler_exit();
+}
+
+SEC("fentry/irq_forced_thread_fn")
+int BPF_PROG(on_irq_forced_thread_fn, struct irq_desc *desc, struct irqaction *action)
+{
+	return handler_entry(action);
+}
+
+SEC("fexit/irq_forced_thread_fn")
+int BPF_PROG(on_irq_forced_thread_fn_exit)
+{
+	return handler_exit();
+}
+
+/* Emit BTF for the types user space decodes but no program names directly. */
+struct rts_notice *rts_btf_notice __attribute__((unused));
+struct rts_event *rts_btf_event __attribute__((unused));
+struct rts_target *rts_btf_target __attribute__((unused));

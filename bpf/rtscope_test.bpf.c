@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test twins of the engine: raw_tp programs that run the state machine of
+ * task_logic.bpf.h on synthetic events, driven from Go tests with
+ * BPF_PROG_TEST_RUN. Tasks are keyed by tid in a hash here, where the
+ * engine uses task storage; everything else is the engine's own code.
+ */
+#include "headers/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "task_logic.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rts_task_state);
+} test_tasks SEC(".maps");
+
+static __always_inline struct rts_task_state *task(__u32 tid)
+{
+	return bpf_map_lookup_elem(&test_tasks, &tid);
+}
+
+/* Start tracking tid; a reused tid gets a fresh state and a new id. */
+SEC("raw_tp")
+int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping)
+{
+	struct rts_task_state zero = {};
+	__u32 t = tid;
+	bpf_map_update_elem(&test_tasks, &t, &zero, BPF_ANY);
+	struct rts_task_state *st = task(t);
+	if (!st)
+		return -1;
+	return rts_track_init(st, t, pid, 0, 0, sleeping != 0);
+}
+
+/* A task exits: its state is dropped (the engine deletes its task storage). */
+SEC("raw_tp")
+int BPF_PROG(test_exit, __u64 tid)
+{
+	__u32 t = tid;
+	return bpf_map_delete_elem(&test_tasks, &t);
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __u64 voluntary)
+{
+	struct rts_task_state *ps = task(prev_tid);
+	struct rts_task_state *ns = task(next_tid);
+	if (ps)
+		rts_on_switch_out(ps, now, cpu, voluntary != 0);
+	if (ns)
+		rts_on_switch_in(ns, now, cpu);
+	return 0;
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry);
+	return 0;
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_user_return, __u64 now, __u64 cpu, __u64 tid)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_on_user_return(st, now, cpu);
+	return 0;
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_handler, __u64 now, __u64 cpu, __u64 tid, __u64 entry, __u64 irq_ns)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return 0;
+	if (entry)
+		rts_on_handler_entry(st, now, 42, irq_ns);
+	else
+		rts_on_handler_exit(st, now, cpu, irq_ns);
+	return 0;
+}
+
+/* The tracking id of tid, for the test to read its stats. */
+SEC("raw_tp")
+int BPF_PROG(test_id, __u64 tid)
+{
+	struct rts_task_state *st = task(tid);
+	return st ? (int)st->id : 0;
+}

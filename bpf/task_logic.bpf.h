@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The per-task state machine: every metric of a tracked task is computed
+ * here, from plain scalars (time, CPU, flags), so the same code serves the
+ * tp_btf/fentry programs, a future classic-tracepoint variant for kernels
+ * without BTF, and the raw_tp twins that tests drive with BPF_PROG_TEST_RUN.
+ *
+ * Each task's metrics are updated by one context at a time: at its own
+ * switch-in/out and syscall return (it runs on one CPU at a time) or by the
+ * one waker that wins try_to_wake_up() while it sleeps. So plain updates
+ * suffice; nothing here takes a lock or an atomic.
+ */
+#ifndef RTSCOPE_TASK_LOGIC_BPF_H
+#define RTSCOPE_TASK_LOGIC_BPF_H
+
+#include "maps.bpf.h"
+
+enum rts_task_run_state {
+	RTS_TS_RUNNABLE = 0, /* on a run queue but not woken by us: new or preempted */
+	RTS_TS_RUNNING,      /* on CPU */
+	RTS_TS_SLEEPING,     /* switched out voluntarily */
+	RTS_TS_WOKEN,        /* woken from a sleep, waiting for a CPU */
+};
+
+/* Largest spacing of timer expiries still taken as a loop's period. */
+#define RTS_MAX_PERIOD (10ULL * 1000 * 1000 * 1000)
+
+static __always_inline __u32 rts_hist_bucket(__u64 v)
+{
+	if (v < RTS_HIST_SUB)
+		return (__u32)v;
+	__u32 msb = 0;
+	__u64 x = v;
+	if (x >> 32) { msb += 32; x >>= 32; }
+	if (x >> 16) { msb += 16; x >>= 16; }
+	if (x >> 8) { msb += 8; x >>= 8; }
+	if (x >> 4) { msb += 4; x >>= 4; }
+	if (x >> 2) { msb += 2; x >>= 2; }
+	if (x >> 1) { msb += 1; }
+	if (msb >= RTS_HIST_MAX_SHIFT)
+		return RTS_HIST_BUCKETS - 1;
+	return (msb - RTS_HIST_SUB_BITS + 1) * RTS_HIST_SUB +
+	       (__u32)((v >> (msb - RTS_HIST_SUB_BITS)) & (RTS_HIST_SUB - 1));
+}
+
+static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32 tid,
+				       __u64 value, __u64 start, __u64 end,
+				       __u32 cpu_start, __u32 cpu)
+{
+	struct rts_notice *n = bpf_ringbuf_reserve(&notices, sizeof(*n), 0);
+	if (!n) {
+		rts_count(RTS_C_NOTICE_LOST);
+		return;
+	}
+	n->type = type;
+	n->metric = metric;
+	n->id = id;
+	n->tid = tid;
+	n->cpu = cpu;
+	n->value = value;
+	n->start = start;
+	n->end = end;
+	n->cpu_start = cpu_start;
+	n->pid = 0;
+	/* No wakeup: user space polls, so no irq_work lands on a traced CPU. */
+	bpf_ringbuf_submit(n, BPF_RB_NO_WAKEUP);
+}
+
+/* Add one sample of a metric; a new maximum asks user space to keep its window. */
+static __always_inline void rts_record(struct rts_task_state *st, __u32 metric, __u64 value,
+				       __u64 start, __u64 end, __u32 cpu_start, __u32 cpu)
+{
+	if (metric >= RTS_M_COUNT)
+		return;
+	struct rts_task_stats *s = bpf_map_lookup_elem(&stats, &st->id);
+	if (!s)
+		return;
+	struct rts_metric_stats *m = &s->m[metric];
+	m->count++;
+	m->sum += value;
+	if (m->count == 1 || value < m->min)
+		m->min = value;
+	if (m->slo && value > m->slo)
+		m->violations++;
+	__u32 b = rts_hist_bucket(value);
+	if (b < RTS_HIST_BUCKETS)
+		m->hist[b]++;
+	if (m->count == 1 || value > m->max) {
+		m->max = value;
+		m->max_start = start;
+		m->max_end = end;
+		if (trace_enabled)
+			rts_notice(RTS_N_NEW_MAX, metric, st->id, st->tid, value, start, end,
+				   cpu_start, cpu);
+	}
+}
+
+static __always_inline struct rts_task_stats *rts_stats(struct rts_task_state *st)
+{
+	return bpf_map_lookup_elem(&stats, &st->id);
+}
+
+/*
+ * The task became runnable after a sleep at `now`. timer_expiry != 0 when the
+ * wakeup ran inside an hrtimer callback: a timer release, whose callback
+ * started at cb_entry on cpu.
+ */
+static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now, __u32 cpu,
+					    __u64 timer_expiry, __u64 cb_entry)
+{
+	st->state = RTS_TS_WOKEN;
+	st->wake_ts = now;
+	st->wake_cpu = cpu;
+	st->resp_start = now;
+	st->release_pending = 0;
+
+	struct rts_task_stats *s = rts_stats(st);
+	if (s)
+		s->wakeups++;
+	if (!timer_expiry)
+		return;
+
+	/* A timer release: the sleep that just ended was a timer sleep. */
+	if (s)
+		s->timer_releases++;
+	__u64 irq_lat = cb_entry > timer_expiry ? cb_entry - timer_expiry : 0;
+	rts_record(st, RTS_M_TIMER_IRQ, irq_lat, timer_expiry, cb_entry, cpu, cpu);
+	st->release_pending = 1;
+	st->release_expiry = timer_expiry;
+	st->release_cpu = cpu;
+
+	if (st->cycle_start && st->sleep_ts > st->cycle_start) {
+		__u64 cycle = st->sleep_ts - st->cycle_start;
+		rts_record(st, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
+			   st->cpu);
+		if (s && st->nominal_period && cycle > st->nominal_period)
+			s->overruns++;
+	}
+	if (st->cycle_start && st->last_expiry && timer_expiry > st->last_expiry &&
+	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
+		__u64 period = now - st->cycle_start;
+		__u64 nominal = timer_expiry - st->last_expiry;
+		__u64 jitter = period > nominal ? period - nominal : nominal - period;
+		st->nominal_period = nominal;
+		if (s)
+			s->nominal_period = nominal;
+		rts_record(st, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
+		rts_record(st, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
+	}
+	st->cycle_start = now;
+	st->cycle_cpu = cpu;
+	st->last_expiry = timer_expiry;
+}
+
+/* sched_waking of a tracked task, in the waker's context on `cpu`. */
+static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
+					  __u64 timer_expiry, __u64 cb_entry)
+{
+	switch (st->state) {
+	case RTS_TS_SLEEPING:
+		rts_wakeup_core(st, now, cpu, timer_expiry, cb_entry);
+		break;
+	case RTS_TS_RUNNING:
+		/*
+		 * Either a wakeup of a running task (no sample), or the waker
+		 * raced with the task's own switch-out: remember it, and use it
+		 * if the task is next seen switching in from a sleep.
+		 */
+		st->pending_ts = now;
+		st->pending_expiry = timer_expiry;
+		st->pending_cb_entry = cb_entry;
+		st->pending_cpu = cpu;
+		break;
+	default:
+		/* Already runnable (preempted, new, or woken): no new sample. */
+		break;
+	}
+}
+
+/* The task leaves the CPU. voluntary: it blocks or sleeps (not preempted). */
+static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 now, __u32 cpu,
+					      bool voluntary)
+{
+	struct rts_task_stats *s = rts_stats(st);
+	if (!voluntary) {
+		st->state = RTS_TS_RUNNABLE;
+		if (s)
+			s->switches_preempted++;
+		return;
+	}
+	if (s)
+		s->switches_voluntary++;
+	if (st->resp_start && now >= st->resp_start)
+		rts_record(st, RTS_M_RESPONSE, now - st->resp_start, st->resp_start, now,
+			   st->wake_cpu, cpu);
+	st->resp_start = 0;
+	st->release_pending = 0;
+	st->sleep_ts = now;
+	st->state = RTS_TS_SLEEPING;
+}
+
+/* The task gets the CPU. Returns true when this ends a wakeup latency window. */
+static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu)
+{
+	bool woken = false;
+
+	if (st->state == RTS_TS_SLEEPING && st->pending_ts) {
+		/* The wakeup raced with the switch-out: it counts from the sleep. */
+		__u64 ts = st->pending_ts > st->sleep_ts ? st->pending_ts : st->sleep_ts;
+		rts_wakeup_core(st, ts, st->pending_cpu, st->pending_expiry, st->pending_cb_entry);
+	}
+	st->pending_ts = 0;
+
+	if (st->state == RTS_TS_WOKEN) {
+		woken = true;
+		if (now >= st->wake_ts)
+			rts_record(st, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
+				   st->wake_cpu, cpu);
+		if (st->release_pending && now >= st->release_expiry)
+			rts_record(st, RTS_M_TIMER_THREAD, now - st->release_expiry,
+				   st->release_expiry, now, st->release_cpu, cpu);
+	}
+	st->state = RTS_TS_RUNNING;
+	st->cpu = cpu;
+	return woken;
+}
+
+/* The task returns from its timer sleep towards user space. */
+static __always_inline void rts_on_user_return(struct rts_task_state *st, __u64 now, __u32 cpu)
+{
+	if (!st->release_pending)
+		return;
+	st->release_pending = 0;
+	if (now >= st->release_expiry)
+		rts_record(st, RTS_M_TIMER_USER, now - st->release_expiry, st->release_expiry, now,
+			   st->release_cpu, cpu);
+}
+
+/* Threaded IRQ handler of an irq/N-name thread. irq_ns: the CPU's IRQ+softirq time so far. */
+static __always_inline void rts_on_handler_entry(struct rts_task_state *st, __u64 now,
+						 __u32 irq, __u64 irq_ns)
+{
+	st->in_handler = 1;
+	st->handler_start = now;
+	st->handler_irq = irq;
+	st->handler_irq_ns = irq_ns;
+}
+
+static __always_inline void rts_on_handler_exit(struct rts_task_state *st, __u64 now, __u32 cpu,
+						__u64 irq_ns)
+{
+	if (!st->in_handler)
+		return;
+	st->in_handler = 0;
+	if (now < st->handler_start)
+		return;
+	__u64 wall = now - st->handler_start;
+	/* Hard IRQs and softirqs (e.g. run by the closing local_bh_enable()) are not the handler's. */
+	__u64 stolen = irq_ns > st->handler_irq_ns ? irq_ns - st->handler_irq_ns : 0;
+	__u64 v = wall > stolen ? wall - stolen : 0;
+	rts_record(st, RTS_M_HANDLER, v, st->handler_start, now, cpu, cpu);
+}
+
+/*
+ * Start tracking: fill the state and create the stats entry. Called with a
+ * freshly created (zeroed) task storage entry. Returns 0 on success.
+ */
+static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, __u32 pid,
+					  __u32 target, __u32 flags, bool sleeping)
+{
+	__u64 id = __sync_fetch_and_add(&next_id, 1) + 1;
+	__u32 zero = 0;
+	struct rts_task_stats *z = bpf_map_lookup_elem(&stats_zero, &zero);
+	if (!z)
+		return -1;
+	if (bpf_map_update_elem(&stats, &id, z, BPF_NOEXIST)) {
+		rts_count(RTS_C_STATS_FULL);
+		return -1;
+	}
+	struct rts_task_stats *s = bpf_map_lookup_elem(&stats, &id);
+	if (!s)
+		return -1;
+	s->id = id;
+	s->tid = tid;
+	s->pid = pid;
+	s->target = target;
+
+	struct rts_slo *slo = bpf_map_lookup_elem(&slo_by_id, &tid);
+	if (!slo)
+		slo = bpf_map_lookup_elem(&slo_by_id, &pid);
+	for (int i = 0; i < RTS_M_COUNT; i++)
+		s->m[i].slo = slo ? slo->bound[i] : slo_default[i];
+
+	st->id = id;
+	st->tid = tid;
+	st->flags = flags;
+	st->state = sleeping ? RTS_TS_SLEEPING : RTS_TS_RUNNABLE;
+	rts_notice(RTS_N_TASK_START, 0, id, tid, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,511 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/ksym"
+	"github.com/rtscope/rtscope/internal/metric"
+)
+
+// Exported mirrors of the BPF types.
+type (
+	TaskStats   = bpfRtsTaskStats
+	MetricStats = bpfRtsMetricStats
+	Event       = bpfRtsEvent
+	Notice      = bpfRtsNotice
+)
+
+// Notice types (enum rts_notice_type).
+const (
+	NoticeTaskStart = 1
+	NoticeTaskExit  = 2
+	NoticeNewMax    = 3
+)
+
+// Counters of what was lost or refused (enum rts_counter).
+const (
+	CounterNoticeLost = iota
+	CounterStatsFull
+	CounterStorageFail
+	CounterEvents
+	CounterStackLost
+	counterCount
+)
+
+// Target flags (RTS_TF_*).
+const FlagFollow = 1
+
+// Config is set before the programs are loaded.
+type Config struct {
+	Trace        bool                            // flight recorder + worst-case windows
+	SleepStacks  bool                            // kernel stack of each tracked sleep
+	FlightPerCPU uint32                          // events kept per CPU, power of two
+	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
+	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
+}
+
+// DefaultFlightPerCPU is the flight recorder depth per CPU (48 bytes an event).
+const DefaultFlightPerCPU = 8192
+
+// Features tells which optional measurements could be attached.
+type Features struct {
+	UserReturn    error // fexit on hrtimer_nanosleep
+	ThreadedIRQ   error // fentry/fexit on irq_thread_fn / irq_forced_thread_fn
+	LegacySwitch  bool  // sched_switch without prev_state (kernel < 5.18)
+	HrtimerWakeup bool  // hrtimer_wakeup address known: timer sleeps classified
+}
+
+// Engine is a loaded and attached set of rtscope programs.
+type Engine struct {
+	cfg        Config
+	objs       coreObjects
+	switchProg *ebpf.Program // the sched_switch variant this kernel needs
+	optional   []*ebpf.Collection
+	links      []link.Link
+	notices    *ringbuf.Reader
+	flight     []byte
+	ncpu       int
+	Features   Features
+}
+
+type coreObjects struct {
+	OnSchedWaking        *ebpf.Program `ebpf:"on_sched_waking"`
+	OnSchedMigrate       *ebpf.Program `ebpf:"on_sched_migrate"`
+	OnSchedFork          *ebpf.Program `ebpf:"on_sched_fork"`
+	OnSchedExec          *ebpf.Program `ebpf:"on_sched_exec"`
+	OnSchedExit          *ebpf.Program `ebpf:"on_sched_exit"`
+	OnTaskRename         *ebpf.Program `ebpf:"on_task_rename"`
+	OnHrtimerStart       *ebpf.Program `ebpf:"on_hrtimer_start"`
+	OnHrtimerExpireEntry *ebpf.Program `ebpf:"on_hrtimer_expire_entry"`
+	OnHrtimerExpireExit  *ebpf.Program `ebpf:"on_hrtimer_expire_exit"`
+	OnIrqEntry           *ebpf.Program `ebpf:"on_irq_entry"`
+	OnIrqExit            *ebpf.Program `ebpf:"on_irq_exit"`
+	OnSoftirqEntry       *ebpf.Program `ebpf:"on_softirq_entry"`
+	OnSoftirqExit        *ebpf.Program `ebpf:"on_softirq_exit"`
+	TrackExisting        *ebpf.Program `ebpf:"track_existing"`
+	bpfMaps
+}
+
+// Probe checks what the engine needs from the kernel and the process, and
+// returns one sentence naming the first thing missing.
+func Probe() error {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return errors.New("this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing): rtscope needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")
+	}
+	if os.Geteuid() != 0 {
+		var hdr unix.CapUserHeader
+		var data [2]unix.CapUserData
+		hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
+		if err := unix.Capget(&hdr, &data[0]); err == nil {
+			const capPerfmon, capBPF = 38, 39
+			eff := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+			if eff&(1<<capBPF) == 0 || eff&(1<<capPerfmon) == 0 {
+				return errors.New("rtscope needs root, or the CAP_BPF and CAP_PERFMON capabilities, to load its BPF programs")
+			}
+		}
+	}
+	return nil
+}
+
+// Load loads the programs with cfg (nothing is attached yet).
+func Load(cfg Config) (*Engine, error) {
+	if err := Probe(); err != nil {
+		return nil, err
+	}
+	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge BPF memory to RLIMIT_MEMLOCK
+	if cfg.FlightPerCPU == 0 {
+		cfg.FlightPerCPU = DefaultFlightPerCPU
+	}
+	if cfg.FlightPerCPU&(cfg.FlightPerCPU-1) != 0 {
+		return nil, fmt.Errorf("flight recorder size %d is not a power of two", cfg.FlightPerCPU)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("counting CPUs: %w", err)
+	}
+	spec, err := loadBpf()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, ncpu: ncpu}
+
+	syms, _ := ksym.Kernel()
+	wake := syms.Addr("hrtimer_wakeup")
+	e.Features.HrtimerWakeup = wake != 0
+	set := func(name string, v any) error {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+		return nil
+	}
+	for name, v := range map[string]any{
+		"trace_enabled":     cfg.Trace,
+		"sleep_stacks":      cfg.SleepStacks && cfg.Trace,
+		"flight_per_cpu":    cfg.FlightPerCPU,
+		"hrtimer_wakeup_fn": wake,
+		"slo_default":       cfg.SLODefault,
+	} {
+		if err := set(name, v); err != nil {
+			return nil, err
+		}
+	}
+	entries := uint32(ncpu) * cfg.FlightPerCPU
+	if !cfg.Trace {
+		entries = 1
+	}
+	spec.Maps["flight"].MaxEntries = entries
+
+	legacy, err := legacySchedSwitch()
+	if err != nil {
+		return nil, err
+	}
+	e.Features.LegacySwitch = legacy
+	switchName := "on_sched_switch"
+	if legacy {
+		switchName = "on_sched_switch_legacy"
+	}
+	// Load only what this kernel runs: the optional programs separately, so
+	// a missing kernel function costs a feature, not the whole engine.
+	core := spec.Copy()
+	optionalNames := []string{"on_nanosleep_exit", "on_irq_thread_fn", "on_irq_thread_fn_exit",
+		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit"}
+	for _, n := range append(optionalNames, "on_sched_switch", "on_sched_switch_legacy") {
+		delete(core.Programs, n)
+	}
+	core.Programs[switchName] = spec.Programs[switchName]
+	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
+	if err != nil {
+		return nil, explainLoadError(err)
+	}
+	if err := coll.Assign(&e.objs); err != nil {
+		coll.Close()
+		return nil, err
+	}
+	e.switchProg = coll.Programs[switchName]
+	// coll keeps the maps alive through e.objs; keep it for Close.
+	e.optional = append(e.optional, coll)
+
+	maps := map[string]*ebpf.Map{}
+	for name, m := range coll.Maps {
+		maps[name] = m
+	}
+	loadOptional := func(names ...string) error {
+		sub := spec.Copy()
+		sub.Programs = map[string]*ebpf.ProgramSpec{}
+		for _, n := range names {
+			sub.Programs[n] = spec.Programs[n]
+		}
+		c, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: maps})
+		if err != nil {
+			return err
+		}
+		e.optional = append(e.optional, c)
+		return nil
+	}
+	e.Features.UserReturn = loadOptional("on_nanosleep_exit")
+	e.Features.ThreadedIRQ = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
+		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit")
+
+	if cfg.Trace {
+		size := int(entries) * int(unsafe.Sizeof(Event{}))
+		page := os.Getpagesize()
+		size = (size + page - 1) / page * page
+		e.flight, err = unix.Mmap(e.objs.Flight.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("mapping the flight recorder: %w", err)
+		}
+	}
+	for id, b := range cfg.SLOByID {
+		v := bpfRtsSlo{Bound: b}
+		if err := e.objs.SloById.Put(id, &v); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("setting SLO of %d: %w", id, err)
+		}
+	}
+	e.notices, err = ringbuf.NewReader(e.objs.Notices)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func explainLoadError(err error) error {
+	var ve *ebpf.VerifierError
+	switch {
+	case errors.Is(err, unix.EPERM):
+		return errors.New("the kernel refused to load rtscope's BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON")
+	case errors.As(err, &ve):
+		return fmt.Errorf("the kernel's verifier rejected rtscope's programs: %+v", ve)
+	case strings.Contains(err.Error(), "task_storage") || strings.Contains(err.Error(), "TaskStorage"):
+		return fmt.Errorf("this kernel lacks BPF task storage (needs Linux 5.11 or later): %w", err)
+	}
+	return fmt.Errorf("loading BPF programs: %w", err)
+}
+
+// legacySchedSwitch tells whether sched_switch lacks its prev_state argument (< 5.18).
+func legacySchedSwitch() (bool, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false, fmt.Errorf("reading kernel BTF: %w", err)
+	}
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_sched_switch", &td); err != nil {
+		return false, fmt.Errorf("kernel BTF has no sched_switch tracepoint: %w", err)
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return false, nil
+	}
+	fp, ok := ptr.Target.(*btf.FuncProto)
+	if !ok {
+		return false, nil
+	}
+	return len(fp.Params) < 5, nil
+}
+
+// Attach attaches every loaded program. Links die with the process: nothing
+// stays attached after exit, even after SIGKILL.
+func (e *Engine) Attach() error {
+	progs := []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate,
+		e.objs.OnSchedFork, e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename,
+		e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry, e.objs.OnHrtimerExpireExit,
+		e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit}
+	for _, c := range e.optional[1:] {
+		for _, p := range c.Programs {
+			progs = append(progs, p)
+		}
+	}
+	for _, p := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			e.detach()
+			return fmt.Errorf("attaching %s: %w", p, err)
+		}
+		e.links = append(e.links, l)
+	}
+	return nil
+}
+
+func (e *Engine) detach() {
+	for _, l := range e.links {
+		l.Close()
+	}
+	e.links = nil
+}
+
+// Close detaches and frees everything.
+func (e *Engine) Close() {
+	e.detach()
+	if e.notices != nil {
+		e.notices.Close()
+	}
+	if e.flight != nil {
+		unix.Munmap(e.flight)
+		e.flight = nil
+	}
+	for _, c := range e.optional {
+		c.Close()
+	}
+	e.optional = nil
+}
+
+// Want registers targets: tids, processes (tgid) and names. Call Scan after
+// to pick up the tasks that already exist; later ones are caught at fork,
+// exec and rename.
+func (e *Engine) WantTID(tid uint32, target uint32, flags uint32) error {
+	return e.objs.WantTid.Put(tid, bpfRtsTarget{Index: target, Flags: flags})
+}
+
+func (e *Engine) WantTGID(pid uint32, target uint32) error {
+	return e.objs.WantTgid.Put(pid, bpfRtsTarget{Index: target})
+}
+
+func (e *Engine) WantComm(comm string, target uint32) error {
+	var key [16]byte
+	copy(key[:15], comm)
+	return e.objs.WantComm.Put(key, bpfRtsTarget{Index: target})
+}
+
+// ForgetTID removes a tid target (so that a reused tid is not tracked again).
+func (e *Engine) ForgetTID(tid uint32) {
+	_ = e.objs.WantTid.Delete(tid)
+}
+
+// Scan runs the task iterator: every existing task that matches a target starts being tracked.
+func (e *Engine) Scan() error {
+	it, err := link.AttachIter(link.IterOptions{Program: e.objs.TrackExisting})
+	if err != nil {
+		return fmt.Errorf("task iterator: %w", err)
+	}
+	defer it.Close()
+	r, err := it.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// Stats returns the statistics of tracking id.
+func (e *Engine) Stats(id uint64) (*TaskStats, error) {
+	var s TaskStats
+	if err := e.objs.Stats.Lookup(id, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// AllStats returns the statistics of every tracked task.
+func (e *Engine) AllStats() ([]*TaskStats, error) {
+	var out []*TaskStats
+	var id uint64
+	it := e.objs.Stats.Iterate()
+	for {
+		s := new(TaskStats)
+		if !it.Next(&id, s) {
+			break
+		}
+		out = append(out, s)
+	}
+	return out, it.Err()
+}
+
+// Forget drops a task's statistics after its final report.
+func (e *Engine) Forget(id uint64) {
+	_ = e.objs.Stats.Delete(id)
+}
+
+// Notices returns the notices queued until deadline (BPF never wakes us up).
+func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
+	var out []Notice
+	var rec ringbuf.Record
+	e.notices.SetDeadline(deadline)
+	for {
+		err := e.notices.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(rec.RawSample) < int(unsafe.Sizeof(Notice{})) {
+			continue
+		}
+		out = append(out, *(*Notice)(unsafe.Pointer(&rec.RawSample[0])))
+		// Drain what is there without waiting again.
+		e.notices.SetDeadline(time.Now())
+	}
+}
+
+// Counters returns the lost/refused counters summed over CPUs.
+func (e *Engine) Counters() [counterCount]uint64 {
+	var out [counterCount]uint64
+	for i := uint32(0); i < counterCount; i++ {
+		var per []uint64
+		if err := e.objs.Counters.Lookup(i, &per); err == nil {
+			for _, v := range per {
+				out[i] += v
+			}
+		}
+	}
+	return out
+}
+
+// NumCPU is the number of possible CPUs (flight recorder rings).
+func (e *Engine) NumCPU() int { return e.ncpu }
+
+// FlightPerCPU is the depth of each CPU's ring.
+func (e *Engine) FlightPerCPU() uint32 { return e.cfg.FlightPerCPU }
+
+// Heads returns the next sequence number of each CPU's flight ring.
+func (e *Engine) Heads() ([]uint64, error) {
+	var per []bpfRtsCpuState
+	if err := e.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(per))
+	for i, c := range per {
+		out[i] = c.Seq
+	}
+	return out, nil
+}
+
+// FlightEvent returns a copy of slot i of cpu's ring.
+func (e *Engine) FlightEvent(cpu int, i uint32) Event {
+	idx := uint32(cpu)*e.cfg.FlightPerCPU + i&(e.cfg.FlightPerCPU-1)
+	off := int(idx) * int(unsafe.Sizeof(Event{}))
+	return *(*Event)(unsafe.Pointer(&e.flight[off]))
+}
+
+// Tracing tells whether the flight recorder is on.
+func (e *Engine) Tracing() bool { return e.flight != nil }
+
+// StackIDs resolves a stack id of the stacks map to kernel addresses.
+func (e *Engine) Stack(id uint32) ([]uint64, error) {
+	var frames [32]uint64
+	if err := e.objs.Stacks.Lookup(id, &frames); err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, f := range frames {
+		if f == 0 {
+			break
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// MemoryBytes is the kernel memory of the engine's maps and programs, as the kernel reports it.
+func (e *Engine) MemoryBytes() uint64 {
+	var total uint64
+	for _, c := range e.optional {
+		for _, m := range c.Maps {
+			if info, err := m.Info(); err == nil {
+				if v, ok := info.Memlock(); ok {
+					total += v
+				}
+			}
+		}
+		for _, p := range c.Programs {
+			if info, err := p.Info(); err == nil {
+				if v, ok := info.Memlock(); ok {
+					total += v
+				}
+			}
+		}
+	}
+	return total
+}
+
+// CommString converts a kernel comm array to a string.
+func CommString(c [16]int8) string {
+	b := make([]byte, 0, 16)
+	for _, ch := range c {
+		if ch == 0 {
+			break
+		}
+		b = append(b, byte(ch))
+	}
+	return string(b)
+}

@@ -1,0 +1,206 @@
+// Package metric names rtscope's per-task metrics and turns the BPF
+// statistics (count, sum, min, max, log-linear histogram) into summaries
+// with percentiles. The names here are the ones used by flags, tables and JSON.
+package metric
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// ID is the index of a metric in the BPF stats array (enum rts_metric).
+type ID int
+
+const (
+	Latency ID = iota
+	TimerIRQ
+	TimerThread
+	TimerUser
+	Response
+	Cycle
+	Period
+	Jitter
+	Handler
+	Count
+)
+
+// Info describes a metric for help texts and reports.
+type Info struct {
+	Name  string // flag/JSON name
+	Title string // column title
+	Desc  string
+}
+
+var infos = [Count]Info{
+	Latency:     {"latency", "LATENCY", "wakeup latency: woken -> running on a CPU"},
+	TimerIRQ:    {"timer-irq", "T-IRQ", "timer release, IRQ part: timer expiry -> timer interrupt handling it"},
+	TimerThread: {"timer-thread", "T-THREAD", "timer release, thread part: timer expiry -> task running"},
+	TimerUser:   {"timer-user", "T-USER", "timer release, user part: timer expiry -> return to user space from the sleep"},
+	Response:    {"response", "RESPONSE", "response time: woken -> first voluntary switch-out (block or sleep)"},
+	Cycle:       {"cycle", "CYCLE", "control-loop cycle: timer wakeup -> switch-out into the next timer sleep"},
+	Period:      {"period", "PERIOD", "actual period: timer wakeup -> next timer wakeup"},
+	Jitter:      {"jitter", "JITTER", "period jitter: |actual period - timer expiry spacing|"},
+	Handler:     {"handler", "HANDLER", "threaded IRQ handler time, entry -> exit, minus IRQ/softirq time"},
+}
+
+// Info returns the description of m.
+func (m ID) Info() Info { return infos[m] }
+
+// String is the metric's name.
+func (m ID) String() string {
+	if m < 0 || m >= Count {
+		return fmt.Sprintf("metric(%d)", int(m))
+	}
+	return infos[m].Name
+}
+
+// All lists the metrics in order.
+func All() []ID {
+	out := make([]ID, Count)
+	for i := range out {
+		out[i] = ID(i)
+	}
+	return out
+}
+
+// aliases accepted on the command line.
+var aliases = map[string]ID{"wakeup": Latency, "lat": Latency, "irq-handler": Handler}
+
+// Parse returns the metric of a name (or alias).
+func Parse(name string) (ID, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for i, in := range infos {
+		if in.Name == n {
+			return ID(i), nil
+		}
+	}
+	if m, ok := aliases[n]; ok {
+		return m, nil
+	}
+	return 0, fmt.Errorf("unknown metric %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Names lists the metric names.
+func Names() []string {
+	out := make([]string, 0, Count)
+	for _, in := range infos {
+		out = append(out, in.Name)
+	}
+	return out
+}
+
+// Histogram layout, mirrored from bpf/rtscope.h.
+const (
+	SubBits  = 3
+	Sub      = 1 << SubBits
+	MaxShift = 36
+	Buckets  = (MaxShift - SubBits + 1) * Sub
+)
+
+// RelativeError is the largest error of a percentile read from the
+// histogram (bucket midpoint), relative to the true value: half a bucket.
+const RelativeError = 1.0 / (2 * Sub)
+
+// Bucket returns the histogram bucket of v (same as rts_hist_bucket in BPF).
+func Bucket(v uint64) int {
+	if v < Sub {
+		return int(v)
+	}
+	msb := 63 - leadingZeros(v)
+	if msb >= MaxShift {
+		return Buckets - 1
+	}
+	return (msb-SubBits+1)*Sub + int((v>>(msb-SubBits))&(Sub-1))
+}
+
+func leadingZeros(v uint64) int {
+	n := 0
+	for i := 63; i >= 0; i-- {
+		if v&(1<<uint(i)) != 0 {
+			return n
+		}
+		n++
+	}
+	return 64
+}
+
+// BucketRange returns the values [lo, hi) of bucket b.
+func BucketRange(b int) (lo, hi uint64) {
+	if b < Sub {
+		return uint64(b), uint64(b) + 1
+	}
+	k := b / Sub
+	sub := uint64(b % Sub)
+	lo = (Sub + sub) << uint(k-1)
+	hi = lo + 1<<uint(k-1)
+	if b == Buckets-1 {
+		hi = math.MaxUint64
+	}
+	return lo, hi
+}
+
+// Stats is one metric of one task, as measured.
+type Stats struct {
+	Count      uint64
+	Sum        uint64
+	Min, Max   uint64
+	MaxStart   uint64 // window of the maximum, monotonic ns
+	MaxEnd     uint64
+	SLO        uint64 // 0: none
+	Violations uint64
+	Hist       []uint32 // Buckets entries, may be nil
+}
+
+// Avg is the mean in ns; ok false when there is no sample.
+func (s Stats) Avg() (float64, bool) {
+	if s.Count == 0 {
+		return 0, false
+	}
+	return float64(s.Sum) / float64(s.Count), true
+}
+
+// Percentile returns the p-th percentile (0 < p < 100) estimated from the
+// histogram, clamped to [Min, Max]. ok is false without samples.
+func (s Stats) Percentile(p float64) (uint64, bool) {
+	if s.Count == 0 || len(s.Hist) == 0 {
+		return 0, false
+	}
+	var total uint64
+	for _, c := range s.Hist {
+		total += uint64(c)
+	}
+	if total == 0 {
+		return 0, false
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(total)))
+	if rank < 1 {
+		rank = 1
+	}
+	var seen uint64
+	for b, c := range s.Hist {
+		seen += uint64(c)
+		if seen >= rank {
+			lo, hi := BucketRange(b)
+			var v uint64
+			if hi-lo <= 1 {
+				v = lo
+			} else if b == Buckets-1 {
+				v = s.Max
+			} else {
+				v = lo + (hi-lo)/2
+			}
+			if v < s.Min {
+				v = s.Min
+			}
+			if v > s.Max {
+				v = s.Max
+			}
+			return v, true
+		}
+	}
+	return s.Max, true
+}
+
+// Percentiles reported everywhere.
+var Percentiles = []float64{50, 90, 99, 99.9}

@@ -1,0 +1,89 @@
+package metric
+
+import (
+	"math"
+	"math/rand"
+	"sort"
+	"testing"
+)
+
+func TestBucketBoundaries(t *testing.T) {
+	cases := map[uint64]int{0: 0, 7: 7, 8: 8, 15: 15, 16: 16, 17: 16, 18: 17, 31: 23, 32: 24}
+	for v, want := range cases {
+		if got := Bucket(v); got != want {
+			t.Errorf("Bucket(%d) = %d, want %d", v, got, want)
+		}
+	}
+	if got := Bucket(1 << 40); got != Buckets-1 {
+		t.Errorf("huge value bucket %d, want last %d", got, Buckets-1)
+	}
+	// Every value falls inside the range of its bucket, and ranges tile.
+	for _, v := range []uint64{1, 9, 100, 1000, 123456, 1e6, 1e9, 5e10} {
+		b := Bucket(v)
+		lo, hi := BucketRange(b)
+		if v < lo || v >= hi {
+			t.Errorf("v=%d bucket %d range [%d,%d)", v, b, lo, hi)
+		}
+		if b+1 < Buckets {
+			nlo, _ := BucketRange(b + 1)
+			if nlo != hi {
+				t.Errorf("bucket %d ends at %d but %d starts at %d", b, hi, b+1, nlo)
+			}
+		}
+		if float64(hi-lo)/float64(lo) > 1.0/Sub+1e-9 && lo >= Sub {
+			t.Errorf("bucket %d too wide: [%d,%d)", b, lo, hi)
+		}
+	}
+}
+
+func TestPercentileAccuracy(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	var vals []uint64
+	s := Stats{Hist: make([]uint32, Buckets), Min: math.MaxUint64}
+	for i := 0; i < 100000; i++ {
+		v := uint64(20000 + r.ExpFloat64()*30000) // 20 us + exponential tail
+		vals = append(vals, v)
+		s.Count++
+		s.Sum += v
+		s.Hist[Bucket(v)]++
+		if v < s.Min {
+			s.Min = v
+		}
+		if v > s.Max {
+			s.Max = v
+		}
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	for _, p := range Percentiles {
+		exact := vals[int(math.Ceil(p/100*float64(len(vals))))-1]
+		got, ok := s.Percentile(p)
+		if !ok {
+			t.Fatal("no percentile")
+		}
+		rel := math.Abs(float64(got)-float64(exact)) / float64(exact)
+		if rel > RelativeError+1e-9 {
+			t.Errorf("p%v = %d, exact %d, error %.3f > %.3f", p, got, exact, rel, RelativeError)
+		}
+	}
+	if _, ok := (Stats{}).Percentile(50); ok {
+		t.Error("empty stats must have no percentile")
+	}
+	if _, ok := (Stats{}).Avg(); ok {
+		t.Error("empty stats must have no average")
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, m := range All() {
+		got, err := Parse(m.String())
+		if err != nil || got != m {
+			t.Errorf("Parse(%q) = %v, %v", m.String(), got, err)
+		}
+	}
+	if m, err := Parse("wakeup"); err != nil || m != Latency {
+		t.Errorf("alias wakeup: %v %v", m, err)
+	}
+	if _, err := Parse("bogus"); err == nil {
+		t.Error("unknown metric accepted")
+	}
+}
