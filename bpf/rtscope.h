@@ -42,6 +42,8 @@ struct rts_metric_stats {
 	__u64 max_end;
 	__u64 slo;        /* bound in ns, 0: none */
 	__u64 violations;
+	__u64 last;       /* latest sample */
+	__u64 last_end;   /* when it completed */
 	__u32 hist[RTS_HIST_BUCKETS];
 };
 

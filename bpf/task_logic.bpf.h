@@ -78,6 +78,8 @@ static __always_inline void rts_record(struct rts_task_state *st, __u32 metric, 
 	struct rts_metric_stats *m = &s->m[metric];
 	m->count++;
 	m->sum += value;
+	m->last = value;
+	m->last_end = end;
 	if (m->count == 1 || value < m->min)
 		m->min = value;
 	if (m->slo && value > m->slo)

@@ -1,0 +1,63 @@
+# rtscope: `make demo` and `make test` do all set-up on a fresh Debian machine.
+SHELL := /bin/bash
+GO ?= go
+HOSTARCH := $(shell $(GO) env GOHOSTARCH 2>/dev/null || echo amd64)
+GOARCH ?= $(HOSTARCH)
+export GOARCH
+BIN := $(if $(filter $(HOSTARCH),$(GOARCH)),rtscope,rtscope-$(GOARCH))
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/headers/*.h)
+STAMP := .cache/stamps
+
+# Debian packages the build and the tests need.
+DEB_BUILD := clang llvm libbpf-dev bpftool
+DEB_TEST := rt-tests stress-ng
+
+.PHONY: all build deps deps-test generate test test-unit test-root demo bench clean vet
+
+all: build
+
+$(STAMP)/deps-build:
+	@mkdir -p $(STAMP)
+	@if ! command -v clang >/dev/null || [ ! -f /usr/include/bpf/bpf_helpers.h ]; then \
+		echo "installing build dependencies: $(DEB_BUILD)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_BUILD) >/dev/null; fi
+	@touch $@
+
+$(STAMP)/deps-test: $(STAMP)/deps-build
+	@if ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null; then \
+		echo "installing test dependencies: $(DEB_TEST)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_TEST) >/dev/null; fi
+	@touch $@
+
+deps: $(STAMP)/deps-build
+deps-test: $(STAMP)/deps-test
+
+$(STAMP)/generate: $(BPF_SRC) $(STAMP)/deps-build $(wildcard internal/*/gen.go)
+	GOARCH=$(HOSTARCH) $(GO) generate ./...
+	@touch $@
+
+generate: $(STAMP)/generate
+
+build: $(STAMP)/generate
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rtscope/rtscope/internal/cli.Version=$(VERSION)" -o $(BIN) .
+
+vet: $(STAMP)/generate
+	GOARCH=$(HOSTARCH) $(GO) vet ./...
+
+# Every test: unit, BPF logic, root integration on this kernel, and whatever
+# the mk/*.mk fragments add to TEST_EXTRA (QEMU test bed, ...).
+test: build deps-test vet
+	GOARCH=$(HOSTARCH) $(GO) test -count=1 -timeout 40m ./... 2>&1 | tee .cache/go-test.log; test $${PIPESTATUS[0]} -eq 0
+	@$(MAKE) --no-print-directory test-extra
+
+TEST_EXTRA :=
+-include mk/*.mk
+
+test-extra: $(TEST_EXTRA)
+
+demo: build
+	./$(BIN) demo
+
+clean:
+	rm -rf rtscope rtscope-* .cache internal/*/*_bpfel.go internal/*/*_bpfel.o
