@@ -1,0 +1,152 @@
+package inject
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/rtscope/rtscope/internal/workload"
+)
+
+func needRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func lastCPU(t *testing.T) int {
+	cpus, err := workload.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpus[len(cpus)-1]
+}
+
+func TestSpinBounds(t *testing.T) {
+	if _, err := StartIRQNoise(1, 0, MaxSpin+1); err == nil {
+		t.Fatal("a spin above the maximum was accepted")
+	}
+	if _, err := StartIRQNoise(1, 0, 0); err == nil {
+		t.Fatal("a zero spin was accepted")
+	}
+}
+
+// victim runs a 1 ms periodic SCHED_FIFO loop and returns its measurements.
+func victim(t *testing.T, g *workload.Group, cpu int, base int64) *workload.Periodic {
+	p := workload.NewPeriodic(base, time.Millisecond)
+	_, err := g.Go(workload.Spec{Name: "victim", CPU: cpu, Policy: workload.FIFO, Priority: 80}, func(th *workload.Thread) {
+		for !th.Stopping() {
+			p.Wait(th)
+			th.Work(50 * time.Microsecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func setupProcess(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	procs := runtime.GOMAXPROCS(16)
+	t.Cleanup(func() { debug.SetGCPercent(old); runtime.GOMAXPROCS(procs) })
+}
+
+// The hard-IRQ spin, phased 100 us before the victim's timer, delays the
+// victim's wakeup by about the spin.
+func TestIRQNoiseDelaysVictim(t *testing.T) {
+	needRoot(t)
+	setupProcess(t)
+	cpu := lastCPU(t)
+	const spin = 3 * time.Millisecond
+	base := (workload.Now()/1e6 + 50) * 1e6
+	var g workload.Group
+	v := victim(t, &g, cpu, base)
+	inj := workload.NewPeriodic(base+int64(10*time.Millisecond)-100_000, 100*time.Millisecond)
+	th, err := g.Go(workload.Spec{Name: "irq-inject", CPU: cpu, Policy: workload.FIFO, Priority: 1}, func(th *workload.Thread) {
+		for !th.Stopping() {
+			inj.Wait(th)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := StartIRQNoise(th.Tid, cpu, spin)
+	if err != nil {
+		g.Stop(time.Second)
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	st := n.Stats()
+	n.Close()
+	if err := g.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("injector: %+v; victim: %+v", st, v.Stats)
+	if st.Count < 5 || st.Max < spin || st.Max > spin+time.Millisecond {
+		t.Errorf("injector spun %d times, max %v; want >= 5 spins of about %v", st.Count, st.Max, spin)
+	}
+	if late := time.Duration(v.Stats.LateMax); late < spin-time.Millisecond/2 || late > spin+2*time.Millisecond {
+		t.Errorf("victim's worst wakeup was %v late; want about %v", late, spin)
+	}
+}
+
+// The preemption-off spin started 100 us before the victim's timer keeps the
+// victim off the CPU until it ends.
+func TestPreemptOffDelaysVictim(t *testing.T) {
+	needRoot(t)
+	setupProcess(t)
+	cpu := lastCPU(t)
+	const spin = 3 * time.Millisecond
+	p, err := LoadPreemptOff(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	base := (workload.Now()/1e6 + 50) * 1e6
+	var g workload.Group
+	v := victim(t, &g, cpu, base)
+	inj := workload.NewPeriodic(base+int64(10*time.Millisecond)-100_000, 100*time.Millisecond)
+	errs := make(chan error, 1)
+	_, err = g.Go(workload.Spec{Name: "preempt-inject", CPU: cpu, Policy: workload.Other, TimerSlack: 1}, func(th *workload.Thread) {
+		for !th.Stopping() {
+			inj.Wait(th)
+			if err := p.Spin(spin); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := g.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	st := p.Stats()
+	t.Logf("injector: %+v; victim: %+v", st, v.Stats)
+	if st.Count < 5 || st.Max < spin || st.WrongCPU != 0 {
+		t.Errorf("injector spun %d times (max %v, %d on a wrong CPU); want >= 5 spins of %v", st.Count, st.Max, st.WrongCPU, spin)
+	}
+	if late := time.Duration(v.Stats.LateMax); late < spin-time.Millisecond/2 || late > spin+2*time.Millisecond {
+		t.Errorf("victim's worst wakeup was %v late; want about %v", late, spin)
+	}
+	if cpus, _ := workload.CPUs(); len(cpus) > 1 {
+		var g2 workload.Group
+		res := make(chan error, 1)
+		if _, err := g2.Go(workload.Spec{Name: "elsewhere", CPU: cpus[0]}, func(*workload.Thread) { res <- p.Spin(time.Microsecond) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err == nil {
+			t.Error("the preemption-off injector spun on a CPU other than its target")
+		}
+	}
+}

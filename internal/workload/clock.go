@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// nanotime is the runtime's CLOCK_MONOTONIC reading (vDSO, no syscall, no
+// allocation): the clock clock_nanosleep sleeps on below.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// Now returns CLOCK_MONOTONIC in nanoseconds.
+func Now() int64 { return nanotime() }
+
+func uintptrOf[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+// SleepUntil sleeps until CLOCK_MONOTONIC reaches deadline (ns) with an
+// absolute-time clock_nanosleep, so lateness never accumulates.
+func (t *Thread) SleepUntil(deadline int64) {
+	t.ts = unix.NsecToTimespec(deadline)
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+			uintptr(unsafe.Pointer(&t.ts)), 0, 0, 0)
+		if e != unix.EINTR {
+			return
+		}
+	}
+}
+
+// Sleep sleeps for d (relative).
+func (t *Thread) Sleep(d time.Duration) { t.SleepUntil(Now() + int64(d)) }
+
+// CPUTime returns the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns.
+func (t *Thread) CPUTime() int64 {
+	_, _, _ = unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&t.ts)), 0)
+	return t.ts.Nano()
+}
+
+// Work burns d of the thread's own CPU time. Measured in CPU time rather
+// than wall time, "1 ms of work" stays 1 ms of work when the thread is
+// preempted: it finishes later instead of shorter, which is what makes
+// preemption and priority inversion visible. Call it on the thread itself.
+func (t *Thread) Work(d time.Duration) {
+	end := t.CPUTime() + int64(d)
+	for t.CPUTime() < end {
+	}
+}
+
+// Periodic drives an absolute-time periodic loop and measures it from the
+// inside: how late each wakeup was against its deadline, and how long each
+// cycle took from wakeup to the next sleep.
+type Periodic struct {
+	Next   int64 // next deadline, CLOCK_MONOTONIC ns
+	Period int64
+	Stats  LoopStats
+	woke   int64
+}
+
+// LoopStats are a periodic thread's own measurements (ns). Written only by
+// the thread; read them after it stopped.
+type LoopStats struct {
+	Cycles   int64 // wakeups
+	Overruns int64 // deadlines skipped because the cycle ran past them
+	LateMin  int64 // wakeup time - deadline
+	LateMax  int64
+	LateSum  int64
+	CycleMax int64 // wakeup -> start of the next sleep (wall time)
+	CycleSum int64
+	First    int64 // first and last wakeup, for the mean period
+	Last     int64
+}
+
+// LateAvg is the mean wakeup lateness, ns.
+func (s *LoopStats) LateAvg() int64 {
+	if s.Cycles == 0 {
+		return 0
+	}
+	return s.LateSum / s.Cycles
+}
+
+// CycleAvg is the mean cycle time, ns.
+func (s *LoopStats) CycleAvg() int64 {
+	if s.Cycles < 2 {
+		return 0
+	}
+	return s.CycleSum / (s.Cycles - 1)
+}
+
+// MeanPeriod is the mean time between wakeups, ns.
+func (s *LoopStats) MeanPeriod() int64 {
+	if s.Cycles < 2 {
+		return 0
+	}
+	return (s.Last - s.First) / (s.Cycles - 1)
+}
+
+// NewPeriodic starts a loop whose first deadline is first.
+func NewPeriodic(first int64, period time.Duration) *Periodic {
+	return &Periodic{Next: first, Period: int64(period)}
+}
+
+// Wait ends the current cycle: it sleeps until the next deadline, skipping
+// the deadlines the cycle already ran past (a control loop that overran
+// starts its next cycle on time rather than catching up in a burst).
+func (p *Periodic) Wait(t *Thread) {
+	now := Now()
+	if p.woke != 0 {
+		c := now - p.woke
+		p.Stats.CycleSum += c
+		if c > p.Stats.CycleMax {
+			p.Stats.CycleMax = c
+		}
+		p.Next += p.Period
+		for p.Next <= now {
+			p.Next += p.Period
+			p.Stats.Overruns++
+		}
+	}
+	t.SleepUntil(p.Next)
+	now = Now()
+	late := now - p.Next
+	s := &p.Stats
+	if s.Cycles == 0 {
+		s.LateMin, s.First = late, now
+	}
+	s.Cycles++
+	s.LateSum += late
+	if late < s.LateMin {
+		s.LateMin = late
+	}
+	if late > s.LateMax {
+		s.LateMax = late
+	}
+	s.Last = now
+	p.woke = now
+}

@@ -1,0 +1,159 @@
+package workload
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func needRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func TestBadSpec(t *testing.T) {
+	var g Group
+	if _, err := g.Go(Spec{Name: "a-name-longer-than-15", CPU: -1}, func(*Thread) {}); err == nil {
+		t.Error("a 21-byte name was accepted")
+	}
+	if _, err := g.Go(Spec{Name: "x", CPU: -1, Policy: FIFO, Priority: 100}, func(*Thread) {}); err == nil {
+		t.Error("FIFO priority 100 was accepted")
+	}
+}
+
+// A thread gets its name, CPU and policy before its function runs, and the
+// RT loop primitives allocate nothing.
+func TestThreadSetupAndNoAllocation(t *testing.T) {
+	needRoot(t)
+	cpus, _ := CPUs()
+	cpu := cpus[len(cpus)-1]
+	var g Group
+	res := make(chan string, 1)
+	th, err := g.Go(Spec{Name: "rt-test", CPU: cpu, Policy: FIFO, Priority: 7}, func(th *Thread) {
+		sem := &Sem{}
+		efd, _ := NewEventFD()
+		defer efd.Release()
+		var m Mutex
+		var pm PIMutex
+		p := NewPeriodic(Now(), 100*time.Microsecond)
+		allocs := testing.AllocsPerRun(20, func() {
+			p.Wait(th)
+			th.Work(10 * time.Microsecond)
+			sem.Post()
+			sem.Wait()
+			efd.Signal(1)
+			efd.Wait()
+			m.Lock(th)
+			m.Unlock(th)
+			pm.Lock(th)
+			pm.Unlock(th)
+		})
+		res <- fmt.Sprint(allocs)
+		for !th.Stopping() {
+			th.Sleep(time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := <-res; a != "0" {
+		t.Errorf("RT primitives allocated %s times per loop", a)
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/comm", th.Tid))
+	attr, err := unix.SchedGetAttr(th.Tid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set unix.CPUSet
+	unix.SchedGetaffinity(th.Tid, &set)
+	if strings.TrimSpace(string(comm)) != "rt-test" || attr.Policy != 1 || attr.Priority != 7 || set.Count() != 1 || !set.IsSet(cpu) {
+		t.Errorf("thread is %q policy %d prio %d on %d CPUs; want rt-test FIFO 7 on CPU %d", comm, attr.Policy, attr.Priority, set.Count(), cpu)
+	}
+	if err := g.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Work counts the thread's CPU time: two threads sharing one CPU each take
+// about twice the wall time for the same work.
+func TestWorkIsCPUTime(t *testing.T) {
+	needRoot(t)
+	cpus, _ := CPUs()
+	cpu := cpus[len(cpus)-1]
+	var g Group
+	took := make(chan time.Duration, 2)
+	for _, n := range []string{"w1", "w2"} {
+		if _, err := g.Go(Spec{Name: n, CPU: cpu, Policy: RR, Priority: 5}, func(th *Thread) {
+			start := time.Now()
+			th.Work(300 * time.Millisecond)
+			took <- time.Since(start)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := <-took, <-took
+	if a+b < 750*time.Millisecond {
+		t.Errorf("two 300 ms works sharing one CPU took %v and %v of wall time; want the later one near 600 ms", a, b)
+	}
+	g.Stop(time.Second)
+}
+
+// Both mutexes exclude: concurrent increments are not lost.
+func TestMutexes(t *testing.T) {
+	for _, m := range []Locker{&Mutex{}, &PIMutex{}} {
+		var g Group
+		counter := 0
+		done := make(chan struct{}, 2)
+		for i := 0; i < 2; i++ {
+			if _, err := g.Go(Spec{Name: "locker", CPU: -1}, func(th *Thread) {
+				for j := 0; j < 20000; j++ {
+					m.Lock(th)
+					counter++
+					m.Unlock(th)
+				}
+				done <- struct{}{}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		<-done
+		<-done
+		if counter != 40000 {
+			t.Errorf("%T: counter %d, want 40000", m, counter)
+		}
+	}
+}
+
+func TestSemCloseWakesWaiter(t *testing.T) {
+	var g Group
+	var s Sem
+	got := make(chan bool, 1)
+	g.Go(Spec{Name: "waiter", CPU: -1}, func(th *Thread) { got <- s.Wait() })
+	time.Sleep(20 * time.Millisecond)
+	s.Close()
+	if <-got {
+		t.Error("Wait on a closed semaphore returned true")
+	}
+}
+
+func TestEventFDCounts(t *testing.T) {
+	e, err := NewEventFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release()
+	e.Signal(1)
+	e.Signal(2)
+	if n := e.Wait(); n != 3 {
+		t.Errorf("Wait returned %d, want 3", n)
+	}
+	e.Close()
+	if n := e.Wait(); n != 0 {
+		t.Errorf("Wait after Close returned %d, want 0", n)
+	}
+}
