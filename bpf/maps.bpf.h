@@ -46,6 +46,10 @@ struct rts_task_state {
 	__u64 armed_expiry;    /* sleeper timer armed by the task itself */
 	__u64 handler_start;
 	__u64 handler_irq_ns;  /* CPU's IRQ+softirq time at handler entry */
+	__u64 run_start;       /* last switch-in */
+	__u64 run_irq_ns;      /* CPU's IRQ+softirq time at that switch-in */
+	__u64 oncpu;           /* on-CPU time of the current activation, IRQs removed */
+	__u8 fentry_seen;      /* handler measured by fentry/fexit: skip the scheduler-based one */
 };
 
 struct {

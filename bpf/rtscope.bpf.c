@@ -43,6 +43,14 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 	bpf_probe_read_kernel(s->comm, sizeof(s->comm), t->comm);
 }
 
+/* IRQ threads are named irq/N-name (irq/N-s-name for secondary handlers). */
+static __always_inline bool is_irq_thread(struct task_struct *t)
+{
+	char c[4] = {};
+	bpf_probe_read_kernel(c, sizeof(c), t->comm);
+	return c[0] == 'i' && c[1] == 'r' && c[2] == 'q' && c[3] == '/';
+}
+
 /* Start tracking t unless it already is. */
 static __always_inline void track(struct task_struct *t, __u32 target, __u32 flags)
 {
@@ -62,6 +70,8 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 		bpf_task_storage_delete(&tasks, t);
 		return;
 	}
+	if (is_irq_thread(t))
+		st->flags |= RTS_TF_IRQ_THREAD;
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
 }
 
@@ -122,13 +132,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		bpf_probe_read_kernel(e->comm, sizeof(e->comm), next->comm);
 	}
 
+	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
 	if (ps) {
-		rts_on_switch_out(ps, now, cpu, voluntary);
+		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
 	if (ns) {
 		ns->prio = BPF_CORE_READ(next, prio);
-		if (rts_on_switch_in(ns, now, cpu))
+		if (rts_on_switch_in(ns, now, cpu, irq_ns))
 			refresh_identity(ns, next, cpu);
 	}
 	return 0;
@@ -383,9 +394,8 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 	return 0;
 }
 
-/* Return from nanosleep/clock_nanosleep: the "user" part of a timer release. */
-SEC("fexit/hrtimer_nanosleep")
-int BPF_PROG(on_nanosleep_exit)
+/* The "user" part of a timer release: the task is back in user space. */
+static __always_inline int user_return(void)
 {
 	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
 	if (!st || !st->release_pending)
@@ -397,6 +407,24 @@ int BPF_PROG(on_nanosleep_exit)
 		e->a = st->tid;
 	rts_on_user_return(st, now, cpu);
 	return 0;
+}
+
+/* Return from nanosleep/clock_nanosleep (where fexit is allowed). */
+SEC("fexit/hrtimer_nanosleep")
+int BPF_PROG(on_nanosleep_exit)
+{
+	return user_return();
+}
+
+/*
+ * rseq_update fires on the exit to user space that follows a context switch
+ * of a thread with a registered rseq area (glibc >= 2.35 registers every
+ * thread): a tracepoint-only "return to user" for any timer sleep.
+ */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_rseq_update)
+{
+	return user_return();
 }
 
 /* ---- interrupts ---- */

@@ -18,7 +18,7 @@ enum rts_metric {
 	RTS_M_CYCLE,         /* timer wakeup -> switch-out into the next timer sleep */
 	RTS_M_PERIOD,        /* timer wakeup -> next timer wakeup */
 	RTS_M_JITTER,        /* |period - nominal period (expiry spacing)| */
-	RTS_M_HANDLER,       /* threaded IRQ handler: entry -> exit, IRQ time removed */
+	RTS_M_HANDLER,       /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
 	RTS_M_COUNT,
 };
 
@@ -183,5 +183,6 @@ struct rts_target {
 };
 
 #define RTS_TF_FOLLOW 1        /* track every descendant (launched command) */
+#define RTS_TF_IRQ_THREAD 2    /* an irq/N-name thread: measure its handler time */
 
 #endif

@@ -26,7 +26,7 @@ static __always_inline struct rts_task_state *task(__u32 tid)
 
 /* Start tracking tid; a reused tid gets a fresh state and a new id. */
 SEC("raw_tp")
-int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping)
+int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping, __u64 irq_thread)
 {
 	struct rts_task_state zero = {};
 	__u32 t = tid;
@@ -34,7 +34,10 @@ int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping)
 	struct rts_task_state *st = task(t);
 	if (!st)
 		return -1;
-	return rts_track_init(st, t, pid, 0, 0, sleeping != 0);
+	int err = rts_track_init(st, t, pid, 0, 0, sleeping != 0);
+	if (!err && irq_thread)
+		st->flags |= RTS_TF_IRQ_THREAD;
+	return err;
 }
 
 /* A task exits: its state is dropped (the engine deletes its task storage). */
@@ -45,15 +48,17 @@ int BPF_PROG(test_exit, __u64 tid)
 	return bpf_map_delete_elem(&test_tasks, &t);
 }
 
+/* irq_ns: the CPU's accumulated hard IRQ + softirq time at this switch. */
 SEC("raw_tp")
-int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __u64 voluntary)
+int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __u64 voluntary,
+	     __u64 irq_ns)
 {
 	struct rts_task_state *ps = task(prev_tid);
 	struct rts_task_state *ns = task(next_tid);
 	if (ps)
-		rts_on_switch_out(ps, now, cpu, voluntary != 0);
+		rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns);
 	if (ns)
-		rts_on_switch_in(ns, now, cpu);
+		rts_on_switch_in(ns, now, cpu, irq_ns);
 	return 0;
 }
 

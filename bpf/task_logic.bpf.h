@@ -181,9 +181,15 @@ static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, 
 
 /* The task leaves the CPU. voluntary: it blocks or sleeps (not preempted). */
 static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 now, __u32 cpu,
-					      bool voluntary)
+					      bool voluntary, __u64 irq_ns)
 {
 	struct rts_task_stats *s = rts_stats(st);
+	if (st->run_start && now > st->run_start) {
+		__u64 ran = now - st->run_start;
+		__u64 stolen = irq_ns > st->run_irq_ns ? irq_ns - st->run_irq_ns : 0;
+		st->oncpu += ran > stolen ? ran - stolen : 0;
+	}
+	st->run_start = 0;
 	if (!voluntary) {
 		st->state = RTS_TS_RUNNABLE;
 		if (s)
@@ -192,9 +198,17 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 	}
 	if (s)
 		s->switches_voluntary++;
-	if (st->resp_start && now >= st->resp_start)
+	if (st->resp_start && now >= st->resp_start) {
 		rts_record(st, RTS_M_RESPONSE, now - st->resp_start, st->resp_start, now,
 			   st->wake_cpu, cpu);
+		/*
+		 * An IRQ thread's activation is one run of its handler(s): without
+		 * fentry on the threaded handler, its on-CPU time is the handler time.
+		 */
+		if ((st->flags & RTS_TF_IRQ_THREAD) && !st->fentry_seen)
+			rts_record(st, RTS_M_HANDLER, st->oncpu, st->resp_start, now, st->wake_cpu, cpu);
+	}
+	st->oncpu = 0;
 	st->resp_start = 0;
 	st->release_pending = 0;
 	st->sleep_ts = now;
@@ -202,9 +216,13 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 }
 
 /* The task gets the CPU. Returns true when this ends a wakeup latency window. */
-static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu)
+static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu,
+					     __u64 irq_ns)
 {
 	bool woken = false;
+
+	st->run_start = now;
+	st->run_irq_ns = irq_ns;
 
 	if (st->state == RTS_TS_SLEEPING && st->pending_ts) {
 		/* The wakeup raced with the switch-out: it counts from the sleep. */
@@ -243,6 +261,7 @@ static __always_inline void rts_on_handler_entry(struct rts_task_state *st, __u6
 						 __u32 irq, __u64 irq_ns)
 {
 	st->in_handler = 1;
+	st->fentry_seen = 1;
 	st->handler_start = now;
 	st->handler_irq = irq;
 	st->handler_irq_ns = irq_ns;
@@ -295,7 +314,7 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 
 	st->id = id;
 	st->tid = tid;
-	st->flags = flags;
+	st->flags = flags & RTS_TF_FOLLOW;
 	st->state = sleeping ? RTS_TS_SLEEPING : RTS_TS_RUNNABLE;
 	rts_notice(RTS_N_TASK_START, 0, id, tid, 0, 0, 0, 0, 0);
 	return 0;

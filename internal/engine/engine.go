@@ -61,10 +61,11 @@ const DefaultFlightPerCPU = 8192
 
 // Features tells which optional measurements could be attached.
 type Features struct {
-	UserReturn    error // fexit on hrtimer_nanosleep
-	ThreadedIRQ   error // fentry/fexit on irq_thread_fn / irq_forced_thread_fn
-	LegacySwitch  bool  // sched_switch without prev_state (kernel < 5.18)
-	HrtimerWakeup bool  // hrtimer_wakeup address known: timer sleeps classified
+	UserReturn        error // nil: return to user space is seen (fexit or rseq)
+	UserReturnFexit   bool  // ... through fexit on hrtimer_nanosleep (any thread), else only rseq threads
+	ThreadedIRQFentry error // nil: handler time exact from fentry/fexit, else scheduler-based
+	LegacySwitch      bool  // sched_switch without prev_state (kernel < 5.18)
+	HrtimerWakeup     bool  // hrtimer_wakeup address known: timer sleeps classified
 }
 
 // Engine is a loaded and attached set of rtscope programs.
@@ -179,7 +180,7 @@ func Load(cfg Config) (*Engine, error) {
 	// Load only what this kernel runs: the optional programs separately, so
 	// a missing kernel function costs a feature, not the whole engine.
 	core := spec.Copy()
-	optionalNames := []string{"on_nanosleep_exit", "on_irq_thread_fn", "on_irq_thread_fn_exit",
+	optionalNames := []string{"on_nanosleep_exit", "on_rseq_update", "on_irq_thread_fn", "on_irq_thread_fn_exit",
 		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit"}
 	for _, n := range append(optionalNames, "on_sched_switch", "on_sched_switch_legacy") {
 		delete(core.Programs, n)
@@ -189,6 +190,12 @@ func Load(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, explainLoadError(err)
 	}
+	// The optional programs must share these maps: take them before Assign
+	// moves them out of the collection.
+	maps := map[string]*ebpf.Map{}
+	for name, m := range coll.Maps {
+		maps[name] = m
+	}
 	if err := coll.Assign(&e.objs); err != nil {
 		coll.Close()
 		return nil, err
@@ -197,10 +204,6 @@ func Load(cfg Config) (*Engine, error) {
 	// coll keeps the maps alive through e.objs; keep it for Close.
 	e.optional = append(e.optional, coll)
 
-	maps := map[string]*ebpf.Map{}
-	for name, m := range coll.Maps {
-		maps[name] = m
-	}
 	loadOptional := func(names ...string) error {
 		sub := spec.Copy()
 		sub.Programs = map[string]*ebpf.ProgramSpec{}
@@ -214,8 +217,17 @@ func Load(cfg Config) (*Engine, error) {
 		e.optional = append(e.optional, c)
 		return nil
 	}
-	e.Features.UserReturn = loadOptional("on_nanosleep_exit")
-	e.Features.ThreadedIRQ = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
+	// Return to user space: fexit on the sleep syscall where trampolines are
+	// allowed, and the rseq tracepoint (threads with rseq, i.e. glibc >= 2.35).
+	fexitErr := loadOptional("on_nanosleep_exit")
+	rseqErr := loadOptional("on_rseq_update")
+	e.Features.UserReturnFexit = fexitErr == nil
+	if fexitErr != nil && rseqErr != nil {
+		e.Features.UserReturn = fmt.Errorf("neither fexit on hrtimer_nanosleep (%v) nor the rseq_update tracepoint (%v) can be used", fexitErr, rseqErr)
+	}
+	// Threaded IRQ handlers: exact with fentry/fexit; otherwise the engine
+	// falls back to the on-CPU time of each activation of the irq/N thread.
+	e.Features.ThreadedIRQFentry = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
 		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit")
 
 	if cfg.Trace {
@@ -509,3 +521,10 @@ func CommString(c [16]int8) string {
 	}
 	return string(b)
 }
+
+// EventX and EventY read the two 64-bit words that share the comm field of
+// an event (timer function and expiry, armed expiry).
+func EventX(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[0])) }
+
+// EventY: see EventX.
+func EventY(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[8])) }

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/slo"
+	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/watch"
+)
+
+func init() {
+	Register(&Command{Name: "watch", Summary: "measure chosen tasks: latency, timer release, response, cycle, IRQ handler", Run: runWatch})
+}
+
+const watchUsage = `Usage: rtscope watch [flags] [-- COMMAND ARGS...]
+
+Watch threads, processes, task names, or a command launched and tracked from
+its first instruction (with its whole process tree). Per thread: wakeup
+latency, timer release latency (IRQ / thread / user parts), response time,
+control-loop cycle time, period and jitter, threaded-IRQ handler time; SLO
+violations; the worst case of each metric with the events of its window.
+All times are printed in microseconds.
+
+Targets (repeatable, combinable):
+  -p, --tid TID          one thread
+      --pid PID          every thread of a process, including later ones
+      --comm NAME        tasks with this name, including later ones
+  -- COMMAND ARGS...     launch COMMAND and track its process tree
+
+Watching ends after --duration, on Ctrl-C/SIGTERM, or when every target has
+exited (never by itself with --comm).
+
+Flags:
+`
+
+func runWatch(args []string) int {
+	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
+	fs.SortFlags = false
+	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
+	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
+	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters)")
+	dur := fs.DurationP("duration", "d", 0, "stop after this long (e.g. 30s, 5m); default: until Ctrl-C or targets exit")
+	interval := fs.DurationP("interval", "i", time.Second, "live table period")
+	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
+	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")
+	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout)")
+	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
+	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
+	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	show := fs.StringSlice("show", nil, "report only tasks with these names")
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
+	}
+	// Everything after "--" is the command.
+	var command []string
+	for i, a := range args {
+		if a == "--" {
+			command = args[i+1:]
+			args = args[:i]
+			break
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return Fail("watch", err)
+	}
+	if fs.NArg() > 0 {
+		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", fs.Arg(0)))
+	}
+	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
+		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, Show: *show, Out: os.Stdout}
+	var err error
+	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
+		return Fail("watch", err)
+	}
+	if o.Targets.PIDs, err = parseIDs("pid", *pids); err != nil {
+		return Fail("watch", err)
+	}
+	o.Targets.Comms = *comms
+	o.Targets.Command = command
+	if len(command) == 0 && len(args) > 0 && args[len(args)-1] == "--" {
+		return Fail("watch", errors.New("no command after --"))
+	}
+	if *dur < 0 {
+		return Fail("watch", errors.New("--duration must be positive"))
+	}
+	if *interval <= 0 {
+		return Fail("watch", errors.New("--interval must be positive"))
+	}
+	if *noTrace && *traces {
+		return Fail("watch", errors.New("--traces and --no-trace conflict"))
+	}
+	if *traceEvents < 64 || *traceEvents&(*traceEvents-1) != 0 || *traceEvents > 1<<20 {
+		return Fail("watch", fmt.Errorf("--trace-events %d must be a power of two from 64 to 1048576", *traceEvents))
+	}
+	var bounds []slo.Bound
+	for _, s := range *slos {
+		b, err := slo.Parse(s)
+		if err != nil {
+			return Fail("watch", err)
+		}
+		bounds = append(bounds, b)
+	}
+	o.SLO = slo.Build(bounds)
+	o.Analyze = analyzer()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := watch.Run(ctx, o); err != nil {
+		return Fail("watch", err)
+	}
+	return 0
+}
+
+func parseIDs(kind string, vals []string) ([]int, error) {
+	var out []int
+	for _, v := range vals {
+		var id int
+		if _, err := fmt.Sscanf(v, "%d", &id); err != nil || fmt.Sprint(id) != strings.TrimSpace(v) {
+			return nil, fmt.Errorf("--%s %q is not a number", kind, v)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// analyzer returns the worst-case explainer, when the analysis package provides one.
+var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return nil }

@@ -1,0 +1,216 @@
+// Package report builds rtscope's per-task reports from the engine's
+// statistics and renders them as text (live table, final report) and JSON
+// (schema rtscope.watch/v1, documented in docs/json.md).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/sched"
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Schema names the JSON layout; it changes only with a new version.
+const Schema = "rtscope.watch/v1"
+
+// Report is the result of one watch.
+type Report struct {
+	Schema     string   `json:"schema"`
+	Kernel     string   `json:"kernel"`
+	Started    string   `json:"started"`
+	DurationNs uint64   `json:"duration_ns"`
+	Features   Features `json:"features"`
+	Lost       Lost     `json:"lost"`
+	Tasks      []*Task  `json:"tasks"`
+}
+
+// Features says which optional measurements were available.
+type Features struct {
+	Trace       bool   `json:"trace"`
+	UserReturn  string `json:"timer_user,omitempty"` // limits of the timer-user metric, empty when none
+	ThreadedIRQ string `json:"handler"`              // how handler time is measured
+}
+
+// Lost counts everything that could not be measured or kept.
+type Lost struct {
+	Notices         uint64 `json:"notices"`           // ring buffer full: a new maximum's window was not captured
+	TasksNotTracked uint64 `json:"tasks_not_tracked"` // stats map full or task storage failed
+	Stacks          uint64 `json:"stacks"`
+	TracesTruncated uint64 `json:"traces_truncated"`
+}
+
+// Task is one tracked thread.
+type Task struct {
+	TID             uint32             `json:"tid"`
+	PID             uint32             `json:"pid"`
+	Comm            string             `json:"comm"`
+	Policy          string             `json:"policy"`
+	Priority        *int               `json:"priority"` // RT priority 1..99, null for non-RT
+	Nice            *int               `json:"nice"`     // null for RT
+	Sched           string             `json:"sched"`
+	CPUs            string             `json:"cpus"` // affinity, e.g. "0-1"
+	LastCPU         uint32             `json:"last_cpu"`
+	Exited          bool               `json:"exited"`
+	Counters        Counters           `json:"counters"`
+	Hygiene         map[string]uint64  `json:"hygiene"`
+	Metrics         map[string]*Metric `json:"metrics"`
+	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+
+	id uint64
+}
+
+// Counters of scheduling events of a task.
+type Counters struct {
+	Wakeups           uint64 `json:"wakeups"`
+	VoluntarySwitches uint64 `json:"voluntary_switches"`
+	Preemptions       uint64 `json:"preemptions"`
+	TimerReleases     uint64 `json:"timer_releases"`
+	Overruns          uint64 `json:"overruns"`
+}
+
+// Hygiene counter names (enum rts_hygiene).
+var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations"}
+
+// Metric is the summary of one metric of one task.
+type Metric struct {
+	Count      uint64       `json:"count"`
+	MinNs      *uint64      `json:"min_ns"`
+	AvgNs      *float64     `json:"avg_ns"`
+	MaxNs      *uint64      `json:"max_ns"`
+	P50Ns      *uint64      `json:"p50_ns"`
+	P90Ns      *uint64      `json:"p90_ns"`
+	P99Ns      *uint64      `json:"p99_ns"`
+	P999Ns     *uint64      `json:"p99_9_ns"`
+	SLONs      *uint64      `json:"slo_ns"`
+	Violations *uint64      `json:"violations"` // null without an SLO
+	Worst      *trace.Trace `json:"worst"`
+	Verdict    string       `json:"verdict,omitempty"`
+	Analysis   any          `json:"analysis,omitempty"`
+
+	stats metric.Stats
+}
+
+// Stats returns the raw statistics behind m.
+func (m *Metric) Stats() metric.Stats { return m.stats }
+
+func u64p(v uint64) *uint64 { return &v }
+
+// FromStats converts engine statistics to a report task (traces added later).
+func FromStats(s *engine.TaskStats) *Task {
+	t := &Task{
+		TID: s.Tid, PID: s.Pid, Comm: engine.CommString(s.Comm), LastCPU: s.LastCpu,
+		Exited: s.Exited != 0, id: s.Id,
+		Policy: sched.PolicyName(s.Policy), Sched: sched.Describe(s.Policy, int(s.Prio)),
+		CPUs: CPUList(s.CpusMask, s.NrCpusAllowed),
+		Counters: Counters{Wakeups: s.Wakeups, VoluntarySwitches: s.SwitchesVoluntary,
+			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns},
+		Hygiene: map[string]uint64{},
+		Metrics: map[string]*Metric{},
+	}
+	if s.NominalPeriod != 0 {
+		t.NominalPeriodNs = u64p(s.NominalPeriod)
+	}
+	v, rt := sched.UserPrio(int(s.Prio))
+	if rt && sched.IsRT(s.Policy) {
+		t.Priority = &v
+	} else if !rt {
+		t.Nice = &v
+	}
+	for i, n := range HygieneNames {
+		if i < len(s.Hygiene) {
+			t.Hygiene[n] = s.Hygiene[i]
+		}
+	}
+	for _, id := range metric.All() {
+		ms := s.M[id]
+		st := metric.Stats{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, MaxStart: ms.MaxStart,
+			MaxEnd: ms.MaxEnd, SLO: ms.Slo, Violations: ms.Violations, Hist: ms.Hist[:]}
+		m := &Metric{Count: ms.Count, stats: st}
+		if ms.Count > 0 {
+			m.MinNs, m.MaxNs = u64p(ms.Min), u64p(ms.Max)
+			avg, _ := st.Avg()
+			m.AvgNs = &avg
+			ps := []**uint64{&m.P50Ns, &m.P90Ns, &m.P99Ns, &m.P999Ns}
+			for i, p := range metric.Percentiles {
+				if v, ok := st.Percentile(p); ok {
+					*ps[i] = u64p(v)
+				}
+			}
+		}
+		if ms.Slo != 0 {
+			m.SLONs, m.Violations = u64p(ms.Slo), u64p(ms.Violations)
+		}
+		t.Metrics[id.String()] = m
+	}
+	return t
+}
+
+// ID is the engine's tracking id of the task.
+func (t *Task) ID() uint64 { return t.id }
+
+// CPUList renders an affinity mask of CPUs 0..63 as "0-1,3".
+func CPUList(mask uint64, n uint64) string {
+	if mask == 0 {
+		return "-"
+	}
+	var parts []string
+	for i := 0; i < 64; {
+		if mask&(1<<uint(i)) == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < 64 && mask&(1<<uint(j+1)) != 0 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(i))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", i, j))
+		}
+		i = j + 1
+	}
+	s := strings.Join(parts, ",")
+	if n > 64 {
+		s += fmt.Sprintf(" (+%d more)", n-uint64(popcount(mask)))
+	}
+	return s
+}
+
+func popcount(v uint64) int {
+	n := 0
+	for ; v != 0; v &= v - 1 {
+		n++
+	}
+	return n
+}
+
+// Sort orders tasks by pid then tid.
+func (r *Report) Sort() {
+	sort.Slice(r.Tasks, func(i, j int) bool {
+		if r.Tasks[i].PID != r.Tasks[j].PID {
+			return r.Tasks[i].PID < r.Tasks[j].PID
+		}
+		return r.Tasks[i].TID < r.Tasks[j].TID
+	})
+}
+
+// WriteJSON writes the report to path ("-" for stdout).
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

@@ -1,0 +1,209 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
+)
+
+func us(p *uint64) string {
+	if p == nil {
+		return units.Unset
+	}
+	return units.Us(*p)
+}
+
+func usf(p *float64) string {
+	if p == nil {
+		return units.Unset
+	}
+	return units.UsF(*p)
+}
+
+// Live writes the periodic table: one row per task and metric with samples.
+func Live(w io.Writer, tasks []*Task, elapsed string) {
+	fmt.Fprintf(w, "rtscope watch: %d task(s), %s elapsed, times in us\n", len(tasks), elapsed)
+	fmt.Fprintf(w, "%7s %-15s %-14s %-12s %9s %9s %9s %9s %9s %6s\n",
+		"TID", "COMM", "SCHED", "METRIC", "COUNT", "MIN", "AVG", "MAX", "P99", "VIOL")
+	for _, t := range tasks {
+		first := true
+		for _, id := range metric.All() {
+			m := t.Metrics[id.String()]
+			if m == nil || m.Count == 0 {
+				continue
+			}
+			tid, comm, sch := fmt.Sprint(t.TID), t.Comm, t.Sched
+			if !first {
+				tid, comm, sch = "", "", ""
+			}
+			first = false
+			viol := units.Unset
+			if m.Violations != nil {
+				viol = fmt.Sprint(*m.Violations)
+			}
+			fmt.Fprintf(w, "%7s %-15s %-14s %-12s %9d %9s %9s %9s %9s %6s\n", tid, comm, sch, id.String(),
+				m.Count, us(m.MinNs), usf(m.AvgNs), us(m.MaxNs), us(m.P99Ns), viol)
+		}
+		if first {
+			fmt.Fprintf(w, "%7d %-15s %-14s (no samples yet)\n", t.TID, t.Comm, t.Sched)
+		}
+	}
+}
+
+// Final writes the full report of one task; withTraces adds the event listing of each worst case.
+func Final(w io.Writer, t *Task, withTraces bool) {
+	state := "running"
+	if t.Exited {
+		state = "exited"
+	}
+	fmt.Fprintf(w, "== tid %d %s (pid %d), %s, CPUs %s, %s\n", t.TID, t.Comm, t.PID, t.Sched, t.CPUs, state)
+	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us)\n",
+		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
+	any := false
+	for _, id := range metric.All() {
+		m := t.Metrics[id.String()]
+		if m == nil || (m.Count == 0 && m.SLONs == nil) {
+			continue
+		}
+		any = true
+		viol := units.Unset
+		if m.Violations != nil {
+			viol = fmt.Sprint(*m.Violations)
+		}
+		fmt.Fprintf(w, "   %-12s %8d %9s %9s %9s %9s %9s %9s %9s %9s %6s\n", id.String(), m.Count,
+			us(m.MinNs), usf(m.AvgNs), us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.P999Ns), us(m.MaxNs),
+			us(m.SLONs), viol)
+	}
+	if !any {
+		fmt.Fprintf(w, "   no samples\n")
+	}
+	c := t.Counters
+	fmt.Fprintf(w, "   wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
+		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
+	if t.NominalPeriodNs != nil {
+		fmt.Fprintf(w, ", period %s us", units.Us(*t.NominalPeriodNs))
+	}
+	fmt.Fprintln(w)
+	var hy []string
+	for _, n := range HygieneNames {
+		if v := t.Hygiene[n]; v > 0 {
+			hy = append(hy, fmt.Sprintf("%s %d", strings.ReplaceAll(n, "_", " "), v))
+		}
+	}
+	if len(hy) > 0 {
+		fmt.Fprintf(w, "   real-time hygiene: %s\n", strings.Join(hy, ", "))
+	}
+	for _, id := range metric.All() {
+		m := t.Metrics[id.String()]
+		if m == nil || m.Worst == nil {
+			continue
+		}
+		tr := m.Worst
+		fmt.Fprintf(w, "   worst %s: %s us, %d events on CPU %s", id.String(), units.Us(tr.Value), len(tr.Events), cpus(tr.CPUs))
+		if tr.Truncated {
+			fmt.Fprintf(w, " [truncated: %s]", tr.Note)
+		}
+		fmt.Fprintln(w)
+		if m.Verdict != "" {
+			fmt.Fprintf(w, "     verdict: %s\n", m.Verdict)
+		}
+		if withTraces {
+			WriteTrace(w, tr, "     ")
+		}
+	}
+}
+
+func cpus(c []int) string {
+	s := make([]string, len(c))
+	for i, v := range c {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ",")
+}
+
+// WriteTrace lists the events of a window, times in us relative to its start.
+func WriteTrace(w io.Writer, tr *trace.Trace, indent string) {
+	for _, e := range tr.Events {
+		fmt.Fprintf(w, "%s%+12s  cpu%-2d %s\n", indent, units.UsFine(e.T), e.CPU, Describe(e))
+	}
+}
+
+// Describe renders one trace event on a line.
+func Describe(e trace.Event) string {
+	task := func(tid uint32, comm, sch string) string {
+		if tid == 0 {
+			return "idle"
+		}
+		if sch == "" {
+			return fmt.Sprintf("%s/%d", comm, tid)
+		}
+		return fmt.Sprintf("%s/%d (%s)", comm, tid, sch)
+	}
+	switch e.Type {
+	case "switch":
+		how := "preempted"
+		if !e.Preempted {
+			how = "state " + e.PrevState
+		}
+		return fmt.Sprintf("switch   %s [%s] -> %s", task(e.PrevTID, e.PrevComm, e.PrevSched), how,
+			task(e.NextTID, e.NextComm, e.NextSched))
+	case "wakeup":
+		by := ""
+		if w := e.Waker; w != nil {
+			switch w.Kind {
+			case "task":
+				by = "by " + task(w.TID, w.Comm, w.Sched)
+			case "hardirq":
+				by = fmt.Sprintf("by hard IRQ %d %s", deref(w.IRQ), w.IRQName)
+			case "softirq":
+				by = "by softirq " + w.VecName
+			case "timer":
+				by = "by timer " + w.Function
+				if e.ExpiryT != nil {
+					by += fmt.Sprintf(" (expiry %s)", units.UsFine(*e.ExpiryT))
+				}
+			}
+		}
+		return fmt.Sprintf("wakeup   %s %s, on CPU %d", task(e.TID, e.Comm, e.Sched), by, deref(e.TargetCPU))
+	case "migrate":
+		return fmt.Sprintf("migrate  %s CPU %d -> %d", task(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
+	case "irq_entry", "irq_exit":
+		return fmt.Sprintf("%-8s %d %s", strings.Replace(e.Type, "_", " ", 1), deref(e.IRQ), e.IRQName)
+	case "softirq_entry", "softirq_exit":
+		return fmt.Sprintf("%s %s", strings.Replace(e.Type, "_", " ", 1), e.VecName)
+	case "timer_entry", "timer_exit":
+		ctx := "softirq"
+		if e.HardIRQ {
+			ctx = "hard IRQ"
+		}
+		s := fmt.Sprintf("%s %s (%s)", strings.Replace(e.Type, "_", " ", 1), e.Function, ctx)
+		if e.ExpiryT != nil {
+			s += fmt.Sprintf(", expiry %s", units.UsFine(*e.ExpiryT))
+		}
+		return s
+	case "sleep":
+		s := fmt.Sprintf("sleep    %s %s: %s", task(e.TID, e.Comm, ""), e.State, e.Reason)
+		if e.ExpiryT != nil {
+			s += fmt.Sprintf(" until %s", units.UsFine(*e.ExpiryT))
+		}
+		return s
+	case "user_return":
+		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
+	case "handler_entry", "handler_exit":
+		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type, "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
+	case "exit":
+		return fmt.Sprintf("exit     %s", task(e.TID, e.Comm, ""))
+	}
+	return e.Type
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

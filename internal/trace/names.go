@@ -1,0 +1,303 @@
+package trace
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/ksym"
+	"github.com/rtscope/rtscope/internal/sched"
+)
+
+// Event types (enum rts_event_type).
+const (
+	evSwitch = iota + 1
+	evWakeup
+	evMigrate
+	evIRQEntry
+	evIRQExit
+	evSoftirqEntry
+	evSoftirqExit
+	evTimerEntry
+	evTimerExit
+	evSleep
+	evUserReturn
+	evHandlerEntry
+	evHandlerExit
+	evExit
+)
+
+var typeNames = map[uint8]string{
+	evSwitch: "switch", evWakeup: "wakeup", evMigrate: "migrate", evIRQEntry: "irq_entry",
+	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
+	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
+	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
+	evExit: "exit",
+}
+
+// Waker contexts (enum rts_waker_ctx).
+const (
+	wakerTask = iota
+	wakerHardIRQ
+	wakerSoftIRQ
+	wakerTimer
+)
+
+// SoftirqNames are the kernel's softirq vectors.
+var SoftirqNames = []string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
+
+// StackFunc resolves a stack id of the engine's stack map to addresses.
+type StackFunc func(id uint32) ([]uint64, error)
+
+// Names resolves tids, IRQ lines, timer functions and stacks to names. It
+// learns comms from the events it sees, so tasks that exited still have names.
+type Names struct {
+	comms map[uint32]string
+	irqs  map[int]string
+	syms  *ksym.Table
+	stack StackFunc
+}
+
+// NewNames makes a resolver; syms and stack may be nil.
+func NewNames(syms *ksym.Table, stack StackFunc) *Names {
+	return &Names{comms: map[uint32]string{}, irqs: readIRQNames("/proc/interrupts"), syms: syms, stack: stack}
+}
+
+// SetComm records a known comm (e.g. of a tracked task).
+func (n *Names) SetComm(tid uint32, comm string) {
+	if n != nil && comm != "" {
+		n.comms[tid] = comm
+	}
+}
+
+func (n *Names) learnOnly(e engine.Event) {
+	if n == nil {
+		return
+	}
+	switch e.Type {
+	case evSwitch:
+		n.comms[e.B] = engine.CommString(e.Comm)
+	case evWakeup:
+		if e.Flags == wakerTask {
+			n.comms[e.B] = engine.CommString(e.Comm)
+		}
+	}
+}
+
+// Comm returns the name of tid: from events, else /proc, else "?".
+func (n *Names) Comm(tid uint32) string {
+	if tid == 0 {
+		return "idle"
+	}
+	if n != nil {
+		if c, ok := n.comms[tid]; ok {
+			return c
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", tid)); err == nil {
+		c := strings.TrimSpace(string(b))
+		if n != nil {
+			n.comms[tid] = c
+		}
+		return c
+	}
+	return "?"
+}
+
+// IRQName returns the action name of an IRQ line from /proc/interrupts.
+func (n *Names) IRQName(irq int) string {
+	if n == nil {
+		return ""
+	}
+	return n.irqs[irq]
+}
+
+// Func symbolises a kernel text address.
+func (n *Names) Func(addr uint64) string {
+	if n == nil || n.syms == nil {
+		return fmt.Sprintf("0x%x", addr)
+	}
+	return n.syms.Func(addr)
+}
+
+func readIRQNames(path string) map[int]string {
+	out := map[int]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	ncpu := 0
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if ncpu == 0 {
+			ncpu = len(fields) // header: CPU0 CPU1 ...
+			continue
+		}
+		if len(fields) < 2 {
+			continue
+		}
+		irq, err := strconv.Atoi(strings.TrimSuffix(fields[0], ":"))
+		if err != nil {
+			continue
+		}
+		// irq: counts... chip hwirq-type name[, name]
+		rest := fields[1:]
+		if len(rest) > ncpu {
+			rest = rest[ncpu:]
+		}
+		if len(rest) >= 3 {
+			out[irq] = strings.Join(rest[2:], " ")
+		} else if len(rest) > 0 {
+			out[irq] = rest[len(rest)-1]
+		}
+	}
+	return out
+}
+
+func intp(v int) *int { return &v }
+
+func (n *Names) decode(e engine.Event, start uint64) Event {
+	ev := Event{T: int64(e.Ts) - int64(start), TS: e.Ts, CPU: int(e.Cpu), Type: typeNames[e.Type]}
+	if ev.Type == "" {
+		ev.Type = fmt.Sprintf("type%d", e.Type)
+	}
+	switch e.Type {
+	case evSwitch:
+		ev.PrevTID, ev.NextTID = e.A, e.B
+		ev.PrevComm, ev.NextComm = n.Comm(e.A), engine.CommString(e.Comm)
+		ev.PrevKPrio, ev.NextKPrio = sched.KPrioFromByte(e.PrioA), sched.KPrioFromByte(e.PrioB)
+		ev.prevPolicy, ev.nextPolicy = uint32(e.PolA), uint32(e.PolB)
+		ev.PrevSched = sched.Describe(ev.prevPolicy, ev.PrevKPrio)
+		ev.NextSched = sched.Describe(ev.nextPolicy, ev.NextKPrio)
+		ev.Preempted = e.Flags&1 != 0
+		ev.PrevState = sched.StateLetters(e.C)
+		if ev.Preempted {
+			ev.PrevState = "R+"
+		}
+		if e.A == 0 {
+			ev.PrevComm, ev.PrevSched = "idle", ""
+		}
+		if e.B == 0 {
+			ev.NextComm, ev.NextSched = "idle", ""
+		}
+	case evWakeup:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.KPrio = sched.KPrioFromByte(e.PrioA)
+		ev.Sched = sched.Describe(uint32(e.PolA), ev.KPrio)
+		ev.TargetCPU = intp(int(e.C))
+		w := &Waker{KPrio: sched.KPrioFromByte(e.PrioB)}
+		switch e.Flags {
+		case wakerTask:
+			w.Kind, w.TID, w.Comm = "task", e.B, engine.CommString(e.Comm)
+			w.Sched = sched.Describe(uint32(e.PolB), w.KPrio)
+			if e.B == 0 {
+				w.Comm, w.Sched = "idle", ""
+			}
+		case wakerHardIRQ:
+			w.Kind, w.IRQ, w.IRQName = "hardirq", intp(int(e.B)), n.IRQName(int(e.B))
+		case wakerSoftIRQ:
+			w.Kind, w.Vec = "softirq", intp(int(e.B))
+			if int(e.B) < len(SoftirqNames) {
+				w.VecName = SoftirqNames[e.B]
+			}
+		case wakerTimer:
+			w.Kind, w.Function = "timer", n.Func(engine.EventX(&e))
+			exp := int64(engine.EventY(&e)) - int64(start)
+			ev.ExpiryT = &exp
+		}
+		ev.Waker = w
+	case evMigrate:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.FromCPU, ev.ToCPU = intp(int(e.B)), intp(int(e.C))
+	case evIRQEntry, evIRQExit:
+		ev.IRQ, ev.IRQName = intp(int(e.A)), n.IRQName(int(e.A))
+	case evSoftirqEntry, evSoftirqExit:
+		ev.Vec = intp(int(e.A))
+		if int(e.A) < len(SoftirqNames) {
+			ev.VecName = SoftirqNames[e.A]
+		}
+	case evTimerEntry, evTimerExit:
+		ev.Function = n.Func(engine.EventX(&e))
+		ev.HardIRQ = e.Flags == 1
+		if e.Type == evTimerEntry {
+			exp := int64(engine.EventY(&e)) - int64(start)
+			ev.ExpiryT = &exp
+		}
+	case evSleep:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.State = sched.StateLetters(e.C)
+		if engine.EventX(&e) != 0 {
+			exp := int64(engine.EventX(&e)) - int64(start)
+			ev.ExpiryT = &exp
+		}
+		if n != nil && n.stack != nil && int32(e.B) >= 0 {
+			if addrs, err := n.stack(e.B); err == nil {
+				for _, a := range addrs {
+					ev.Stack = append(ev.Stack, n.Func(a))
+				}
+			}
+		}
+		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
+	case evUserReturn, evExit:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+	case evHandlerEntry, evHandlerExit:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
+	}
+	return ev
+}
+
+// SleepReason classifies a voluntary sleep from its kernel stack.
+func SleepReason(stack []string, timerArmed bool, state uint32) string {
+	has := func(names ...string) bool {
+		for _, f := range stack {
+			for _, n := range names {
+				if strings.HasPrefix(f, n) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case state&0x1000 != 0 || has("rtlock_slowlock", "rt_spin_lock"):
+		return "rtlock wait (PREEMPT_RT sleeping spinlock)"
+	case has("futex_lock_pi", "rt_mutex_wait_proxy_lock", "__rt_mutex_start_proxy_lock"):
+		return "PI futex lock"
+	case has("futex_wait"):
+		if timerArmed {
+			return "futex wait with timeout"
+		}
+		return "futex wait"
+	case has("do_nanosleep", "hrtimer_nanosleep", "common_nsleep"):
+		return "timer sleep (nanosleep)"
+	case has("timerfd_read"):
+		return "timerfd read"
+	case has("ep_poll", "do_epoll_wait"):
+		return "epoll wait"
+	case has("do_sys_poll", "do_select", "core_sys_select"):
+		return "poll/select wait"
+	case has("eventfd_read"):
+		return "eventfd read"
+	case has("pipe_read", "pipe_write"):
+		return "pipe"
+	case has("rt_mutex", "mutex_lock", "__mutex_lock"):
+		return "kernel mutex"
+	case has("do_wait", "kernel_wait4"):
+		return "waiting for a child"
+	case has("irq_thread"):
+		return "IRQ thread idle"
+	case timerArmed:
+		return "timer sleep"
+	case len(stack) == 0:
+		return "sleep"
+	}
+	return "other wait (" + stack[0] + ")"
+}

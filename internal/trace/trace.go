@@ -1,0 +1,234 @@
+// Package trace cuts worst-case windows out of the engine's per-CPU flight
+// recorder and turns raw events into readable ones (names, priorities,
+// symbolised timer functions and stacks).
+package trace
+
+import (
+	"sort"
+
+	"github.com/rtscope/rtscope/internal/engine"
+)
+
+// Event is one decoded flight recorder event. T is relative to the window
+// start (negative for the context before it); only the fields of its Type are set.
+type Event struct {
+	T    int64  `json:"t_ns"`
+	TS   uint64 `json:"-"`
+	CPU  int    `json:"cpu"`
+	Type string `json:"type"`
+
+	// switch: prev -> next
+	PrevTID    uint32 `json:"prev_tid,omitempty"`
+	PrevComm   string `json:"prev_comm,omitempty"`
+	PrevSched  string `json:"prev_sched,omitempty"`
+	PrevKPrio  int    `json:"prev_kprio,omitempty"`
+	PrevState  string `json:"prev_state,omitempty"`
+	Preempted  bool   `json:"preempted,omitempty"`
+	NextTID    uint32 `json:"next_tid,omitempty"`
+	NextComm   string `json:"next_comm,omitempty"`
+	NextSched  string `json:"next_sched,omitempty"`
+	NextKPrio  int    `json:"next_kprio,omitempty"`
+	prevPolicy uint32
+	nextPolicy uint32
+
+	// wakeup, migrate, sleep, user_return, handler_*, exit: the task concerned
+	TID       uint32 `json:"tid,omitempty"`
+	Comm      string `json:"comm,omitempty"`
+	Sched     string `json:"sched,omitempty"`
+	KPrio     int    `json:"kprio,omitempty"`
+	TargetCPU *int   `json:"target_cpu,omitempty"`
+	// wakeup: who woke it
+	Waker *Waker `json:"waker,omitempty"`
+
+	// migrate
+	FromCPU *int `json:"from_cpu,omitempty"`
+	ToCPU   *int `json:"to_cpu,omitempty"`
+
+	// irq_*, handler_*: IRQ line; softirq_*: vector
+	IRQ     *int   `json:"irq,omitempty"`
+	IRQName string `json:"irq_name,omitempty"`
+	Vec     *int   `json:"vec,omitempty"`
+	VecName string `json:"vec_name,omitempty"`
+
+	// timer_*: callback function, soft expiry (relative to the window start), hard IRQ context
+	Function string `json:"function,omitempty"`
+	ExpiryT  *int64 `json:"expiry_t_ns,omitempty"`
+	HardIRQ  bool   `json:"hardirq,omitempty"`
+
+	// sleep: state, armed timer expiry, reason and kernel stack
+	State  string   `json:"state,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Stack  []string `json:"stack,omitempty"`
+}
+
+// Waker says who made a task runnable.
+type Waker struct {
+	Kind     string `json:"kind"` // task, hardirq, softirq, timer
+	TID      uint32 `json:"tid,omitempty"`
+	Comm     string `json:"comm,omitempty"`
+	Sched    string `json:"sched,omitempty"`
+	KPrio    int    `json:"kprio"`
+	IRQ      *int   `json:"irq,omitempty"`
+	IRQName  string `json:"irq_name,omitempty"`
+	Vec      *int   `json:"vec,omitempty"`
+	VecName  string `json:"vec_name,omitempty"`
+	Function string `json:"function,omitempty"`
+}
+
+// Trace is the window of one worst case.
+type Trace struct {
+	Metric    string  `json:"metric"`
+	TID       uint32  `json:"tid"`
+	Value     uint64  `json:"value_ns"`
+	Start     uint64  `json:"start_ns"` // CLOCK_MONOTONIC
+	End       uint64  `json:"end_ns"`
+	CPUStart  int     `json:"cpu_start"`
+	CPUEnd    int     `json:"cpu_end"`
+	CPUs      []int   `json:"cpus"`
+	Truncated bool    `json:"truncated"`
+	Note      string  `json:"note,omitempty"`
+	Events    []Event `json:"events"`
+}
+
+// Source is where events come from: the engine, or a fake in tests.
+type Source interface {
+	NumCPU() int
+	FlightPerCPU() uint32
+	Heads() ([]uint64, error)
+	FlightEvent(cpu int, i uint32) engine.Event
+}
+
+// Window is what to cut.
+type Window struct {
+	Metric   string
+	TID      uint32
+	Value    uint64
+	Start    uint64
+	End      uint64
+	CPUStart int
+	CPUEnd   int
+}
+
+// contextBefore is how far before the window events are kept for context
+// (who was running when the window opened, the task's sleep): at most this
+// long, and only up to the last switch on each CPU.
+const contextBefore = 50_000_000
+
+// raw is an undecoded event with its CPU ring position.
+type raw struct {
+	engine.Event
+	seq uint64
+}
+
+// Cut copies the window out of the flight recorder rings. It reads every
+// CPU, keeps the CPUs the task used or was woken from, and the events naming
+// the task on any CPU. A ring that no longer reaches back to the window start
+// makes the trace truncated, with a note saying how much is missing.
+func Cut(src Source, w Window, names *Names) (*Trace, error) {
+	heads, err := src.Heads()
+	if err != nil {
+		return nil, err
+	}
+	n := uint64(src.FlightPerCPU())
+	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
+		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd}
+	var all []raw
+	var missing []int
+	for cpu := 0; cpu < len(heads) && cpu < src.NumCPU(); cpu++ {
+		head := heads[cpu]
+		reachedStart := false
+		sawSwitchBefore := false
+		var oldest uint64
+		for seq := head; seq > 0 && head-seq < n; {
+			seq--
+			ev := src.FlightEvent(cpu, uint32(seq))
+			if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
+				break // overwritten while we read, or never written
+			}
+			oldest = ev.Ts
+			if ev.Ts > w.End {
+				names.learnOnly(ev)
+				continue
+			}
+			if ev.Ts < w.Start {
+				reachedStart = true
+				if sawSwitchBefore || w.Start-ev.Ts > contextBefore {
+					names.learnOnly(ev)
+					break
+				}
+				if ev.Type == evSwitch {
+					sawSwitchBefore = true
+				}
+			}
+			all = append(all, raw{ev, seq})
+			names.learnOnly(ev)
+		}
+		if !reachedStart && head > n {
+			missing = append(missing, cpu)
+			_ = oldest
+		}
+	}
+	// Involved CPUs: where the window starts and ends, where the task ran.
+	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
+	for _, r := range all {
+		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
+			involved[int(r.Cpu)] = true
+		}
+	}
+	for cpu := range involved {
+		tr.CPUs = append(tr.CPUs, cpu)
+	}
+	sort.Ints(tr.CPUs)
+	for _, cpu := range missing {
+		if involved[cpu] {
+			tr.Truncated = true
+			tr.Note = "the flight recorder of CPU " + itoa(cpu) +
+				" was overwritten before the window could be read: its first events are missing (raise --trace-events)"
+		}
+	}
+	var kept []raw
+	for _, r := range all {
+		if involved[int(r.Cpu)] || mentions(r.Event, w.TID) {
+			kept = append(kept, r)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		if kept[i].Ts != kept[j].Ts {
+			return kept[i].Ts < kept[j].Ts
+		}
+		return kept[i].seq < kept[j].seq
+	})
+	for _, r := range kept {
+		tr.Events = append(tr.Events, names.decode(r.Event, w.Start))
+	}
+	return tr, nil
+}
+
+func mentions(e engine.Event, tid uint32) bool {
+	switch e.Type {
+	case evSwitch:
+		return e.A == tid || e.B == tid
+	case evWakeup, evMigrate, evSleep, evUserReturn, evHandlerEntry, evHandlerExit, evExit:
+		return e.A == tid
+	}
+	return false
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b []byte
+	for i > 0 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+	}
+	if neg {
+		b = append([]byte{'-'}, b...)
+	}
+	return string(b)
+}

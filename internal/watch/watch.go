@@ -1,0 +1,407 @@
+// Package watch runs a per-task monitoring session: it loads the engine,
+// registers the targets, polls statistics and new-maximum notices, cuts
+// worst-case traces, prints the live table and the final reports.
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/ksym"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/slo"
+	"github.com/rtscope/rtscope/internal/target"
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Options of one watch.
+type Options struct {
+	Targets     target.Spec
+	Duration    time.Duration // 0: until stopped or targets gone
+	Interval    time.Duration // live table period
+	Poll        time.Duration // notice polling period (no BPF wakeups)
+	Quiet       bool          // no live table
+	Traces      bool          // print worst-case event listings in the text report
+	NoTrace     bool          // no flight recorder, no worst-case windows
+	TraceEvents uint32        // flight recorder events per CPU
+	SLO         slo.Set
+	JSONPath    string
+	Show        []string // report only tasks with these names (empty: all)
+	Out         io.Writer
+	// Analyze, when set, explains a worst-case window (issue: analysis).
+	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) (verdict string, detail any)
+	// Ready is called once every existing target is tracked (before a launched command runs).
+	Ready func()
+}
+
+type session struct {
+	o       Options
+	eng     *engine.Engine
+	names   *trace.Names
+	tasks   map[uint64]*report.Task            // by tracking id, live and exited
+	traces  map[uint64]map[metric.ID]*trace.Trace // worst windows
+	final   map[uint64]bool                    // final report printed
+	lost    report.Lost
+	started time.Time
+}
+
+// Run watches until the duration ends, ctx is cancelled, or every target is gone.
+func Run(ctx context.Context, o Options) (*report.Report, error) {
+	if err := o.Targets.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = 20 * time.Millisecond
+	}
+	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, FlightPerCPU: o.TraceEvents,
+		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	if err := eng.Attach(); err != nil {
+		return nil, err
+	}
+	syms, _ := ksym.Kernel()
+	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
+		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Trace{},
+		final: map[uint64]bool{}, started: time.Now()}
+
+	idx := uint32(0)
+	for _, tid := range o.Targets.TIDs {
+		if err := eng.WantTID(uint32(tid), idx, 0); err != nil {
+			return nil, err
+		}
+		idx++
+	}
+	for _, pid := range o.Targets.PIDs {
+		if err := eng.WantTGID(uint32(pid), idx); err != nil {
+			return nil, err
+		}
+		idx++
+	}
+	for _, c := range o.Targets.Comms {
+		if err := eng.WantComm(c, idx); err != nil {
+			return nil, err
+		}
+		idx++
+	}
+	var launched *target.Launched
+	var cmdDone chan error
+	if len(o.Targets.Command) > 0 {
+		launched, err = target.Launch(o.Targets.Command)
+		if err != nil {
+			return nil, err
+		}
+		if err := eng.WantTID(uint32(launched.Pid), idx, engine.FlagFollow); err != nil {
+			launched.Cmd.Process.Kill()
+			return nil, err
+		}
+	}
+	if err := eng.Scan(); err != nil {
+		if launched != nil {
+			launched.Cmd.Process.Kill()
+		}
+		return nil, err
+	}
+	if launched != nil {
+		// Only the command's first task is wanted by tid; its descendants follow it.
+		eng.ForgetTID(uint32(launched.Pid))
+	}
+	if o.Ready != nil {
+		o.Ready()
+	}
+	if launched != nil {
+		if err := launched.Resume(); err != nil {
+			launched.Cmd.Process.Kill()
+			return nil, err
+		}
+		cmdDone = make(chan error, 1)
+		go func() { cmdDone <- launched.Cmd.Wait() }()
+	}
+
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	poll := time.NewTicker(o.Poll)
+	defer poll.Stop()
+	live := time.NewTicker(o.Interval)
+	defer live.Stop()
+	cmdExited := false
+	everTracked := false
+
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-deadline:
+			break loop
+		case <-cmdDone:
+			cmdExited = true
+			cmdDone = nil
+		case <-poll.C:
+			if err := s.poll(); err != nil {
+				return nil, err
+			}
+			if len(s.tasks) > 0 {
+				everTracked = true
+			}
+			if s.targetsGone(launched != nil, cmdExited, everTracked) {
+				break loop
+			}
+		case <-live.C:
+			if !o.Quiet {
+				s.refresh()
+				report.Live(o.Out, s.shown(false), time.Since(s.started).Round(time.Millisecond).String())
+				fmt.Fprintln(o.Out)
+			}
+		}
+	}
+	if launched != nil && !cmdExited {
+		// Stopped before the command ended: stop it too.
+		_ = launched.Cmd.Process.Signal(unix.SIGTERM)
+		select {
+		case <-cmdDone:
+		case <-time.After(2 * time.Second):
+			_ = launched.Cmd.Process.Kill()
+			<-cmdDone
+		}
+	}
+	// Collect what is left: late notices, final statistics of every task.
+	if err := s.poll(); err != nil {
+		return nil, err
+	}
+	s.refresh()
+	rep := s.build()
+	for _, t := range rep.Tasks {
+		if !s.final[t.ID()] {
+			report.Final(o.Out, t, o.Traces)
+		}
+	}
+	s.summary(rep)
+	if o.JSONPath != "" {
+		if err := rep.WriteJSON(o.JSONPath); err != nil {
+			return rep, fmt.Errorf("writing %s: %w", o.JSONPath, err)
+		}
+	}
+	return rep, nil
+}
+
+// targetsGone tells whether watching should end by itself.
+func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
+	o := s.o.Targets
+	if len(o.Comms) > 0 {
+		return false // names may appear at any time
+	}
+	if haveCmd && !cmdExited {
+		return false
+	}
+	for _, pid := range o.PIDs {
+		if target.Alive(pid) {
+			return false
+		}
+	}
+	for _, t := range s.tasks {
+		if !t.Exited {
+			return false
+		}
+	}
+	if len(o.TIDs) > 0 && !everTracked {
+		for _, tid := range o.TIDs {
+			if target.Alive(tid) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// poll handles queued notices: new maxima (cut their windows) and exits (final reports).
+func (s *session) poll() error {
+	ns, err := s.eng.Notices(time.Now())
+	if err != nil {
+		return err
+	}
+	type key struct {
+		id uint64
+		m  uint32
+	}
+	latest := map[key]engine.Notice{}
+	var order []key
+	var exits []engine.Notice
+	for _, n := range ns {
+		switch n.Type {
+		case engine.NoticeNewMax:
+			k := key{n.Id, n.Metric}
+			if _, ok := latest[k]; !ok {
+				order = append(order, k)
+			}
+			latest[k] = n
+		case engine.NoticeTaskExit:
+			exits = append(exits, n)
+		}
+	}
+	if s.eng.Tracing() {
+		for _, k := range order {
+			n := latest[k]
+			tr, err := trace.Cut(s.eng, trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid,
+				Value: n.Value, Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu)}, s.names)
+			if err != nil {
+				continue
+			}
+			if s.traces[n.Id] == nil {
+				s.traces[n.Id] = map[metric.ID]*trace.Trace{}
+			}
+			s.traces[n.Id][metric.ID(n.Metric)] = tr
+		}
+	}
+	for _, n := range exits {
+		s.finish(n.Id)
+	}
+	// Exits whose notice was lost still show in the stats (exited flag).
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return err
+	}
+	for _, st := range all {
+		if _, ok := s.tasks[st.Id]; !ok {
+			s.tasks[st.Id] = report.FromStats(st)
+			s.names.SetComm(st.Tid, engine.CommString(st.Comm))
+		}
+		if st.Exited != 0 && !s.final[st.Id] {
+			s.finish(st.Id)
+		}
+	}
+	return nil
+}
+
+// finish prints the final report of an exited task and frees its statistics.
+func (s *session) finish(id uint64) {
+	if s.final[id] {
+		return
+	}
+	st, err := s.eng.Stats(id)
+	if err != nil {
+		return
+	}
+	t := report.FromStats(st)
+	s.attach(t)
+	s.tasks[id] = t
+	s.final[id] = true
+	s.eng.Forget(id)
+	if s.visible(t) {
+		report.Final(s.o.Out, t, s.o.Traces)
+	}
+}
+
+// refresh re-reads the statistics of live tasks.
+func (s *session) refresh() {
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return
+	}
+	for _, st := range all {
+		if s.final[st.Id] {
+			continue
+		}
+		t := report.FromStats(st)
+		s.attach(t)
+		s.tasks[st.Id] = t
+	}
+}
+
+// attach adds the worst-case traces (and their analysis) to t.
+func (s *session) attach(t *report.Task) {
+	for m, tr := range s.traces[t.ID()] {
+		rm := t.Metrics[m.String()]
+		if rm == nil {
+			continue
+		}
+		rm.Worst = tr
+		if s.o.Analyze != nil {
+			rm.Verdict, rm.Analysis = s.o.Analyze(t, m, tr)
+		}
+	}
+}
+
+func (s *session) visible(t *report.Task) bool {
+	if len(s.o.Show) == 0 {
+		return true
+	}
+	for _, n := range s.o.Show {
+		if t.Comm == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *session) shown(all bool) []*report.Task {
+	r := &report.Report{}
+	for _, t := range s.tasks {
+		if all || s.visible(t) {
+			r.Tasks = append(r.Tasks, t)
+		}
+	}
+	r.Sort()
+	return r.Tasks
+}
+
+func (s *session) build() *report.Report {
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	c := s.eng.Counters()
+	rep := &report.Report{
+		Schema:     report.Schema,
+		Kernel:     strings.TrimRight(string(uts.Release[:]), "\x00"),
+		Started:    s.started.UTC().Format(time.RFC3339Nano),
+		DurationNs: uint64(time.Since(s.started)),
+		Features:   report.Features{Trace: s.eng.Tracing()},
+		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
+			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
+			Stacks:          c[engine.CounterStackLost]},
+	}
+	if err := s.eng.Features.UserReturn; err != nil {
+		rep.Features.UserReturn = "unavailable: " + err.Error()
+	}
+	if !s.eng.Features.UserReturnFexit && s.eng.Features.UserReturn == nil {
+		rep.Features.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): fexit is not allowed on this kernel"
+	}
+	rep.Features.ThreadedIRQ = "exact (fentry/fexit on the threaded handler)"
+	if s.eng.Features.ThreadedIRQFentry != nil {
+		rep.Features.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
+	}
+	rep.Tasks = s.shown(false)
+	for _, t := range rep.Tasks {
+		for _, m := range t.Metrics {
+			if m.Worst != nil && m.Worst.Truncated {
+				rep.Lost.TracesTruncated++
+			}
+		}
+	}
+	return rep
+}
+
+func (s *session) summary(rep *report.Report) {
+	l := rep.Lost
+	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces\n",
+		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated)
+}
