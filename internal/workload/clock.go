@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math/bits"
 	"time"
 	"unsafe"
 
@@ -72,6 +73,26 @@ type LoopStats struct {
 	CycleSum int64
 	First    int64 // first and last wakeup, for the mean period
 	Last     int64
+	// Log2 histograms: bucket k counts values in [2^(k-1), 2^k) ns.
+	LateHist  [64]int64
+	CycleHist [64]int64
+}
+
+// AtLeast counts the values of a log2 histogram in buckets at or above the
+// one holding ns (so values from the power of two below ns upward).
+func AtLeast(h *[64]int64, ns int64) int64 {
+	var n int64
+	for k := bits.Len64(uint64(ns)); k < len(h); k++ {
+		n += h[k]
+	}
+	return n
+}
+
+func bucket(v int64) int {
+	if v < 0 {
+		return 0
+	}
+	return bits.Len64(uint64(v))
 }
 
 // LateAvg is the mean wakeup lateness, ns.
@@ -111,6 +132,7 @@ func (p *Periodic) Wait(t *Thread) {
 	if p.woke != 0 {
 		c := now - p.woke
 		p.Stats.CycleSum += c
+		p.Stats.CycleHist[bucket(c)]++
 		if c > p.Stats.CycleMax {
 			p.Stats.CycleMax = c
 		}
@@ -129,6 +151,7 @@ func (p *Periodic) Wait(t *Thread) {
 	}
 	s.Cycles++
 	s.LateSum += late
+	s.LateHist[bucket(late)]++
 	if late < s.LateMin {
 		s.LateMin = late
 	}
@@ -137,4 +160,29 @@ func (p *Periodic) Wait(t *Thread) {
 	}
 	s.Last = now
 	p.woke = now
+}
+
+// Stat accumulates durations (ns) measured by one thread.
+type Stat struct {
+	Count, Min, Max, Sum int64
+}
+
+// Add records one value.
+func (s *Stat) Add(v int64) {
+	if s.Count == 0 || v < s.Min {
+		s.Min = v
+	}
+	if v > s.Max {
+		s.Max = v
+	}
+	s.Count++
+	s.Sum += v
+}
+
+// Avg is the mean value.
+func (s *Stat) Avg() int64 {
+	if s.Count == 0 {
+		return 0
+	}
+	return s.Sum / s.Count
 }

@@ -9,7 +9,9 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -215,4 +217,34 @@ func CPUs() ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// KeepOff moves every thread of the process off cpu (when another CPU is
+// allowed), so that the Go runtime's own threads do not compete with the RT
+// threads pinned there; threads created later inherit the mask from their
+// creator. The returned function gives every thread the original mask back.
+func KeepOff(cpu int) (restore func(), err error) {
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		return func() {}, err
+	}
+	others := orig
+	others.Clear(cpu)
+	if others.Count() == 0 {
+		return func() {}, nil
+	}
+	apply := func(set *unix.CPUSet, match func(cur *unix.CPUSet) bool) {
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil {
+				var cur unix.CPUSet
+				if unix.SchedGetaffinity(tid, &cur) == nil && match(&cur) {
+					_ = unix.SchedSetaffinity(tid, set)
+				}
+			}
+		}
+	}
+	// Threads pinned on purpose (RT threads) are left alone.
+	apply(&others, func(cur *unix.CPUSet) bool { return cur.Count() > 1 && cur.IsSet(cpu) })
+	return func() { apply(&orig, func(cur *unix.CPUSet) bool { return *cur == others }) }, nil
 }

@@ -1,0 +1,130 @@
+package scenario
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rtscope/rtscope/internal/workload"
+)
+
+// These tests run each scenario for a moment and check, with the
+// scenario's own measurements, that the workload behaves as documented.
+// Tolerances allow for a noisy, shared 2-CPU virtual machine: lower bounds
+// on the provoked effect, counts rather than single extremes.
+
+func run(t *testing.T, name string, d time.Duration, v Values) *Result {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	s, err := Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background(), Config{CPU: -1, Duration: d, Values: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, l := range res.Loops {
+		t.Logf("%s: %d cycles, period %s, late avg %s max %s, cycle avg %s max %s, %d overruns", n, l.Cycles,
+			Us(l.MeanPeriod()), Us(l.LateAvg()), Us(l.LateMax), Us(l.CycleAvg()), Us(l.CycleMax), l.Overruns)
+	}
+	for n, st := range res.Stats {
+		t.Logf("%s: %d, min %s avg %s max %s", n, st.Count, Us(st.Min), Us(st.Avg()), Us(st.Max))
+	}
+	if res.Injected != nil {
+		t.Logf("injected: %+v", *res.Injected)
+	}
+	return res
+}
+
+func near(got, want, tol int64) bool { return got >= want-tol && got <= want+tol }
+
+func TestRunHealthyLoop(t *testing.T) {
+	r := run(t, "healthy-loop", 1500*time.Millisecond, nil)
+	c := r.Loops["control"]
+	if c.Cycles < 600 || !near(c.MeanPeriod(), 2*ms, 40*us) {
+		t.Errorf("control: %d cycles, mean period %s; want about 750 cycles of 2000 us", c.Cycles, Us(c.MeanPeriod()))
+	}
+	// Most cycles are the 500 us of work, a little more for the sleep call.
+	if n := workload.AtLeast(&c.CycleHist, 1*ms); n > c.Cycles/10 {
+		t.Errorf("control: %d of %d cycles took over 1 ms for 500 us of work", n, c.Cycles)
+	}
+}
+
+func TestRunMisconfiguredPriority(t *testing.T) {
+	r := run(t, "misconfigured-priority", 1500*time.Millisecond, nil)
+	c, bg := r.Loops["control"], r.Loops["background"]
+	// Every background burst (2 ms, starting 100 us before a control
+	// deadline) delays one control wakeup by about 1.9 ms.
+	late := workload.AtLeast(&c.LateHist, 1100*us)
+	if bg.Cycles < 100 || late < bg.Cycles*2/3 || c.LateMax < 1700*us {
+		t.Errorf("%d control wakeups over 1 ms late (max %s) for %d background bursts; want one per burst, about 1900 us",
+			late, Us(c.LateMax), bg.Cycles)
+	}
+}
+
+func TestRunHiddenBlocking(t *testing.T) {
+	r := run(t, "hidden-blocking", 1500*time.Millisecond, nil)
+	c := r.Loops["control"]
+	// The semaphore, posted every 7 ms, paces the 5 ms loop: one cycle per
+	// post, most cycles several ms long although the work is 1 ms.
+	if !near(c.MeanPeriod(), 7*ms, 500*us) || workload.AtLeast(&c.CycleHist, 2100*us) < c.Cycles/2 {
+		t.Errorf("control: mean period %s, %d of %d cycles over 2 ms; want 7000 us and most cycles blocked",
+			Us(c.MeanPeriod()), workload.AtLeast(&c.CycleHist, 2100*us), c.Cycles)
+	}
+}
+
+func TestRunEventDrivenBlocking(t *testing.T) {
+	r := run(t, "event-driven-blocking", 1500*time.Millisecond, nil)
+	b := r.Stats["event-batch"]
+	// Events every 3 ms on average: about 500 in 1.5 s, handled in batches
+	// gated by the 7 ms semaphore, so several per batch at times.
+	if r.Counts["events"] < 300 || r.Counts["largest batch"] < 2 || b.Min < 900*us || b.Max < 1900*us {
+		t.Errorf("%d events in %d batches (largest %d), batch time min %s max %s; want ~500 events, batches of 1 ms per event",
+			r.Counts["events"], r.Counts["batches"], r.Counts["largest batch"], Us(b.Min), Us(b.Max))
+	}
+	if len(r.Loops) != 1 || r.Loops["poster"] == nil {
+		t.Errorf("only the poster is periodic; loops: %v", r.Loops)
+	}
+}
+
+func TestRunPriorityInversion(t *testing.T) {
+	plain := run(t, "priority-inversion", 1500*time.Millisecond, nil)
+	pi := run(t, "priority-inversion", 1500*time.Millisecond, Values{"pi": 1})
+	wp, wi := plain.Stats["task-H lock wait"], pi.Stats["task-H lock wait"]
+	// Without PI, H waits for M's 10 ms bursts; with PI, for at most the
+	// rest of L's 2 ms critical section.
+	if wp.Max < 8*ms || wp.Avg() < 4*wi.Avg() || wi.Avg() > 1500*us {
+		t.Errorf("H's lock wait: plain avg %s max %s, PI avg %s max %s; want plain max over 8 ms and PI far shorter",
+			Us(wp.Avg()), Us(wp.Max), Us(wi.Avg()), Us(wi.Max))
+	}
+	if hp, hi := plain.Loops["task-H"], pi.Loops["task-H"]; hp.CycleAvg() < 2*hi.CycleAvg() {
+		t.Errorf("H's cycle: plain avg %s, PI avg %s; want the plain one far longer", Us(hp.CycleAvg()), Us(hi.CycleAvg()))
+	}
+}
+
+func TestRunRTHog(t *testing.T) {
+	r := run(t, "rt-hog", 1500*time.Millisecond, nil)
+	v, hog := r.Loops["victim"], r.Loops["hog"]
+	if n := workload.AtLeast(&v.LateHist, 2200*us); hog.Cycles < 50 || n < hog.Cycles*2/3 || v.LateMax < 2600*us {
+		t.Errorf("%d victim wakeups over 2 ms late (max %s) for %d hog bursts of 3 ms; want one per burst", n, Us(v.LateMax), hog.Cycles)
+	}
+}
+
+// The injectors: the victim measures its own wakeup against its deadline.
+func testInjector(t *testing.T, name string) {
+	r := run(t, name, 1500*time.Millisecond, nil)
+	v, inj := r.Loops["victim"], r.Injected
+	if inj == nil || inj.Count < 10 || !near(int64(inj.Max), 3*ms, 200*us) || inj.WrongCPU != 0 {
+		t.Fatalf("injector: %+v; want >= 10 spins of 3000 us on the target CPU", inj)
+	}
+	if n := workload.AtLeast(&v.LateHist, 2200*us); n < int64(inj.Count)*2/3 || v.LateMax < 2600*us {
+		t.Errorf("%d victim wakeups over 2 ms late (max %s) for %d injected spins of 3 ms; want one per spin", n, Us(v.LateMax), inj.Count)
+	}
+}
+
+func TestRunIRQNoise(t *testing.T)   { testInjector(t, "irq-noise") }
+func TestRunPreemptOff(t *testing.T) { testInjector(t, "preempt-off") }
