@@ -1,0 +1,176 @@
+package timerlat
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/rtscope/rtscope/internal/metric"
+)
+
+// JSON output: nanoseconds, null for what has no value.
+
+type jsonHist struct {
+	BucketNs uint64   `json:"bucket_ns"`
+	Counts   []uint64 `json:"counts"`
+	Over     uint64   `json:"over"`
+	Count    uint64   `json:"count"`
+	MinNs    *uint64  `json:"min_ns"`
+	AvgNs    *uint64  `json:"avg_ns"`
+	MaxNs    *uint64  `json:"max_ns"`
+}
+
+type jsonContext struct {
+	Count  uint64    `json:"count"`
+	MinNs  *uint64   `json:"min_ns"`
+	AvgNs  *uint64   `json:"avg_ns"`
+	MaxNs  *uint64   `json:"max_ns"`
+	LastNs *uint64   `json:"last_ns,omitempty"`
+	P50    *uint64   `json:"p50_ns,omitempty"`
+	P90    *uint64   `json:"p90_ns,omitempty"`
+	P99    *uint64   `json:"p99_ns,omitempty"`
+	P999   *uint64   `json:"p99_9_ns,omitempty"`
+	Hist   *jsonHist `json:"hist,omitempty"`
+}
+
+type jsonCPU struct {
+	CPU           int                     `json:"cpu"`
+	TID           int                     `json:"tid"`
+	Cycles        uint64                  `json:"cycles"`
+	MissedPeriods uint64                  `json:"missed_periods"`
+	Contexts      map[string]*jsonContext `json:"latency"`
+}
+
+type jsonStop struct {
+	CPU         int     `json:"cpu"`
+	TID         int     `json:"tid"`
+	Context     string  `json:"context"`
+	ValueNs     uint64  `json:"value_ns"`
+	ThresholdUs uint64  `json:"threshold_us"`
+	IRQNs       *uint64 `json:"irq_ns"`
+	ThreadNs    *uint64 `json:"thread_ns"`
+	UserNs      *uint64 `json:"user_ns"`
+}
+
+type jsonDoc struct {
+	Tool     string `json:"tool"`
+	Mode     string `json:"mode"`
+	Settings struct {
+		CPUs         []int   `json:"cpus"`
+		PeriodUs     uint64  `json:"period_us"`
+		Priority     string  `json:"priority"`
+		Policy       string  `json:"policy"`
+		DMALatencyUs *int    `json:"dma_latency_us"`
+		DurationNs   *int64  `json:"duration_ns"`
+		BucketNs     uint64  `json:"bucket_ns"`
+		Entries      int     `json:"entries"`
+		IRQStopUs    *uint64 `json:"irq_stop_us"`
+		ThreadStopUs *uint64 `json:"thread_stop_us"`
+	} `json:"settings"`
+	ElapsedNs int64                   `json:"elapsed_ns"`
+	CPUs      []jsonCPU               `json:"cpus"`
+	All       map[string]*jsonContext `json:"all"`
+	Missed    uint64                  `json:"missed_periods"`
+	Lost      struct {
+		Samples       map[string]uint64 `json:"samples"`
+		Ring          uint64            `json:"ring"`
+		EngineNotices uint64            `json:"engine_notices"`
+		EngineStats   uint64            `json:"engine_stats_full"`
+		EngineStorage uint64            `json:"engine_storage_fail"`
+	} `json:"lost"`
+	Stop *jsonStop `json:"stop"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func summaryJSON(s Summary, withLast bool) *jsonContext {
+	j := &jsonContext{Count: s.Count}
+	if s.Count > 0 {
+		j.MinNs, j.AvgNs, j.MaxNs = ptr(s.Min), ptr(s.Avg()), ptr(s.Max)
+		if withLast {
+			j.LastNs = ptr(s.Last)
+		}
+	}
+	return j
+}
+
+// WriteJSON writes the result as one JSON document.
+func WriteJSON(w io.Writer, r *Result, o *Options) error {
+	var d jsonDoc
+	d.Tool, d.Mode = "rtscope timerlat", o.Mode
+	for _, c := range r.CPUs {
+		d.Settings.CPUs = append(d.Settings.CPUs, c.CPU)
+	}
+	d.Settings.PeriodUs = r.PeriodUs
+	d.Settings.Priority, d.Settings.Policy = o.Priority.Original, o.Priority.String()
+	if r.DMALatency >= 0 {
+		d.Settings.DMALatencyUs = ptr(r.DMALatency)
+	}
+	if o.Duration > 0 {
+		d.Settings.DurationNs = ptr(int64(o.Duration))
+	}
+	d.Settings.BucketNs, d.Settings.Entries = o.BucketUs*o.divisor(), o.Entries
+	if o.IRQStopUs > 0 {
+		d.Settings.IRQStopUs = ptr(o.IRQStopUs)
+	}
+	if o.ThreadStopUs > 0 {
+		d.Settings.ThreadStopUs = ptr(o.ThreadStopUs)
+	}
+	d.ElapsedNs = int64(r.Elapsed)
+	for _, c := range r.CPUs {
+		jc := jsonCPU{CPU: c.CPU, TID: c.TID, Cycles: c.Cycles, MissedPeriods: c.Missed,
+			Contexts: map[string]*jsonContext{}}
+		for k := 0; k < nCtx; k++ {
+			ctx := summaryJSON(c.Top[k], true)
+			if ctx.Count > 0 {
+				es := c.Engine[k]
+				for _, p := range []struct {
+					q   float64
+					dst **uint64
+				}{{50, &ctx.P50}, {90, &ctx.P90}, {99, &ctx.P99}, {99.9, &ctx.P999}} {
+					if v, ok := es.Percentile(p.q); ok {
+						*p.dst = ptr(v)
+					}
+				}
+			}
+			if h := c.Hist[k]; h != nil {
+				jh := &jsonHist{BucketNs: h.Width, Counts: h.Counts, Over: h.Over, Count: h.Count}
+				if h.Count > 0 {
+					jh.MinNs, jh.AvgNs, jh.MaxNs = ptr(h.Min), ptr(h.Avg()), ptr(h.Max)
+				}
+				ctx.Hist = jh
+			}
+			jc.Contexts[ctxNames[k]] = ctx
+		}
+		d.CPUs = append(d.CPUs, jc)
+	}
+	d.All = map[string]*jsonContext{}
+	for k, s := range r.all(false) {
+		d.All[ctxNames[k]] = summaryJSON(s, false)
+	}
+	d.Missed, _ = r.missed()
+	d.Lost.Samples = map[string]uint64{}
+	for k, v := range r.Lost.Samples {
+		d.Lost.Samples[ctxNames[k]] = v
+	}
+	d.Lost.Ring, d.Lost.EngineNotices = r.Lost.Ring, r.Lost.Notices
+	d.Lost.EngineStats, d.Lost.EngineStorage = r.Lost.StatsFull, r.Lost.StorageFail
+	if s := r.Stop; s != nil {
+		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdUs: s.ThresholdUs}
+		if s.Sample != nil {
+			for k, dst := range []**uint64{&js.IRQNs, &js.ThreadNs, &js.UserNs} {
+				if s.Sample.Valid[k] {
+					*dst = ptr(s.Sample.Value[k])
+				}
+			}
+		}
+		d.Stop = js
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(&d)
+}
+
+// engineStats converts one metric of the engine's task statistics.
+func engineStats(count, sum, min, max uint64, hist []uint32) metric.Stats {
+	return metric.Stats{Count: count, Sum: sum, Min: min, Max: max, Hist: hist}
+}

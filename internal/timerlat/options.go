@@ -1,0 +1,328 @@
+package timerlat
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options of `rtscope timerlat top|hist`, with rtla's names and units.
+type Options struct {
+	Mode         string        // "top" or "hist"
+	CPUs         []int         // -c; nil: every online CPU
+	Housekeeping []int         // -H; nil: rtscope's own threads left where they are
+	PeriodUs     uint64        // -p
+	Priority     Priority      // -P
+	DMALatency   int           // --dma-latency us; -1: /dev/cpu_dma_latency untouched
+	Duration     time.Duration // -d; 0: until Ctrl-C or a stop threshold
+	Quiet        bool          // -q
+	Nano         bool          // -n: ns instead of us
+	IRQStopUs    uint64        // -i; 0: none
+	ThreadStopUs uint64        // -T; 0: none
+	AAOnly       bool          // --aa-only: only the analysis of the stop
+	NoAA         bool          // --no-aa
+	TraceFile    string        // -t [file]; "": no trace saved
+	JSONFile     string        // --json FILE ("-": stdout)
+	Cyclictest   bool          // --cyclictest: cyclictest's output format
+
+	// hist
+	BucketUs  uint64 // -b, in output units (us, or ns with -n)
+	Entries   int    // -E
+	NoIRQ     bool
+	NoThread  bool
+	NoUser    bool
+	NoHeader  bool
+	NoSummary bool
+	NoIndex   bool
+	WithZeros bool
+}
+
+// Analysis tells whether a stop is followed by the auto-analysis (as rtla:
+// whenever a stop threshold is set, unless --no-aa).
+func (o *Options) Analysis() bool {
+	return (o.IRQStopUs > 0 || o.ThreadStopUs > 0) && !o.NoAA
+}
+
+// Tracing tells whether the engine's flight recorder (and so its new-maximum
+// notices, which the stop thresholds use) is needed.
+func (o *Options) Tracing() bool {
+	return o.IRQStopUs > 0 || o.ThreadStopUs > 0 || o.TraceFile != ""
+}
+
+// DefaultTraceFile is where -t and -a save the trace, as rtla.
+const DefaultTraceFile = "timerlat_trace.txt"
+
+// Limits of the numeric options.
+const (
+	minPeriodUs   = 10
+	maxPeriodUs   = 1000000
+	maxBucket     = 999999
+	minEntries    = 10
+	maxEntries    = 1000000
+	maxDMALatency = 10000
+	maxStopUs     = 10000000
+)
+
+const usageTop = `Usage: rtscope timerlat [top] [options]
+
+A per-CPU summary of the timer latency, as rtla timerlat top, on any kernel
+with BPF. One measuring thread per CPU sleeps on an absolute periodic timer;
+the kernel-side engine measures each release in three parts: IRQ (expiry ->
+timer callback), Thread (expiry -> thread running) and Ret user (expiry ->
+return from clock_nanosleep). Times in microseconds.
+
+Options:
+`
+
+const usageHist = `Usage: rtscope timerlat hist [options]
+
+Per-CPU histograms of the timer latency, as rtla timerlat hist: IRQ, Thread
+and Ret user latency of every sample, exactly, in buckets of -b us.
+
+Options:
+`
+
+// ParseArgs parses the arguments after "timerlat" (an optional "top" or
+// "hist" first). help is true when --help was asked (usage written to w).
+func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
+	o.Mode = "top"
+	if len(args) > 0 && (args[0] == "top" || args[0] == "hist") {
+		o.Mode, args = args[0], args[1:]
+	}
+	fs := pflag.NewFlagSet("timerlat "+o.Mode, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	var (
+		cpus, house, prio, dur, trace                       string
+		period, irq, thread, auto, aaOnly, bucket           uint64
+		dma, entries                                        int
+		quiet, nano, noAA, user, kernel, cyc                bool
+		noIRQ, noThread, noUser, noHeader, noSum, noIdx, wz bool
+	)
+	fs.StringVarP(&cpus, "cpus", "c", "", "measure on these CPUs (cpu-list, e.g. 0-3,6); default: every online CPU")
+	fs.StringVarP(&house, "house-keeping", "H", "", "run rtscope's own threads only on these CPUs (cpu-list)")
+	fs.Uint64VarP(&period, "period", "p", 1000, "timer period in us")
+	fs.StringVarP(&prio, "priority", "P", "f:95", "scheduling of the measuring threads: o:nice|r:prio|f:prio|d:runtime:period\n(deadline times in ns, or with us, ms, s)")
+	fs.IntVar(&dma, "dma-latency", -1, "write us to /dev/cpu_dma_latency while measuring, to bound exit-from-idle latency\n(cyclictest's default is 0); default: leave the system untuned")
+	fs.StringVarP(&dur, "duration", "d", "", "duration of the session: time[s|m|h|d] (seconds by default); default: until Ctrl-C")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "print only a summary at the end")
+	fs.BoolVarP(&nano, "nano", "n", false, "display data in nanoseconds")
+	fs.Uint64VarP(&irq, "irq", "i", 0, "stop when an IRQ latency reaches us")
+	fs.Uint64VarP(&thread, "thread", "T", 0, "stop when a thread latency reaches us")
+	fs.Uint64VarP(&auto, "auto", "a", 0, "automatic trace mode: -i us -T us -t, then the auto-analysis")
+	fs.Uint64Var(&aaOnly, "aa-only", 0, "stop when a latency reaches us, printing only the auto-analysis")
+	fs.BoolVar(&noAA, "no-aa", false, "no auto-analysis on a stop")
+	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [file|"+DefaultTraceFile+"]")
+	fs.Lookup("trace").NoOptDefVal = DefaultTraceFile
+	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to FILE (- for stdout)")
+	fs.BoolVar(&cyc, "cyclictest", false, "print cyclictest's format: its summary line per thread (top), its -h histogram (hist)")
+	fs.BoolVarP(&user, "user-threads", "u", false, "measure with user-space threads (always the case; accepted for rtla compatibility)")
+	fs.BoolVarP(&kernel, "kernel-threads", "k", false, "kernel-space threads (not available: they need the timerlat tracer)")
+	fs.BoolVar(&noUser, "no-user", false, "ignore return-to-user latencies")
+	// hist only
+	fs.Uint64VarP(&bucket, "bucket-size", "b", 1, "histogram bucket size in us (hist)")
+	fs.IntVarP(&entries, "entries", "E", 256, "number of histogram entries (hist)")
+	fs.BoolVar(&noIRQ, "no-irq", false, "ignore IRQ latencies (hist)")
+	fs.BoolVar(&noThread, "no-thread", false, "ignore thread latencies (hist)")
+	fs.BoolVar(&noHeader, "no-header", false, "do not print the header (hist)")
+	fs.BoolVar(&noSum, "no-summary", false, "do not print the summary (hist)")
+	fs.BoolVar(&noIdx, "no-index", false, "do not print the index (hist)")
+	fs.BoolVar(&wz, "with-zeros", false, "print entries whose counts are all zero (hist)")
+
+	if err := fs.Parse(fixOptionalTrace(args)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			u := usageTop
+			if o.Mode == "hist" {
+				u = usageHist
+			}
+			fmt.Fprint(w, u, fs.FlagUsages())
+			return o, true, nil
+		}
+		return o, false, flagError(err)
+	}
+	if fs.NArg() > 0 {
+		return o, false, fmt.Errorf("unexpected argument %q (the mode, top or hist, comes first)", fs.Arg(0))
+	}
+	if o.Mode == "top" {
+		for _, n := range []string{"bucket-size", "entries", "no-irq", "no-thread", "no-header", "no-summary", "no-index", "with-zeros"} {
+			if fs.Changed(n) {
+				return o, false, fmt.Errorf("--%s is an option of timerlat hist, not of timerlat top", n)
+			}
+		}
+	}
+	if kernel {
+		return o, false, errors.New("-k/--kernel-threads needs the kernel's timerlat tracer; rtscope measures with its own user-space threads")
+	}
+
+	if fs.Changed("cpus") {
+		if o.CPUs, err = ParseCPUList(cpus); err != nil {
+			return o, false, fmt.Errorf("-c: %v", err)
+		}
+	}
+	if fs.Changed("house-keeping") {
+		if o.Housekeeping, err = ParseCPUList(house); err != nil {
+			return o, false, fmt.Errorf("-H: %v", err)
+		}
+	}
+	if period < minPeriodUs || period > maxPeriodUs {
+		return o, false, fmt.Errorf("-p %d: the period must be from %d us to %d us (1 s)", period, minPeriodUs, maxPeriodUs)
+	}
+	o.PeriodUs = period
+	if o.Priority, err = ParsePriority(prio); err != nil {
+		return o, false, fmt.Errorf("-P: %v", err)
+	}
+	if fs.Changed("dma-latency") && (dma < 0 || dma > maxDMALatency) {
+		return o, false, fmt.Errorf("--dma-latency %d: the value must be from 0 to %d us", dma, maxDMALatency)
+	}
+	o.DMALatency = dma
+	if dur != "" {
+		if o.Duration, err = ParseDuration(dur); err != nil {
+			return o, false, fmt.Errorf("-d: %v", err)
+		}
+	}
+	o.Quiet, o.Nano, o.NoAA, o.Cyclictest = quiet, nano, noAA, cyc
+	for _, t := range []struct {
+		name string
+		v    uint64
+	}{{"irq", irq}, {"thread", thread}, {"auto", auto}, {"aa-only", aaOnly}} {
+		if fs.Changed(t.name) && (t.v == 0 || t.v > maxStopUs) {
+			return o, false, fmt.Errorf("--%s %d: the threshold must be from 1 to %d us", t.name, t.v, maxStopUs)
+		}
+	}
+	if aaOnly > 0 && (auto > 0 || irq > 0 || thread > 0) {
+		return o, false, errors.New("--aa-only sets the stop thresholds itself: it cannot be combined with -a, -i or -T")
+	}
+	if aaOnly > 0 && noAA {
+		return o, false, errors.New("--aa-only and --no-aa contradict each other")
+	}
+	o.IRQStopUs, o.ThreadStopUs = irq, thread
+	if auto > 0 {
+		// -a: as rtla, both thresholds (unless given), tracing and analysis.
+		if irq == 0 {
+			o.IRQStopUs = auto
+		}
+		if thread == 0 {
+			o.ThreadStopUs = auto
+		}
+		o.TraceFile = DefaultTraceFile
+	}
+	if aaOnly > 0 {
+		o.IRQStopUs, o.ThreadStopUs, o.AAOnly = aaOnly, aaOnly, true
+	}
+	if fs.Changed("trace") {
+		if trace == "" {
+			return o, false, errors.New("-t: empty file name")
+		}
+		o.TraceFile = trace
+	}
+	if o.TraceFile != "" && o.IRQStopUs == 0 && o.ThreadStopUs == 0 {
+		return o, false, errors.New("-t saves the events around the sample that stops the run: it needs -i, -T, -a or --aa-only")
+	}
+	if o.AAOnly && (o.JSONFile != "" || cyc) {
+		return o, false, errors.New("--aa-only prints only the auto-analysis: it cannot be combined with --json or --cyclictest")
+	}
+
+	o.NoIRQ, o.NoThread, o.NoUser = noIRQ, noThread, noUser
+	o.NoHeader, o.NoSummary, o.NoIndex, o.WithZeros = noHeader, noSum, noIdx, wz
+	if bucket == 0 || bucket > maxBucket {
+		return o, false, fmt.Errorf("-b %d: the bucket size must be from 1 to %d", bucket, maxBucket)
+	}
+	if entries < minEntries || entries > maxEntries {
+		return o, false, fmt.Errorf("-E %d: the number of entries must be from %d to %d", entries, minEntries, maxEntries)
+	}
+	o.BucketUs, o.Entries = bucket, entries
+	if noIRQ && noThread && noUser {
+		return o, false, errors.New("--no-irq, --no-thread and --no-user together leave nothing to show")
+	}
+	if noIdx && !wz {
+		return o, false, errors.New("--no-index needs --with-zeros: without the index, skipped empty rows could not be told apart")
+	}
+	if cyc {
+		if o.Mode == "hist" && bucket != 1 {
+			return o, false, errors.New("--cyclictest histograms have 1 us buckets: -b cannot be used with it")
+		}
+		if o.Mode == "hist" && (noIRQ || noThread || noUser || noHeader || noSum || noIdx || wz) {
+			return o, false, errors.New("--cyclictest prints cyclictest's histogram of the return-to-user latency: the --no-*/--with-zeros layout switches do not apply")
+		}
+		if nano {
+			return o, false, errors.New("--cyclictest prints microseconds: -n cannot be used with it")
+		}
+	}
+	return o, false, nil
+}
+
+var (
+	reBadValue  = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-(.), )?--(.*)" flag: .*$`)
+	reUnknown   = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'.' in )?(.*)$`)
+	reNeedValue = regexp.MustCompile(`^flag needs an argument: (?:'(.)' in -.|--(.*))$`)
+)
+
+// flagError turns pflag's messages into one sentence that names the option.
+func flagError(err error) error {
+	msg := strings.TrimSpace(err.Error())
+	if m := reBadValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--%s %q: not a valid whole number", m[3], m[1])
+	}
+	if m := reUnknown.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("unknown option %s (run 'rtscope timerlat --help')", m[1])
+	}
+	if m := reNeedValue.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			return fmt.Errorf("option -%s needs a value", m[1])
+		}
+		return fmt.Errorf("option --%s needs a value", m[2])
+	}
+	return errors.New(msg)
+}
+
+// fixOptionalTrace lets -t take its file as the next argument, as rtla does
+// ("-t file", "-tfile", "-t=file"), which pflag alone would not.
+func fixOptionalTrace(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "-t" || a == "--trace":
+			if i+1 < len(args) && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") &&
+				args[i+1] != "top" && args[i+1] != "hist" {
+				out = append(out, "--trace="+args[i+1])
+				i++
+				continue
+			}
+			out = append(out, "--trace")
+		case strings.HasPrefix(a, "-t") && !strings.HasPrefix(a, "--"):
+			out = append(out, "--trace="+strings.TrimPrefix(strings.TrimPrefix(a, "-t"), "="))
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ParseDuration parses rtla's -d: a whole number with s, m, h or d (seconds
+// without a unit); ms is accepted for short runs.
+func ParseDuration(s string) (time.Duration, error) {
+	num, unit := s, time.Second
+	for _, u := range []struct {
+		suf string
+		d   time.Duration
+	}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}} {
+		if strings.HasSuffix(s, u.suf) {
+			num, unit = strings.TrimSuffix(s, u.suf), u.d
+			break
+		}
+	}
+	n, err := strconv.ParseUint(num, 10, 32)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("duration %q: use a positive whole number with s, m, h or d (e.g. 30s, 10m)", s)
+	}
+	return time.Duration(n) * unit, nil
+}
