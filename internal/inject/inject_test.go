@@ -48,6 +48,20 @@ func victim(t *testing.T, g *workload.Group, cpu int, base int64) *workload.Peri
 	return p
 }
 
+// checkSpins: the spins happened, on the right CPU, and about one victim
+// wakeup per spin was delayed by most of the spin (it starts 100 us early).
+// Lower bounds and counts only: a shared VM adds its own delays.
+func checkSpins(t *testing.T, st Stats, spin time.Duration, v *workload.LoopStats) {
+	t.Helper()
+	if avg := st.Total / time.Duration(max(st.Count, 1)); st.Count < 5 || avg < spin || avg > spin*11/10 || st.WrongCPU != 0 {
+		t.Errorf("injector spun %d times, avg %v (%d on a wrong CPU); want >= 5 spins of %v", st.Count, avg, st.WrongCPU, spin)
+	}
+	if n := workload.AtLeast(&v.LateHist, int64(spin*3/4)); n < int64(st.Count)*2/3 || time.Duration(v.LateMax) < spin*85/100 {
+		t.Errorf("%d victim wakeups delayed over %v (max %v) for %d spins; want about one per spin, delayed about %v",
+			n, spin*3/4, time.Duration(v.LateMax), st.Count, spin)
+	}
+}
+
 func setupProcess(t *testing.T) {
 	old := debug.SetGCPercent(-1)
 	procs := runtime.GOMAXPROCS(16)
@@ -85,12 +99,7 @@ func TestIRQNoiseDelaysVictim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("injector: %+v; victim: %+v", st, v.Stats)
-	if st.Count < 5 || st.Max < spin || st.Max > spin+time.Millisecond {
-		t.Errorf("injector spun %d times, max %v; want >= 5 spins of about %v", st.Count, st.Max, spin)
-	}
-	if late := time.Duration(v.Stats.LateMax); late < spin-time.Millisecond/2 || late > spin+2*time.Millisecond {
-		t.Errorf("victim's worst wakeup was %v late; want about %v", late, spin)
-	}
+	checkSpins(t, st, spin, &v.Stats)
 }
 
 // The preemption-off spin started 100 us before the victim's timer keeps the
@@ -133,12 +142,7 @@ func TestPreemptOffDelaysVictim(t *testing.T) {
 	}
 	st := p.Stats()
 	t.Logf("injector: %+v; victim: %+v", st, v.Stats)
-	if st.Count < 5 || st.Max < spin || st.WrongCPU != 0 {
-		t.Errorf("injector spun %d times (max %v, %d on a wrong CPU); want >= 5 spins of %v", st.Count, st.Max, st.WrongCPU, spin)
-	}
-	if late := time.Duration(v.Stats.LateMax); late < spin-time.Millisecond/2 || late > spin+2*time.Millisecond {
-		t.Errorf("victim's worst wakeup was %v late; want about %v", late, spin)
-	}
+	checkSpins(t, st, spin, &v.Stats)
 	if cpus, _ := workload.CPUs(); len(cpus) > 1 {
 		var g2 workload.Group
 		res := make(chan error, 1)

@@ -45,8 +45,12 @@ func near(got, want, tol int64) bool { return got >= want-tol && got <= want+tol
 func TestRunHealthyLoop(t *testing.T) {
 	r := run(t, "healthy-loop", 1500*time.Millisecond, nil)
 	c := r.Loops["control"]
-	if c.Cycles < 600 || !near(c.MeanPeriod(), 2*ms, 40*us) {
-		t.Errorf("control: %d cycles, mean period %s; want about 750 cycles of 2000 us", c.Cycles, Us(c.MeanPeriod()))
+	// Absolute-time periodic: wakeups plus skipped deadlines tile the run
+	// exactly with 2 ms periods, and skips are rare (another RT task of the
+	// machine may take the CPU now and then).
+	if periods := (c.Last - c.First) / (2 * ms); c.Cycles < 600 || !near(c.Cycles-1+c.Overruns, periods, 1) || c.Overruns > c.Cycles/10 {
+		t.Errorf("control: %d cycles and %d skipped deadlines in %d periods of 2000 us; want one cycle per period",
+			c.Cycles, c.Overruns, periods)
 	}
 	// Most cycles are the 500 us of work, a little more for the sleep call.
 	if n := workload.AtLeast(&c.CycleHist, 1*ms); n > c.Cycles/10 {
@@ -118,7 +122,7 @@ func TestRunRTHog(t *testing.T) {
 func testInjector(t *testing.T, name string) {
 	r := run(t, name, 1500*time.Millisecond, nil)
 	v, inj := r.Loops["victim"], r.Injected
-	if inj == nil || inj.Count < 10 || !near(int64(inj.Max), 3*ms, 200*us) || inj.WrongCPU != 0 {
+	if inj == nil || inj.Count < 10 || !near(int64(inj.Total)/int64(inj.Count), 3*ms, 300*us) || inj.WrongCPU != 0 {
 		t.Fatalf("injector: %+v; want >= 10 spins of 3000 us on the target CPU", inj)
 	}
 	if n := workload.AtLeast(&v.LateHist, 2200*us); n < int64(inj.Count)*2/3 || v.LateMax < 2600*us {
