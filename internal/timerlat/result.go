@@ -82,7 +82,7 @@ type CPUResult struct {
 	CPU    int
 	TID    int
 	Cycles uint64 // sleeps of the measuring thread
-	Missed uint64 // periods skipped (woke more than a period late)
+	Missed uint64 // periods without a sample: skipped (woke more than a period late) or no timer release
 	// Top is the engine's statistics of the thread (count, min, avg, max, last).
 	Top [nCtx]Summary
 	// Engine keeps the engine's log-linear histograms, for percentiles.

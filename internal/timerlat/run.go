@@ -44,7 +44,7 @@ const (
 	liveEvery = time.Second
 	pollEvery = 100 * time.Millisecond
 	stopPoll  = 50 * time.Millisecond // with stop thresholds: how late a stop may be seen
-	recentMax = 256 // samples kept per CPU to describe a stop
+	recentMax = 256                   // samples kept per CPU to describe a stop
 )
 
 // Run measures until ctx is done, the duration ends or a stop threshold is
@@ -95,9 +95,18 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	if n := len(cpus) + 2; runtime.GOMAXPROCS(0) < n {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
+	var house unix.CPUSet
 	if o.Housekeeping != nil {
+		for _, c := range o.Housekeeping {
+			house.Set(c)
+		}
+		// Undone at the end, for callers that go on (tests).
+		var orig unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err == nil {
+			defer pinOthers(&orig, nil)
+		}
 		// Before the measuring threads exist: threads created later inherit it.
-		if err := pinOthers(o.Housekeeping, nil); err != nil {
+		if err := pinOthers(&house, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +209,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		byTID[w.tid] = c
 	}
 	if o.Housekeeping != nil {
-		if err := pinOthers(o.Housekeeping, measuring); err != nil {
+		if err := pinOthers(&house, measuring); err != nil {
 			return nil, err
 		}
 	}
@@ -241,6 +250,11 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 					c.Top[k] = Summary{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, Last: ms.Last}
 					c.Engine[k] = engineStats(ms.Count, ms.Sum, ms.Min, ms.Max, ms.Hist[:])
 				}
+			}
+			// A sleep whose deadline had already passed returns without a
+			// timer release: no sample for that period either.
+			if c.Cycles > c.Top[IRQ].Count {
+				c.Missed += c.Cycles - c.Top[IRQ].Count
 			}
 		}
 		cnt := eng.Counters()
@@ -409,13 +423,9 @@ func setDMALatency(us int) (*os.File, error) {
 	return f, nil
 }
 
-// pinOthers sets the affinity of every thread of rtscope to cpus, except
+// pinOthers sets the affinity of every thread of rtscope to set, except
 // the measuring threads.
-func pinOthers(cpus []int, except map[int]bool) error {
-	var set unix.CPUSet
-	for _, c := range cpus {
-		set.Set(c)
-	}
+func pinOthers(set *unix.CPUSet, except map[int]bool) error {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("-H: listing rtscope's threads: %v", err)
@@ -425,8 +435,8 @@ func pinOthers(cpus []int, except map[int]bool) error {
 		if err != nil || except[tid] {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("-H: pinning rtscope thread %d to CPUs %s: %v", tid, FormatCPUList(cpus), err)
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("-H: pinning rtscope thread %d: %v", tid, err)
 		}
 	}
 	return nil
