@@ -32,7 +32,10 @@ func runTimerlat(args []string) int {
 	if err != nil {
 		return Fail("timerlat", err)
 	}
-	timerlat.Print(os.Stdout, res, &o)
+	// With --json - the document is the whole of stdout.
+	if o.JSONFile != "-" {
+		timerlat.Print(os.Stdout, res, &o)
+	}
 	if o.JSONFile != "" {
 		if err := writeTimerlatJSON(o.JSONFile, res, &o); err != nil {
 			return Fail("timerlat", err)

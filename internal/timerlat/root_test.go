@@ -6,11 +6,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -296,11 +296,25 @@ func cyclictest(t *testing.T, cpus string, seconds, entries int) []uint64 {
 // Tolerance: medians within 5 us or 50%, p99 within 50 us or 100%. rtscope
 // reads the time in the kernel on the way back to user space, cyclictest a
 // little later in user space; both pay the engine's probes when rtscope runs.
+// Other packages' tests may disturb the machine meanwhile (go test runs
+// packages in parallel): a disagreement is measured once more before the
+// test fails.
 func TestAgreesWithCyclictest(t *testing.T) {
 	needRoot(t)
 	if _, err := exec.LookPath("cyclictest"); err != nil {
 		t.Fatal("cyclictest is not installed (make deps-test installs rt-tests)")
 	}
+	var why string
+	for attempt := 1; attempt <= 2; attempt++ {
+		if why = compareWithCyclictest(t); why == "" {
+			return
+		}
+		t.Logf("attempt %d: %s", attempt, why)
+	}
+	t.Error(why)
+}
+
+func compareWithCyclictest(t *testing.T) string {
 	cpus := measureCPUs(t)
 	const entries = 5000
 	rts := make([]uint64, entries)
@@ -337,10 +351,35 @@ func TestAgreesWithCyclictest(t *testing.T) {
 		return d <= abs || float64(d) <= rel*float64(m)
 	}
 	if !within(p[0][0], p[1][0], 5, 0.5) {
-		t.Errorf("medians disagree: rtscope %d us, cyclictest %d us", p[0][0], p[1][0])
+		return fmt.Sprintf("medians disagree: rtscope %d us, cyclictest %d us", p[0][0], p[1][0])
 	}
 	if !within(p[0][1], p[1][1], 50, 1.0) {
-		t.Errorf("p99s disagree: rtscope %d us, cyclictest %d us", p[0][1], p[1][1])
+		return fmt.Sprintf("p99s disagree: rtscope %d us, cyclictest %d us", p[0][1], p[1][1])
 	}
-	_ = sort.Ints
+	return ""
+}
+
+// Without -q, top prints a table every second while measuring (cyclictest's
+// lines with --cyclictest); the final views follow from Print.
+func TestLiveTop(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct {
+		flag, marker string
+	}{{"", "CPU COUNT"}, {"--cyclictest", "T: 0 ("}} {
+		var out strings.Builder
+		args := []string{"top", "-c", "0", "-d", "2s"}
+		if c.flag != "" {
+			args = append(args, c.flag)
+		}
+		res := run(t, Env{Out: &out}, args...)
+		if n := strings.Count(out.String(), c.marker); n < 1 {
+			t.Errorf("%v: %d live tables:\n%s", args, n, out.String())
+		}
+		o := mustParse(t, args...)
+		var final strings.Builder
+		Print(&final, res, &o)
+		if !strings.Contains(final.String(), c.marker) || !strings.Contains(final.String(), "missed periods") {
+			t.Errorf("%v: final output:\n%s", args, final.String())
+		}
+	}
 }

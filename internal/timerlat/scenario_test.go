@@ -1,0 +1,74 @@
+package timerlat
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rtscope/rtscope/internal/scenario"
+)
+
+// With a built-in scenario disturbing CPU 1, a stop threshold stops the run
+// on CPU 1 in the right context, and the window cut for the analysis shows
+// the culprit: the hard-IRQ spin (irq-noise) or the FIFO 90 hog (rt-hog).
+func TestStopsOnScenarios(t *testing.T) {
+	needRoot(t)
+	cases := []struct {
+		scenario string
+		args     []string
+		ctx      int
+		culprit  string // in the window's events
+	}{
+		// The injector spins 3 ms in the timer interrupt every 100 ms.
+		{"irq-noise", []string{"-i", "1000"}, IRQ, "irq-inject"},
+		// The hog (FIFO 90) runs 3 ms every 20 ms: above measuring threads at FIFO 50.
+		{"rt-hog", []string{"-T", "1000", "-P", "f:50"}, Thread, "hog"},
+	}
+	for _, c := range cases {
+		t.Run(c.scenario, func(t *testing.T) {
+			s, err := scenario.Get(c.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var scErr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, scErr = s.Run(ctx, scenario.Config{CPU: 1, Duration: 15 * time.Second})
+			}()
+			time.Sleep(300 * time.Millisecond) // let the scenario start
+			args := append([]string{"top", "-c", "1", "-d", "10s", "-q"}, c.args...)
+			res := run(t, Env{}, args...)
+			cancel()
+			wg.Wait()
+			if scErr != nil {
+				t.Fatalf("scenario %s: %v", c.scenario, scErr)
+			}
+			st := res.Stop
+			if st == nil {
+				t.Fatalf("%s: no stop in 10 s", c.scenario)
+			}
+			t.Logf("stop: %s latency %s us on CPU %d", ctxTitle[st.Context], usString(st.Value), st.CPU)
+			if st.CPU != 1 || st.Context != c.ctx || st.Value < 1000000 {
+				t.Errorf("stop %+v", st)
+			}
+			if res.Trace == nil {
+				t.Fatalf("no window: %v", res.TraceErr)
+			}
+			found := false
+			for _, e := range res.Trace.Events {
+				if strings.Contains(e.Comm, c.culprit) || strings.Contains(e.PrevComm, c.culprit) ||
+					strings.Contains(e.NextComm, c.culprit) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("the window does not show %s (%d events)", c.culprit, len(res.Trace.Events))
+			}
+		})
+	}
+}
