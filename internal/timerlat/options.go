@@ -99,35 +99,35 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	var (
-		cpus, house, prio, dur, trace                       string
+		cpus, house, prio, dur, trace, dmaS                 string
 		period, irq, thread, auto, aaOnly, bucket           uint64
 		dma, entries                                        int
 		quiet, nano, noAA, user, kernel, cyc                bool
 		noIRQ, noThread, noUser, noHeader, noSum, noIdx, wz bool
 	)
-	fs.StringVarP(&cpus, "cpus", "c", "", "measure on these CPUs (cpu-list, e.g. 0-3,6); default: every online CPU")
-	fs.StringVarP(&house, "house-keeping", "H", "", "run rtscope's own threads only on these CPUs (cpu-list)")
-	fs.Uint64VarP(&period, "period", "p", 1000, "timer period in us")
-	fs.StringVarP(&prio, "priority", "P", "f:95", "scheduling of the measuring threads: o:nice|r:prio|f:prio|d:runtime:period\n(deadline times in ns, or with us, ms, s)")
-	fs.IntVar(&dma, "dma-latency", -1, "write us to /dev/cpu_dma_latency while measuring, to bound exit-from-idle latency\n(cyclictest's default is 0); default: leave the system untuned")
-	fs.StringVarP(&dur, "duration", "d", "", "duration of the session: time[s|m|h|d] (seconds by default); default: until Ctrl-C")
+	fs.StringVarP(&cpus, "cpus", "c", "", "measure on these CPUs (`cpu-list`, e.g. 0-3,6); default: every online CPU")
+	fs.StringVarP(&house, "house-keeping", "H", "", "run rtscope's own threads only on these CPUs (`cpu-list`)")
+	fs.Uint64VarP(&period, "period", "p", 1000, "timer period in `us`")
+	fs.StringVarP(&prio, "priority", "P", "f:95", "`sched`uling of the measuring threads: o:nice|r:prio|f:prio|d:runtime:period\n(deadline times in ns, or with us, ms, s)")
+	fs.StringVar(&dmaS, "dma-latency", "", "write `us` to /dev/cpu_dma_latency while measuring, to bound exit-from-idle latency\n(cyclictest's default is 0); default: leave the system untuned")
+	fs.StringVarP(&dur, "duration", "d", "", "duration of the session: `time`[s|m|h|d] (seconds by default); default: until Ctrl-C")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "print only a summary at the end")
 	fs.BoolVarP(&nano, "nano", "n", false, "display data in nanoseconds")
-	fs.Uint64VarP(&irq, "irq", "i", 0, "stop when an IRQ latency reaches us")
-	fs.Uint64VarP(&thread, "thread", "T", 0, "stop when a thread latency reaches us")
-	fs.Uint64VarP(&auto, "auto", "a", 0, "automatic trace mode: -i us -T us -t, then the auto-analysis")
-	fs.Uint64Var(&aaOnly, "aa-only", 0, "stop when a latency reaches us, printing only the auto-analysis")
+	fs.Uint64VarP(&irq, "irq", "i", 0, "stop when an IRQ latency reaches `us`")
+	fs.Uint64VarP(&thread, "thread", "T", 0, "stop when a thread latency reaches `us`")
+	fs.Uint64VarP(&auto, "auto", "a", 0, "automatic trace mode: -i `us` -T us -t, then the auto-analysis")
+	fs.Uint64Var(&aaOnly, "aa-only", 0, "stop when a latency reaches `us`, printing only the auto-analysis")
 	fs.BoolVar(&noAA, "no-aa", false, "no auto-analysis on a stop")
-	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [file|"+DefaultTraceFile+"]")
+	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [`file`|"+DefaultTraceFile+"]")
 	fs.Lookup("trace").NoOptDefVal = DefaultTraceFile
-	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to FILE (- for stdout)")
+	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	fs.BoolVar(&cyc, "cyclictest", false, "print cyclictest's format: its summary line per thread (top), its -h histogram (hist)")
 	fs.BoolVarP(&user, "user-threads", "u", false, "measure with user-space threads (always the case; accepted for rtla compatibility)")
 	fs.BoolVarP(&kernel, "kernel-threads", "k", false, "kernel-space threads (not available: they need the timerlat tracer)")
 	fs.BoolVar(&noUser, "no-user", false, "ignore return-to-user latencies")
 	// hist only
-	fs.Uint64VarP(&bucket, "bucket-size", "b", 1, "histogram bucket size in us (hist)")
-	fs.IntVarP(&entries, "entries", "E", 256, "number of histogram entries (hist)")
+	fs.Uint64VarP(&bucket, "bucket-size", "b", 1, "histogram bucket size in `us` (hist)")
+	fs.IntVarP(&entries, "entries", "E", 256, "number of histogram entries, `N` (hist)")
 	fs.BoolVar(&noIRQ, "no-irq", false, "ignore IRQ latencies (hist)")
 	fs.BoolVar(&noThread, "no-thread", false, "ignore thread latencies (hist)")
 	fs.BoolVar(&noHeader, "no-header", false, "do not print the header (hist)")
@@ -135,6 +135,12 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	fs.BoolVar(&noIdx, "no-index", false, "do not print the index (hist)")
 	fs.BoolVar(&wz, "with-zeros", false, "print entries whose counts are all zero (hist)")
 
+	histOnly := []string{"bucket-size", "entries", "no-irq", "no-thread", "no-header", "no-summary", "no-index", "with-zeros"}
+	if o.Mode == "top" {
+		for _, n := range histOnly {
+			_ = fs.MarkHidden(n)
+		}
+	}
 	if err := fs.Parse(fixOptionalTrace(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			u := usageTop
@@ -150,7 +156,7 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 		return o, false, fmt.Errorf("unexpected argument %q (the mode, top or hist, comes first)", fs.Arg(0))
 	}
 	if o.Mode == "top" {
-		for _, n := range []string{"bucket-size", "entries", "no-irq", "no-thread", "no-header", "no-summary", "no-index", "with-zeros"} {
+		for _, n := range histOnly {
 			if fs.Changed(n) {
 				return o, false, fmt.Errorf("--%s is an option of timerlat hist, not of timerlat top", n)
 			}
@@ -177,10 +183,13 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	if o.Priority, err = ParsePriority(prio); err != nil {
 		return o, false, fmt.Errorf("-P: %v", err)
 	}
-	if fs.Changed("dma-latency") && (dma < 0 || dma > maxDMALatency) {
-		return o, false, fmt.Errorf("--dma-latency %d: the value must be from 0 to %d us", dma, maxDMALatency)
+	o.DMALatency = -1
+	if fs.Changed("dma-latency") {
+		if dma, err = strconv.Atoi(dmaS); err != nil || dma < 0 || dma > maxDMALatency {
+			return o, false, fmt.Errorf("--dma-latency %q: the value must be a whole number from 0 to %d us", dmaS, maxDMALatency)
+		}
+		o.DMALatency = dma
 	}
-	o.DMALatency = dma
 	if dur != "" {
 		if o.Duration, err = ParseDuration(dur); err != nil {
 			return o, false, fmt.Errorf("-d: %v", err)

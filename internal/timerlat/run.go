@@ -81,16 +81,15 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	} else if !o.Quiet {
 		fmt.Fprintln(env.Err, "rtscope timerlat: /dev/cpu_dma_latency left untouched (the system is measured as tuned; --dma-latency 0 bounds exit-from-idle latency as cyclictest does by default)")
 	}
-	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+	// Locked as touched (MCL_ONFAULT): locking Go's whole reserved heap
+	// arenas and sparse runtime tables up front would cost ~150 MB for
+	// nothing. The latencies themselves are measured in the kernel; a page
+	// fault could only delay rtscope's own loop.
+	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
 		fmt.Fprintf(env.Err, "rtscope timerlat: memory not locked (mlockall: %v): page faults may add latency to rtscope itself\n", err)
 	} else {
 		defer unix.Munlockall()
 	}
-	// No garbage collection while measuring (the measuring threads do not
-	// allocate, but the collector's stop-the-world could delay their next
-	// sleep); a memory limit still bounds very long sessions.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
 	// Each measuring thread holds a P while it runs: keep Ps for the rest.
 	if n := len(cpus) + 2; runtime.GOMAXPROCS(0) < n {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
@@ -213,6 +212,14 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 			return nil, err
 		}
 	}
+
+	// No garbage collection while measuring (the measuring threads do not
+	// allocate, but the collector's stop-the-world could delay their next
+	// sleep); a memory limit still bounds very long sessions. The set-up's
+	// garbage (kernel BTF) goes first.
+	debug.FreeOSMemory()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
 
 	// Measure.
 	start := time.Now()

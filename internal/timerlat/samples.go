@@ -62,7 +62,7 @@ func openStream(eng *engine.Engine, samplesPerSec int) (*stream, error) {
 	spec.Maps["stats"].Flags = info.Flags
 
 	size := uint32(256 * 1024)
-	for size < 1<<28 && int(size) < samplesPerSec*int(unsafe.Sizeof(tlTlSample{}))*10 {
+	for size < 1<<26 && int(size) < samplesPerSec*int(unsafe.Sizeof(tlTlSample{}))*10 {
 		size <<= 1
 	}
 	spec.Maps["tl_samples"].MaxEntries = size
