@@ -45,11 +45,38 @@ func (t *Thread) CPUTime() int64 {
 // than wall time, "1 ms of work" stays 1 ms of work when the thread is
 // preempted: it finishes later instead of shorter, which is what makes
 // preemption and priority inversion visible. Call it on the thread itself.
+//
+// The spin runs in the Go runtime's system-call state. The runtime asks a
+// goroutine that has held its P for 10 ms to yield, and a goroutine locked
+// to its thread yields by sleeping on a futex until another thread hands it
+// back: a voluntary sleep in the middle of the work, that a scheduler
+// monitor would rightly report. A goroutine in a system call holds no P, so
+// nothing asks it to yield.
 func (t *Thread) Work(d time.Duration) {
 	end := t.CPUTime() + int64(d)
-	for t.CPUTime() < end {
+	entersyscall()
+	spinUntil(&t.ts, end)
+	exitsyscall()
+}
+
+// spinUntil runs between entersyscall and exitsyscall, where the stack must
+// not grow: nosplit, and it calls only nosplit code.
+//
+//go:nosplit
+func spinUntil(ts *unix.Timespec, end int64) {
+	for {
+		unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(ts)), 0)
+		if int64(ts.Sec)*1e9+int64(ts.Nsec) >= end {
+			return
+		}
 	}
 }
+
+//go:linkname entersyscall runtime.entersyscall
+func entersyscall()
+
+//go:linkname exitsyscall runtime.exitsyscall
+func exitsyscall()
 
 // Periodic drives an absolute-time periodic loop and measures it from the
 // inside: how late each wakeup was against its deadline, and how long each

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,17 +108,20 @@ func setup(tid int, s Spec) error {
 	if err := SetName(s.Name); err != nil {
 		return err
 	}
-	if s.CPU >= 0 {
-		if err := Pin(tid, s.CPU); err != nil {
-			return err
-		}
-	}
 	if s.TimerSlack > 0 {
 		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(s.TimerSlack.Nanoseconds()), 0, 0, 0); err != nil {
 			return fmt.Errorf("setting timer slack: %w", err)
 		}
 	}
-	return SetScheduler(tid, s.Policy, s.Priority)
+	// Policy first, then the CPU: a thread moved as SCHED_OTHER onto a CPU
+	// that an RT thread keeps busy would wait there to set its policy.
+	if err := SetScheduler(tid, s.Policy, s.Priority); err != nil {
+		return err
+	}
+	if s.CPU >= 0 {
+		return Pin(tid, s.CPU)
+	}
+	return nil
 }
 
 // OnStop registers a function that unblocks threads when the group stops
@@ -247,4 +251,22 @@ func KeepOff(cpu int) (restore func(), err error) {
 	// Threads pinned on purpose (RT threads) are left alone.
 	apply(&others, func(cur *unix.CPUSet) bool { return cur.Count() > 1 && cur.IsSet(cpu) })
 	return func() { apply(&orig, func(cur *unix.CPUSet) bool { return *cur == others }) }, nil
+}
+
+// NoAsyncPreempt re-executes the running program with
+// GODEBUG=asyncpreemptoff=1 unless it already has it, so that the Go
+// runtime never signals an RT thread (the setting is read at start-up
+// only). Test binaries call it from TestMain; rtscope's main does the same.
+func NoAsyncPreempt() {
+	g := os.Getenv("GODEBUG")
+	if strings.Contains(g, "asyncpreemptoff=1") {
+		return
+	}
+	if g != "" {
+		g += ","
+	}
+	env := append(os.Environ(), "GODEBUG="+g+"asyncpreemptoff=1")
+	if exe, err := os.Executable(); err == nil {
+		_ = unix.Exec(exe, os.Args, env) // returns only on failure: run as is
+	}
 }

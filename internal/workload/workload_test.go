@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,52 @@ func TestEventFDCounts(t *testing.T) {
 	e.Close()
 	if n := e.Wait(); n != 0 {
 		t.Errorf("Wait after Close returned %d, want 0", n)
+	}
+}
+
+func voluntarySwitches(t *testing.T, tid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+			var n int
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	t.Fatal("no voluntary_ctxt_switches")
+	return 0
+}
+
+// A periodic RT loop sleeps only where it means to: once per cycle. The Go
+// runtime never parks it in the middle of its work (see Work).
+func TestLoopSleepsOnlyOnItsTimer(t *testing.T) {
+	needRoot(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16)) // as scenarios do
+	cpus, _ := CPUs()
+	var g Group
+	p := NewPeriodic(Now()+int64(10*time.Millisecond), time.Millisecond)
+	before := make(chan int, 1)
+	th, err := g.Go(Spec{Name: "rt-loop", CPU: cpus[len(cpus)-1], Policy: FIFO, Priority: 10}, func(th *Thread) {
+		before <- voluntarySwitches(t, th.Tid)
+		for !th.Stopping() {
+			p.Wait(th)
+			th.Work(400 * time.Microsecond)
+			th.Work(11 * time.Millisecond / 100) // two calls: work on both sides of a function call
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := <-before
+	time.Sleep(1500 * time.Millisecond)
+	v1 := voluntarySwitches(t, th.Tid)
+	g.Stop(time.Second)
+	sleeps, cycles := int64(v1-v0), p.Stats.Cycles+p.Stats.Overruns
+	t.Logf("%d sleeps, %d cycles", sleeps, cycles)
+	if sleeps > cycles+cycles/50+2 {
+		t.Errorf("the loop slept %d times in %d cycles: the Go runtime parks it", sleeps, cycles)
 	}
 }
