@@ -528,3 +528,5 @@ func EventX(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[0])) }
 
 // EventY: see EventX.
 func EventY(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[8])) }
+
+func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }

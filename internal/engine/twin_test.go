@@ -1,0 +1,298 @@
+package engine
+
+// BPF logic tests: synthetic scheduler/timer event sequences driven through
+// the raw_tp twins of the state machine (BPF_PROG_TEST_RUN), asserting exact
+// metric values. The twins run task_logic.bpf.h, the engine's own code.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/rtscope/rtscope/internal/metric"
+)
+
+type twin struct {
+	t    *testing.T
+	objs twinObjects
+}
+
+func newTwin(t *testing.T, slo map[metric.ID]uint64) *twin {
+	t.Helper()
+	spec, err := loadTwin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bounds [metric.Count]uint64
+	for m, v := range slo {
+		bounds[m] = v
+	}
+	if err := spec.Variables["slo_default"].Set(bounds); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables["trace_enabled"].Set(true); err != nil {
+		t.Fatal(err)
+	}
+	tw := &twin{t: t}
+	if err := spec.LoadAndAssign(&tw.objs, nil); err != nil {
+		t.Fatalf("loading twins: %v", err)
+	}
+	t.Cleanup(func() { tw.objs.Close() })
+	return tw
+}
+
+func (tw *twin) run(p *ebpf.Program, args ...uint64) uint32 {
+	tw.t.Helper()
+	ret, err := p.Run(&ebpf.RunOptions{Context: args})
+	if err != nil {
+		tw.t.Fatalf("test run: %v", err)
+	}
+	return ret
+}
+
+func (tw *twin) track(tid uint32, sleeping bool, irqThread bool) {
+	tw.t.Helper()
+	if ret := tw.run(tw.objs.TestTrack, uint64(tid), uint64(tid), b2u(sleeping), b2u(irqThread)); ret != 0 {
+		tw.t.Fatalf("track %d failed: %d", tid, int32(ret))
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// switchTo runs a context switch prev -> next at now on cpu (irq_ns: IRQ time so far).
+func (tw *twin) switchTo(now, cpu uint64, prev, next uint32, voluntary bool, irqNs uint64) {
+	tw.run(tw.objs.TestSwitch, now, cpu, uint64(prev), uint64(next), b2u(voluntary), irqNs)
+}
+
+func (tw *twin) wakeup(now, cpu uint64, tid uint32) {
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0)
+}
+
+func (tw *twin) timerWakeup(now, cpu uint64, tid uint32, expiry, cbEntry uint64) {
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), expiry, cbEntry)
+}
+
+func (tw *twin) id(tid uint32) uint64 { return uint64(tw.run(tw.objs.TestId, uint64(tid))) }
+
+func (tw *twin) stats(tid uint32) *TaskStats {
+	tw.t.Helper()
+	return tw.statsID(tw.id(tid))
+}
+
+func (tw *twin) statsID(id uint64) *TaskStats {
+	tw.t.Helper()
+	var s TaskStats
+	if err := tw.objs.Stats.Lookup(id, &s); err != nil {
+		tw.t.Fatalf("stats of id %d: %v", id, err)
+	}
+	return &s
+}
+
+// expect checks count and, when count > 0, min and max of a metric.
+func expect(t *testing.T, s *TaskStats, m metric.ID, count, min, max uint64) {
+	t.Helper()
+	got := s.M[m]
+	if got.Count != count {
+		t.Errorf("%s: count %d, want %d", m, got.Count, count)
+		return
+	}
+	if count > 0 && (got.Min != min || got.Max != max) {
+		t.Errorf("%s: min %d max %d, want %d %d", m, got.Min, got.Max, min, max)
+	}
+}
+
+const idle = 0
+
+func TestTwinWakeupAndResponse(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	tw.switchTo(1500, 0, idle, 100, false, 0)
+	tw.switchTo(3500, 0, 100, idle, true, 0)
+	s := tw.stats(100)
+	expect(t, s, metric.Latency, 1, 500, 500)
+	expect(t, s, metric.Response, 1, 2500, 2500)
+	expect(t, s, metric.Cycle, 0, 0, 0)
+	if s.Wakeups != 1 || s.SwitchesVoluntary != 1 {
+		t.Errorf("counters: wakeups %d voluntary %d", s.Wakeups, s.SwitchesVoluntary)
+	}
+}
+
+// A wakeup of a running task and a preemption must not create samples; the
+// response window spans the preemption.
+func TestTwinRunningWakeupAndPreemption(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	tw.switchTo(1200, 0, idle, 100, false, 0)
+	tw.wakeup(1300, 1, 100)                  // task is running: no new window
+	tw.switchTo(2000, 0, 100, 200, false, 0) // preempted by tid 200
+	tw.wakeup(2100, 1, 100)                  // runnable already: nothing
+	tw.switchTo(2600, 0, 200, 100, false, 0) // back on CPU: not a wakeup
+	tw.switchTo(4000, 0, 100, idle, true, 0) // blocks: response ends
+	s := tw.stats(100)
+	expect(t, s, metric.Latency, 1, 200, 200)
+	expect(t, s, metric.Response, 1, 3000, 3000)
+	if s.SwitchesPreempted != 1 || s.Wakeups != 1 {
+		t.Errorf("preempted %d wakeups %d", s.SwitchesPreempted, s.Wakeups)
+	}
+}
+
+// The waker may run sched_waking before the task's own switch-out completes:
+// the latency then counts from the switch-out.
+func TestTwinWakeupSwitchRace(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, false, false)
+	tw.switchTo(1000, 0, idle, 100, false, 0)
+	tw.wakeup(1900, 1, 100)                  // still on CPU
+	tw.switchTo(2000, 0, 100, idle, true, 0) // its switch-out into the sleep
+	tw.switchTo(2300, 0, idle, 100, false, 0)
+	s := tw.stats(100)
+	expect(t, s, metric.Latency, 1, 300, 300)
+}
+
+// A control loop: timer releases split in IRQ/thread/user, a hidden block
+// mid-cycle, cycle = first timer wakeup -> switch-out into the next timer sleep.
+func TestTwinCycleAndTimerRelease(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	// release 1: expiry 10000, timer callback at 10010, wakeup at 10012
+	tw.timerWakeup(10012, 0, 100, 10000, 10010)
+	tw.switchTo(10050, 0, idle, 100, false, 0)
+	tw.run(tw.objs.TestUserReturn, 10060, 0, 100)
+	tw.switchTo(10500, 0, 100, idle, true, 0) // blocks on a semaphore
+	tw.wakeup(11000, 0, 100)                  // posted by another task
+	tw.switchTo(11010, 0, idle, 100, false, 0)
+	tw.switchTo(11500, 0, 100, idle, true, 0) // into the next timer sleep
+	// release 2: expiry 12000 (period 2000), callback 12005, wakeup 12006
+	tw.timerWakeup(12006, 0, 100, 12000, 12005)
+	tw.switchTo(12020, 0, idle, 100, false, 0)
+	tw.run(tw.objs.TestUserReturn, 12030, 0, 100)
+	s := tw.stats(100)
+	expect(t, s, metric.TimerIRQ, 2, 5, 10)
+	expect(t, s, metric.TimerThread, 2, 20, 50)
+	expect(t, s, metric.TimerUser, 2, 30, 60)
+	expect(t, s, metric.Cycle, 1, 1488, 1488)  // 11500 - 10012
+	expect(t, s, metric.Period, 1, 1994, 1994) // 12006 - 10012
+	expect(t, s, metric.Jitter, 1, 6, 6)       // |1994 - 2000|
+	expect(t, s, metric.Response, 2, 488, 500) // 10500-10012, 11500-11000
+	expect(t, s, metric.Latency, 3, 10, 38)
+	if s.TimerReleases != 2 || s.NominalPeriod != 2000 || s.Overruns != 0 {
+		t.Errorf("releases %d nominal %d overruns %d", s.TimerReleases, s.NominalPeriod, s.Overruns)
+	}
+	// A user return without a pending release adds nothing.
+	tw.run(tw.objs.TestUserReturn, 12100, 0, 100)
+	expect(t, tw.stats(100), metric.TimerUser, 2, 30, 60)
+}
+
+func TestTwinOverrun(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.timerWakeup(1000, 0, 100, 1000, 1000)
+	tw.switchTo(1000, 0, idle, 100, false, 0)
+	tw.switchTo(1500, 0, 100, idle, true, 0)
+	tw.timerWakeup(3000, 0, 100, 3000, 3000) // nominal period 2000
+	tw.switchTo(3000, 0, idle, 100, false, 0)
+	tw.switchTo(5500, 0, 100, idle, true, 0) // 2500 of work: overrun
+	tw.timerWakeup(5500, 0, 100, 5000, 5500)
+	s := tw.stats(100)
+	expect(t, s, metric.Cycle, 2, 500, 2500)
+	if s.Overruns != 1 {
+		t.Errorf("overruns %d, want 1", s.Overruns)
+	}
+}
+
+// A tid reused by a new task gets a new id and fresh statistics; the old
+// task's statistics stay under its own id.
+func TestTwinPIDReuse(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(300, true, false)
+	old := tw.id(300)
+	tw.wakeup(100, 0, 300)
+	tw.switchTo(900, 0, idle, 300, false, 0)
+	tw.run(tw.objs.TestExit, 300)
+	tw.track(300, true, false)
+	if tw.id(300) == old {
+		t.Fatalf("reused tid got the same id %d", old)
+	}
+	expect(t, tw.stats(300), metric.Latency, 0, 0, 0)
+	expect(t, tw.statsID(old), metric.Latency, 1, 800, 800)
+}
+
+func TestTwinIRQThreadHandler(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(400, true, true)
+	tw.wakeup(50, 0, 400)
+	tw.switchTo(100, 0, idle, 400, false, 1000)
+	tw.switchTo(300, 0, 400, 500, false, 1000) // preempted after 200
+	tw.switchTo(400, 0, 500, 400, false, 1000)
+	tw.switchTo(800, 0, 400, idle, true, 1050) // 400 more, of which 50 in IRQs
+	expect(t, tw.stats(400), metric.Handler, 1, 550, 550)
+	// With fentry data the scheduler-based value is not recorded again.
+	tw.wakeup(1000, 0, 400)
+	tw.switchTo(1010, 0, idle, 400, false, 2000)
+	tw.run(tw.objs.TestHandler, 1020, 0, 400, 1, 2000)
+	tw.run(tw.objs.TestHandler, 1320, 0, 400, 0, 2020)
+	tw.switchTo(1400, 0, 400, idle, true, 2020)
+	expect(t, tw.stats(400), metric.Handler, 2, 280, 550)
+	// A task that is not an IRQ thread has no handler time.
+	tw.track(401, true, false)
+	tw.wakeup(5, 1, 401)
+	tw.switchTo(10, 1, idle, 401, false, 0)
+	tw.switchTo(50, 1, 401, idle, true, 0)
+	expect(t, tw.stats(401), metric.Handler, 0, 0, 0)
+}
+
+func TestTwinSLOAndNewMaxNotices(t *testing.T) {
+	tw := newTwin(t, map[metric.ID]uint64{metric.Latency: 400})
+	rd, err := ringbuf.NewReader(tw.objs.Notices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	tw.track(100, true, false)
+	for i, lat := range []uint64{300, 500, 450, 700, 100} {
+		base := uint64(i+1) * 10000
+		tw.wakeup(base, 0, 100)
+		tw.switchTo(base+lat, 0, idle, 100, false, 0)
+		tw.switchTo(base+lat+10, 0, 100, idle, true, 0)
+	}
+	s := tw.stats(100)
+	if got := s.M[metric.Latency]; got.Violations != 3 || got.Slo != 400 || got.Max != 700 || got.Count != 5 {
+		t.Errorf("latency: violations %d slo %d max %d count %d", got.Violations, got.Slo, got.Max, got.Count)
+	}
+	if got := s.M[metric.Latency]; got.MaxStart != 40000 || got.MaxEnd != 40700 {
+		t.Errorf("max window [%d,%d], want [40000,40700]", got.MaxStart, got.MaxEnd)
+	}
+	// Notices: task start, then new latency maxima 300, 500, 700 (not 450 or 100).
+	var maxima []uint64
+	rd.SetDeadline(time.Now())
+	for {
+		rec, err := rd.Read()
+		if err != nil {
+			break // deadline: drained
+		}
+		n := *(*Notice)(unsafePointer(rec.RawSample))
+		if n.Type == NoticeNewMax && n.Metric == uint32(metric.Latency) {
+			maxima = append(maxima, n.Value)
+		}
+	}
+	if len(maxima) != 3 || maxima[0] != 300 || maxima[1] != 500 || maxima[2] != 700 {
+		t.Errorf("new-max notices %v, want [300 500 700]", maxima)
+	}
+	// Histogram: every sample in its bucket.
+	var total uint32
+	for _, c := range s.M[metric.Latency].Hist {
+		total += c
+	}
+	if total != 5 || s.M[metric.Latency].Hist[metric.Bucket(700)] != 1 {
+		t.Errorf("histogram total %d", total)
+	}
+}
