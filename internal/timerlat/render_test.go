@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rtscope/rtscope/internal/metric"
 )
 
 // fixture builds a deterministic two-CPU result: every view is rendered
@@ -34,7 +36,15 @@ func fixture(o *Options) *Result {
 				}
 				c.Hist[k].add(v[k], n)
 				c.Top[k].add(v[k])
+				if c.Engine[k].Hist == nil {
+					c.Engine[k].Hist = make([]uint32, metric.Buckets)
+				}
+				c.Engine[k].Hist[metric.Bucket(v[k])]++
 			}
+		}
+		for k := 0; k < nCtx; k++ {
+			t := c.Top[k]
+			c.Engine[k] = engineStats(t.Count, t.Sum, t.Min, t.Max, c.Engine[k].Hist)
 		}
 		c.Top[IRQ].Count++ // the engine saw one more release than was copied
 		r.CPUs = append(r.CPUs, c)
