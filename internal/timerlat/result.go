@@ -89,8 +89,9 @@ type CPUResult struct {
 	Engine [nCtx]metric.Stats
 	// Hist counts every sample copied from the engine, exactly.
 	Hist [nCtx]*Hist
-	// recent samples, for the stop report.
-	recent []Sample
+	// The latest samples (a ring), to find the one that stopped the run.
+	recent  [recentMax]Sample
+	nRecent int
 }
 
 // Lost counts what could not be measured or shown; never silently dropped.

@@ -116,7 +116,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	}
 	defer eng.Close()
 	if eng.Features.UserReturn != nil {
-		fmt.Fprintf(env.Err, "rtscope timerlat: no return-to-user latency on this kernel (fexit on hrtimer_nanosleep: %v)\n", eng.Features.UserReturn)
+		fmt.Fprintf(env.Err, "rtscope timerlat: no return-to-user latency on this kernel: %v\n", eng.Features.UserReturn)
 	}
 	if err := eng.Attach(); err != nil {
 		return nil, err
@@ -239,10 +239,8 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 				c.Hist[k].add(s.Value[k], s.Seq-1)
 			}
 		}
-		if len(c.recent) >= recentMax {
-			c.recent = c.recent[1:]
-		}
-		c.recent = append(c.recent, s)
+		c.recent[c.nRecent%recentMax] = s
+		c.nRecent++
 		if env.OnSample != nil {
 			env.OnSample(s)
 		}
@@ -316,9 +314,8 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		time.Sleep(2 * time.Duration(period))
 		_ = st.drain(onSample)
 		c := byTID[res.Stop.TID]
-		for i := len(c.recent) - 1; i >= 0; i-- {
-			if c.recent[i].Expiry == res.Stop.Start {
-				s := c.recent[i]
+		for i := range c.recent[:min(c.nRecent, recentMax)] {
+			if s := c.recent[i]; s.Valid[IRQ] && s.Expiry == res.Stop.Start {
 				res.Stop.Sample = &s
 				break
 			}
