@@ -48,7 +48,7 @@ vet: $(STAMP)/generate
 # Every test: unit, BPF logic, root integration on this kernel, and whatever
 # the mk/*.mk fragments add to TEST_EXTRA (QEMU test bed, ...).
 test: build deps-test vet
-	GOARCH=$(HOSTARCH) $(GO) test -count=1 -timeout 40m ./... 2>&1 | tee .cache/go-test.log; test $${PIPESTATUS[0]} -eq 0
+	GOARCH=$(HOSTARCH) $(GO) test -p 1 -count=1 -timeout 40m ./... 2>&1 | tee .cache/go-test.log; test $${PIPESTATUS[0]} -eq 0
 	@$(MAKE) --no-print-directory test-extra
 
 TEST_EXTRA :=

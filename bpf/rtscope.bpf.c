@@ -72,6 +72,7 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	}
 	if (is_irq_thread(t))
 		st->flags |= RTS_TF_IRQ_THREAD;
+	st->prio = BPF_CORE_READ(t, prio);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
 }
 
