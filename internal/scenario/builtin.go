@@ -161,24 +161,26 @@ func init() {
 		Summary: "an event-driven task woken through an eventfd, with an accidental semaphore wait",
 		Description: "An event-driven task ('event', SCHED_FIFO 30) waits on an eventfd that a pinger thread " +
 			"('pinger', SCHED_FIFO 50, another CPU) signals at random 0.5-5.5 ms intervals, and does 1 ms of work per " +
-			"event received. After each batch it accidentally waits on a semaphore that a poster thread ('poster', " +
-			"SCHED_FIFO 50, another CPU) posts every 7 ms; events pile up meanwhile, and the next batch takes longer. " +
-			"No timer sleeps: no cycle time, response time about 1 ms and longer after a block (origin paper, case 6.3).",
-		threads: []string{"event", "pinger", "poster"},
+			"event received. After each batch of events it accidentally takes and releases a semaphore that a " +
+			"blocker thread ('blocker', SCHED_FIFO 50, another CPU) holds for 3 ms every 7 ms. No timer sleeps: no " +
+			"cycle time. Response time is about 1 ms, and longer after a semaphore wait, when events piled up " +
+			"meanwhile (origin paper, case 6.3).",
+		threads: []string{"event", "pinger", "blocker"},
 		Params: []Param{
 			prio("prio", "the event-driven task", 30),
 			dur("work", "work per event", 1*ms, 1*us, 100*ms),
 			dur("min-gap", "shortest interval between events", 500*us, 10*us, 10000*ms),
 			dur("max-gap", "longest interval between events", 5500*us, 10*us, 10000*ms),
-			dur("post-every", "interval of the poster's semaphore posts", 7*ms, 100*us, 10000*ms),
+			dur("block-every", "interval at which the blocker takes the semaphore", 7*ms, 100*us, 10000*ms),
+			dur("hold", "how long the blocker holds the semaphore", 3*ms, 1*us, 10000*ms),
 			{Name: "seed", Help: "seed of the event intervals", Kind: Int, Default: 1, Min: 0, Max: 1 << 62},
 		},
-		check: func(v Values) error {
+		check: checks(fits("hold", "block-every"), func(v Values) error {
 			if v["min-gap"] > v["max-gap"] {
 				return fmt.Errorf("--min-gap %s is above --max-gap %s", Us(v["min-gap"]), Us(v["max-gap"]))
 			}
 			return nil
-		},
+		}),
 		run: runEventDriven,
 	})
 
@@ -334,11 +336,14 @@ func runEventDriven(e *env) error {
 		return err
 	}
 	var sem workload.Sem
+	sem.Post() // a binary semaphore, free
 	e.g.OnStop(func() { sem.Close(); efd.Close() })
 	e.after = append(e.after, efd.Release) // once no thread can touch the fd
 	work := e.v.D("work")
 	batch := &workload.Stat{}
 	e.res.Stats["event-batch"] = batch // time to handle the events of one wakeup
+	blocked := &workload.Stat{}
+	e.res.Stats["semaphore wait"] = blocked
 	var events, batches, maxBatch int64
 	e.after = append(e.after, func() {
 		e.res.Counts["events"], e.res.Counts["batches"], e.res.Counts["largest batch"] = events, batches, maxBatch
@@ -353,13 +358,17 @@ func runEventDriven(e *env) error {
 			for i := uint64(0); i < n; i++ {
 				t.Work(work)
 			}
-			batch.Add(workload.Now() - start)
+			end := workload.Now()
+			batch.Add(end - start)
 			events += int64(n)
 			batches++
 			maxBatch = max(maxBatch, int64(n))
-			if !sem.Wait() { // the accidental blocking
+			// The accidental blocking: a semaphore another thread holds at times.
+			if !sem.Wait() {
 				return
 			}
+			sem.Post()
+			blocked.Add(workload.Now() - end)
 		}
 	}); err != nil {
 		return err
@@ -376,9 +385,14 @@ func runEventDriven(e *env) error {
 	}); err != nil {
 		return err
 	}
-	post := e.v.D("post-every")
-	spec := workload.Spec{Name: "poster", CPU: e.other, Policy: workload.FIFO, Priority: 50}
-	return e.loop(spec, post, post, func(*workload.Thread) { sem.Post() })
+	every, hold := e.v.D("block-every"), e.v.D("hold")
+	spec := workload.Spec{Name: "blocker", CPU: e.other, Policy: workload.FIFO, Priority: 50}
+	return e.loop(spec, every, every, func(t *workload.Thread) {
+		if sem.Wait() {
+			t.Sleep(hold)
+			sem.Post()
+		}
+	})
 }
 
 func runPriorityInversion(e *env) error {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/inject"
 	"github.com/rtscope/rtscope/internal/workload"
@@ -363,6 +365,11 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := claimCPU(ctx, cpu)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	e := &env{ctx: ctx, v: v, cpu: cpu, other: cpu,
 		res: &Result{Scenario: s.Name, CPU: cpu, Loops: map[string]*workload.LoopStats{},
 			Stats: map[string]*workload.Stat{}, Counts: map[string]int64{}}}
@@ -374,6 +381,11 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
+	// The set-up (mlockall, BPF loading) runs on this goroutine's thread;
+	// locked, that thread never becomes one of the RT threads, whose history
+	// a monitor that follows the process would otherwise report.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	// No GC, and a P for every thread: an RT thread must never wait for the
 	// Go scheduler or a stop-the-world. Both calls stop the world, so they
 	// come before any RT thread exists.
@@ -431,6 +443,31 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 		e.res.Print(cfg.Out, s)
 	}
 	return e.res, nil
+}
+
+// claimCPU waits until no other scenario runs on cpu (on this machine, in
+// any process): two disturbances on one CPU would blur each other's
+// signature. The claim is a lock file, released when the process ends.
+func claimCPU(ctx context.Context, cpu int) (func(), error) {
+	path := fmt.Sprintf("%s/rtscope-scenario-cpu%d.lock", os.TempDir(), cpu)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("claiming CPU %d (%s): %w", cpu, path, err)
+	}
+	waited := false
+	for unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		if !waited {
+			fmt.Fprintf(os.Stderr, "waiting for the scenario already running on CPU %d to end\n", cpu)
+		}
+		waited = true
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("interrupted while waiting for the scenario already running on CPU %d", cpu)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return func() { f.Close() }, nil
 }
 
 // Print writes a human summary of the run's own measurements.

@@ -58,6 +58,7 @@ func TestBadInput(t *testing.T) {
 		{"rt-hog", Config{CPU: -1, Values: Values{"burst": 5 * ms}}, "add --force"},
 		{"priority-inversion", Config{CPU: -1, Values: Values{"m-prio": 95}}, "ordered H > M > L"},
 		{"event-driven-blocking", Config{CPU: -1, Values: Values{"min-gap": 9 * ms}}, "--min-gap"},
+		{"event-driven-blocking", Config{CPU: -1, Values: Values{"hold": 9 * ms}}, "--hold"},
 	}
 	for _, c := range cases {
 		s, _ := Get(c.scenario)

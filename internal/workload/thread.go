@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,7 @@ func (g *Group) Go(s Spec, fn func(t *Thread)) (*Thread, error) {
 	}
 	t := &Thread{Spec: s, group: g, done: make(chan struct{})}
 	ready := make(chan error, 1)
+	retireIdleThreads()
 	go func() {
 		runtime.LockOSThread()
 		t.Tid = unix.Gettid()
@@ -102,6 +104,35 @@ func (g *Group) Go(s Spec, fn func(t *Thread)) (*Thread, error) {
 	}
 	g.threads = append(g.threads, t)
 	return t, nil
+}
+
+// retireIdleThreads makes the runtime's idle threads exit, so that the next
+// goroutine gets a brand-new thread. The runtime reuses its threads, and a
+// reused one brings its history (timer sleeps, long runs for other
+// goroutines) into an RT thread: a monitor that follows the process from
+// its start would charge that history to the RT thread. Each idle thread is
+// taken by a goroutine that locks itself to it and returns without
+// unlocking, which ends the thread.
+func retireIdleThreads() {
+	n := 0
+	if ents, err := os.ReadDir("/proc/self/task"); err == nil {
+		n = len(ents)
+	}
+	var wg, started sync.WaitGroup
+	release := make(chan struct{})
+	for i := 0; i < n+2; i++ {
+		wg.Add(1)
+		started.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+			started.Done()
+			<-release
+		}()
+	}
+	started.Wait()
+	close(release)
+	wg.Wait()
 }
 
 func setup(tid int, s Spec) error {
