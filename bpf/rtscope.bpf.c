@@ -91,6 +91,19 @@ static __always_inline struct rts_target *wanted(struct task_struct *t)
 	return w;
 }
 
+/*
+ * Remember that a tracked task waits for `cpu`: timer interrupts there then
+ * sample the kernel stack of whatever runs instead (the blocking thread).
+ */
+static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
+{
+	if (!trace_enabled || !sleep_stacks)
+		return;
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
+	if (cs)
+		cs->waiting_tid = st->tid;
+}
+
 /* ---- scheduler ---- */
 
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
@@ -138,6 +151,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
+	if (ns && cs && cs->waiting_tid == ns->tid)
+		cs->waiting_tid = 0;
 	if (ns) {
 		ns->prio = BPF_CORE_READ(next, prio);
 		if (rts_on_switch_in(ns, now, cpu, irq_ns))
@@ -221,6 +236,8 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
 	}
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	if (st->state == RTS_TS_WOKEN)
+		mark_waiting(st, BPF_CORE_READ(p, thread_info.cpu));
 	return 0;
 }
 
@@ -236,6 +253,8 @@ int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 		e->c = dest_cpu;
 	}
 	struct rts_task_state *st = tracked(p);
+	if (st && st->state == RTS_TS_WOKEN)
+		mark_waiting(st, dest_cpu);
 	if (st && orig != (__u32)dest_cpu) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
@@ -373,6 +392,23 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 		e->flags = slot;
 		e->x = fn;
 		e->y = expiry;
+	}
+	/* A tracked task waits here: whose kernel code does this interrupt stop? */
+	if (slot == 1 && cs->waiting_tid && sleep_stacks) {
+		struct task_struct *cur = bpf_get_current_task_btf();
+		__u32 tid = BPF_CORE_READ(cur, pid);
+		if (tid != 0 && tid != cs->waiting_tid) {
+			long sid = bpf_get_stackid(ctx, &stacks, 0);
+			struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
+			if (se) {
+				se->a = tid;
+				se->b = (__u32)sid;
+				se->c = cs->waiting_tid;
+				bpf_probe_read_kernel(se->comm, sizeof(se->comm), cur->comm);
+			}
+			if (sid < 0)
+				rts_count(RTS_C_STACK_LOST);
+		}
 	}
 	return 0;
 }

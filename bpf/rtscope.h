@@ -98,6 +98,7 @@ enum rts_event_type {
 	RTS_EV_HANDLER_ENTRY,  /* a=tid b=irq */
 	RTS_EV_HANDLER_EXIT,   /* a=tid b=irq */
 	RTS_EV_EXIT,           /* a=tid: task exits */
+	RTS_EV_STACK,          /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
 };
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */
@@ -164,6 +165,7 @@ struct rts_cpu_state {
 	__u64 cb_function[2];
 	__u64 cb_expiry[2];    /* soft expiry, converted to CLOCK_MONOTONIC */
 	__u64 cb_entry[2];
+	__u64 waiting_tid;     /* a tracked task runnable on this CPU and not running (0: none) */
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */

@@ -197,6 +197,12 @@ func Describe(e trace.Event) string {
 		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type, "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
 	case "exit":
 		return fmt.Sprintf("exit     %s", task(e.TID, e.Comm, ""))
+	case "stack":
+		where := "user space"
+		if len(e.Stack) > 0 {
+			where = strings.Join(e.Stack, " <- ")
+		}
+		return fmt.Sprintf("stack    %s runs while tid %d waits: %s", task(e.TID, e.Comm, ""), e.WaitingTID, where)
 	}
 	return e.Type
 }

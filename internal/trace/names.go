@@ -28,6 +28,7 @@ const (
 	evHandlerEntry
 	evHandlerExit
 	evExit
+	evStack
 )
 
 var typeNames = map[uint8]string{
@@ -35,7 +36,7 @@ var typeNames = map[uint8]string{
 	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
 	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
 	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
-	evExit: "exit",
+	evExit: "exit", evStack: "stack",
 }
 
 // Waker contexts (enum rts_waker_ctx).
@@ -245,6 +246,21 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			}
 		}
 		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
+	case evStack:
+		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
+		ev.WaitingTID = e.C
+		if n != nil && n.stack != nil && int32(e.B) >= 0 {
+			if addrs, err := n.stack(e.B); err == nil {
+				var frames []string
+				for _, a := range addrs {
+					frames = append(frames, n.Func(a))
+				}
+				ev.Stack = InterruptedFrames(frames)
+				if len(ev.Stack) == 0 {
+					ev.Reason = "user space"
+				}
+			}
+		}
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 	case evHandlerEntry, evHandlerExit:
@@ -252,6 +268,28 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	}
 	return ev
+}
+
+// irqEntries are the functions where the interrupted context's frames begin.
+var irqEntries = []string{"asm_sysvec_", "asm_common_interrupt", "asm_exc_", "el1h_64_irq", "el1_interrupt",
+	"el0t_64_irq", "el0_interrupt", "call_on_irq_stack", "irq_exit_rcu"}
+
+// InterruptedFrames drops the timer-interrupt frames (BPF, tracepoint,
+// hrtimer, IRQ entry) from a stack taken in the timer interrupt, leaving the
+// interrupted kernel code; empty when user space was interrupted.
+func InterruptedFrames(frames []string) []string {
+	cut := -1
+	for i, f := range frames {
+		for _, p := range irqEntries {
+			if strings.HasPrefix(f, p) {
+				cut = i
+			}
+		}
+	}
+	if cut < 0 {
+		return frames
+	}
+	return frames[cut+1:]
 }
 
 // SleepReason classifies a voluntary sleep from its kernel stack.

@@ -55,6 +55,9 @@ type Event struct {
 	ExpiryT  *int64 `json:"expiry_t_ns,omitempty"`
 	HardIRQ  bool   `json:"hardirq,omitempty"`
 
+	// stack: a timer interrupt's sample of the task running (TID) while WaitingTID waited
+	WaitingTID uint32 `json:"waiting_tid,omitempty"`
+
 	// sleep: state, armed timer expiry, reason and kernel stack
 	State  string   `json:"state,omitempty"`
 	Reason string   `json:"reason,omitempty"`
