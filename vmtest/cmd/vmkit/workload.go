@@ -1,0 +1,120 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// rtThread pins the calling goroutine to its OS thread and gives that thread
+// a name (its comm, what rtscope --comm matches), a CPU and a policy:
+// SCHED_FIFO at prio, or SCHED_OTHER when prio is 0.
+func rtThread(name string, cpu, prio int) error {
+	runtime.LockOSThread()
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0); err != nil {
+		return fmt.Errorf("naming the thread: %v", err)
+	}
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("binding to CPU %d: %v", cpu, err)
+		}
+	}
+	if prio > 0 {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			return fmt.Errorf("setting SCHED_FIFO %d: %v", prio, err)
+		}
+	}
+	return nil
+}
+
+func workloadFlags(name string, args []string, extra func(*flag.FlagSet)) (fs *flag.FlagSet, comm *string, cpu, prio *int, dur *time.Duration, err error) {
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	comm = fs.String("n", "vmkit-"+name, "thread name (comm)")
+	cpu = fs.Int("cpu", -1, "CPU to bind to (-1: any)")
+	prio = fs.Int("p", 80, "SCHED_FIFO priority (0: SCHED_OTHER)")
+	dur = fs.Duration("d", 3*time.Second, "how long to run")
+	if extra != nil {
+		extra(fs)
+	}
+	err = fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return
+}
+
+// cmdPeriodic is a minimal cyclictest: absolute clock_nanosleep on
+// CLOCK_MONOTONIC every interval, latency = wake-up time - deadline.
+func cmdPeriodic(args []string) error {
+	var interval *time.Duration
+	_, comm, cpu, prio, dur, err := workloadFlags("periodic", args, func(fs *flag.FlagSet) {
+		interval = fs.Duration("i", time.Millisecond, "period")
+	})
+	if err != nil {
+		return err
+	}
+	if *interval <= 0 {
+		return fmt.Errorf("the period must be positive")
+	}
+	if err := rtThread(*comm, *cpu, *prio); err != nil {
+		return err
+	}
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return err
+	}
+	next := now.Nano()
+	end := next + dur.Nanoseconds()
+	var loops, sum, max int64
+	for next < end {
+		next += interval.Nanoseconds()
+		ts := unix.NsecToTimespec(next)
+		for {
+			err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		lat := now.Nano() - next
+		loops++
+		sum += lat
+		if lat > max {
+			max = lat
+		}
+	}
+	fmt.Printf("%s: %d loops, avg %.1f us, max %.1f us\n", *comm, loops,
+		float64(sum)/float64(loops)/1e3, float64(max)/1e3)
+	return nil
+}
+
+// cmdSpin burns CPU for the duration: the competitor of contention tests.
+func cmdSpin(args []string) error {
+	_, comm, cpu, prio, dur, err := workloadFlags("spin", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := rtThread(*comm, *cpu, *prio); err != nil {
+		return err
+	}
+	var now unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	end := now.Nano() + dur.Nanoseconds()
+	for now.Nano() < end {
+		for i := 0; i < 1000; i++ {
+		}
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	}
+	return nil
+}

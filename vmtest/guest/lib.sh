@@ -1,0 +1,127 @@
+# Helpers for guest tests (busybox sh). A test is a script sourced after
+# this file; it prints what it measures, calls the check helpers, and ends
+# with `finish`.
+FAILED=0
+
+# ok DESC / bad DESC: one readable result line.
+ok() { echo "  ok   $*"; }
+bad() {
+	echo "  FAIL $*"
+	FAILED=1
+}
+
+# check DESC CMD...: CMD must succeed.
+check() {
+	desc=$1
+	shift
+	if "$@"; then ok "$desc"; else bad "$desc"; fi
+}
+
+# ge NAME VALUE MIN: integer VALUE >= MIN ("null" or empty fails).
+ge() {
+	case $2 in
+	'' | null | *[!0-9-]*) bad "$1 = ${2:-nothing}, want a number >= $3" ;;
+	*) if [ "$2" -ge "$3" ]; then ok "$1 = $2 >= $3"; else bad "$1 = $2, want >= $3"; fi ;;
+	esac
+}
+
+# lt NAME VALUE MAX: integer VALUE < MAX.
+lt() {
+	case $2 in
+	'' | null | *[!0-9-]*) bad "$1 = ${2:-nothing}, want a number < $3" ;;
+	*) if [ "$2" -lt "$3" ]; then ok "$1 = $2 < $3"; else bad "$1 = $2, want < $3"; fi ;;
+	esac
+}
+
+# skip WHY: the test cannot run here (reported as SKIP, not PASS).
+skip() {
+	echo "$*" >/tmp/vmtest-skip
+	echo "  skip $*"
+	exit 77
+}
+
+finish() { exit $FAILED; }
+
+# has_command NAME: rtscope has the subcommand NAME.
+has_command() { rtscope help 2>&1 | grep -q "^  $1 "; }
+
+# need_command NAME: skip unless rtscope has the subcommand NAME.
+need_command() { has_command "$1" || skip "rtscope has no '$1' command yet"; }
+
+# modload NAME [PARAM=VALUE...]: insmod a fault-injection module.
+modload() {
+	name=$1
+	shift
+	insmod "/lib/modules/$name.ko" "$@" || {
+		bad "insmod $name $*"
+		dmesg | tail -5
+		return 1
+	}
+}
+
+# modparam MODULE PARAM: a module parameter's current value.
+modparam() { cat "/sys/module/$1/parameters/$2"; }
+
+# Under TCG the host steals time from the guest's CPUs, so any sample can
+# be late by milliseconds: a single maximum proves nothing. Tests count
+# samples over a threshold instead and compare that count with the number
+# of injections the module made meanwhile (its `fired` counter).
+
+# fired_during MODULE CMD...: run CMD, then print how many injections MODULE
+# made meanwhile in $FIRED.
+fired_during() {
+	m=$1
+	shift
+	f0=$(modparam "$m" fired)
+	"$@"
+	FIRED=$(($(modparam "$m" fired) - f0))
+	echo "    $m injected $FIRED times"
+}
+
+# cyclictest_over THRESH_US ARGS...: run cyclictest with a histogram and set
+# OVER (samples >= THRESH_US, all threads, overflows included) and MAX.
+cyclictest_over() {
+	t=$1
+	shift
+	OVER=null
+	MAX=null
+	cyclictest -q -m -h 20000 --histfile=/tmp/cyc.hist "$@" >/tmp/cyc.out 2>&1 || {
+		sed 's/^/    /' /tmp/cyc.out
+		return 0
+	}
+	sed 's/^/    /' /tmp/cyc.out
+	OVER=$(awk -v t="$t" '
+		/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += $i; next }
+		/^#/ { next }
+		$1 + 0 >= t { for (i = 2; i <= NF; i++) n += $i }
+		END { print n + 0 }' /tmp/cyc.hist)
+	MAX=$(awk '/^# Max Latencies:/ { m = 0; for (i = 4; i <= NF; i++) if ($i + 0 > m) m = $i + 0; print m }' /tmp/cyc.hist)
+	echo "    samples >= $t us: $OVER, max $MAX us"
+}
+
+# rtla_over THRESH_US ARGS...: run `rtla timerlat hist` on CPU 1 and set
+# IRQ_OVER and THR_OVER (IRQ and thread latency samples >= THRESH_US) and
+# IRQ_MAX, THR_MAX.
+rtla_over() {
+	t=$1
+	shift
+	IRQ_OVER=null
+	THR_OVER=null
+	rtla timerlat hist -c 1 -b 100 -E 200 "$@" >/tmp/rtla.out 2>&1 || {
+		sed 's/^/    /' /tmp/rtla.out
+		return 0
+	}
+	set -- $(awk -v t="$t" '
+		$1 == "over:" { io += $2; to += $3; next }
+		$1 == "max:" { im = $2; tm = $3; next }
+		$1 ~ /^[0-9]+$/ && NF == 3 && $1 + 0 >= t { io += $2; to += $3 }
+		END { print io + 0, to + 0, im, tm }' /tmp/rtla.out)
+	IRQ_OVER=$1
+	THR_OVER=$2
+	IRQ_MAX=$3
+	THR_MAX=$4
+	echo "    rtla timerlat: samples >= $t us: IRQ $IRQ_OVER, thread $THR_OVER; max IRQ $IRQ_MAX us, thread $THR_MAX us"
+}
+
+# jget FILE PATH: a value from a JSON file (vmkit get), "missing" if absent.
+jget() { vmkit get "$1" "$2" 2>/dev/null || echo missing; }

@@ -1,0 +1,31 @@
+# rtla timerlat (Debian's rtla) on the PREEMPT_RT guest tells the injector
+# families apart by its IRQ/thread split: a hard-IRQ busy loop or an
+# interrupts-off section delays the timer IRQ itself (IRQ latency), a
+# preemption-off section delays only the thread after an on-time IRQ.
+# Counting as in 11-cyclictest (see lib.sh): every 4 ms injection leaves
+# timerlat samples (1 ms period) >= 2000 us, 75 injections in 3 s. Host
+# noise makes IRQ and thread latency high together, so thread-only excess
+# is the preemption-off signature.
+# guests: rt
+# timeout: 90
+EXPECT=75
+rtla_over 2000 -d 3
+echo "  baseline: IRQ $IRQ_OVER, thread $THR_OVER samples >= 2000 us"
+for m in rtsfi_hardirq rtsfi_irqoff rtsfi_preemptoff; do
+	modload $m len_us=4000 period_us=40000 cpu=1 || continue
+	fired_during $m rtla_over 2000 -d 3
+	rmmod $m
+	ge "$m injections during the run" "$FIRED" $((EXPECT / 2))
+	# The side rtla puts the cause on: IRQ (the timer fired late) or
+	# thread (on-time IRQ, late thread: the thread-only excess).
+	side=none
+	if [ $((THR_OVER - IRQ_OVER)) -ge $((EXPECT / 2)) ]; then
+		side=thread
+	elif [ "$IRQ_OVER" -ge $((EXPECT / 2)) ]; then
+		side=irq
+	fi
+	want=irq
+	[ $m = rtsfi_preemptoff ] && want=thread
+	check "rtla puts $m on the $want side (IRQ $IRQ_OVER, thread-only $((THR_OVER - IRQ_OVER)) of $EXPECT injections): $side" [ $side = $want ]
+done
+finish

@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# QEMU test bed for rtscope (see "QEMU test bed" in README.md).
+#
+# Boots Debian's kernels under TCG with a busybox initramfs that carries
+# rtscope, the guest tests (vmtest/guest), cyclictest, rtla and the
+# fault-injection modules (vmtest/modules), and turns the guests'
+# "VMTEST PASS|FAIL|SKIP name" lines into an exit status.
+#
+# Usage: vmtest/vmtest.sh [GUEST...]     GUEST: rt std arm64 (default: all)
+# Environment:
+#   VMTEST_CACHE   cache directory (default .cache/vmtest)
+#   VMTEST_ONLY    run only the guest tests whose name matches this ERE
+#   VMTEST_STRICT  1: a skipped test fails the run
+#   VMTEST_QEMU_ARGS  extra QEMU arguments
+#   VMTEST_KEEP    1: keep the initramfs staging trees for inspection
+#
+# Needs root (apt-get, mknod for /dev/console in the initramfs) and the
+# binaries of `make build` and `make build GOARCH=arm64` (./rtscope,
+# ./rtscope-arm64): `make vmtest` builds them first.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${VMTEST_CACHE:-$ROOT/.cache/vmtest}
+GUESTS=("$@")
+[ ${#GUESTS[@]} -gt 0 ] || GUESTS=(rt std arm64)
+
+log() { echo "vmtest: $*" >&2; }
+die() {
+	echo "vmtest: $*" >&2
+	exit 1
+}
+
+# ---------------------------------------------------------------- host tools
+
+APT_UPDATED=
+apt_update() {
+	[ -n "$APT_UPDATED" ] && return 0
+	log "apt-get update"
+	apt-get update -qq >/dev/null
+	APT_UPDATED=1
+}
+
+# apt_install PKG...: install the packages that are missing.
+apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	apt_update
+	log "installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+host_tools() {
+	local pkgs=(cpio busybox-static rt-tests rtla make libelf1)
+	local g
+	for g in "${GUESTS[@]}"; do
+		case $g in
+		rt | std) pkgs+=(qemu-system-x86) ;;
+		arm64) pkgs+=(qemu-system-arm) ;;
+		*) die "unknown guest \"$g\" (use rt, std or arm64)" ;;
+		esac
+	done
+	apt_install "${pkgs[@]}"
+	if [[ " ${GUESTS[*]} " == *" arm64 "* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		log "adding the arm64 architecture to dpkg (for arm64 kernel and busybox packages)"
+		dpkg --add-architecture arm64
+		APT_UPDATED=
+		apt_update
+	fi
+}
+
+# ------------------------------------------------------------ Debian packages
+
+# pkg_field PKG FIELD: a field of the candidate version of PKG.
+pkg_field() {
+	apt-cache show --no-all-versions "$1" 2>/dev/null | awk -v f="$2:" '$1 == f {print $2; exit}'
+}
+
+# resolve META: the versioned package a metapackage depends on today
+# (linux-image-rt-amd64 -> linux-image-6.1.0-NN-rt-amd64). No version is
+# hard-coded: Debian replaces the ABI number with every point release.
+resolve() {
+	local dep
+	dep=$(apt-cache depends "$1" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-/ {print $2; exit}')
+	if [ -z "$dep" ]; then
+		apt_update
+		dep=$(apt-cache depends "$1" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-/ {print $2; exit}')
+	fi
+	[ -n "$dep" ] || die "apt-cache cannot resolve $1"
+	echo "$dep"
+}
+
+# fetch PKG[:ARCH]: download the candidate .deb into the cache (once) and
+# print its path.
+fetch() {
+	local pkg=$1 name=${1%%:*} ver arch file
+	ver=$(pkg_field "$pkg" Version)
+	if [ -z "$ver" ]; then
+		apt_update
+		ver=$(pkg_field "$pkg" Version)
+	fi
+	[ -n "$ver" ] || die "no Debian package $pkg"
+	arch=$(pkg_field "$pkg" Architecture)
+	file=$CACHE/debs/${name}_${ver//:/%3a}_$arch.deb
+	if [ ! -s "$file" ]; then
+		mkdir -p "$CACHE/debs"
+		log "downloading $pkg $ver"
+		(cd "$CACHE/debs" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$ver" >/dev/null)
+		[ -s "$file" ] || die "apt-get download $pkg=$ver did not produce $file"
+	fi
+	echo "$file"
+}
+
+# extract DEB DIR [PATH...]: unpack (part of) a .deb once.
+extract() {
+	local deb=$1 dir=$2
+	shift 2
+	[ -e "$dir/.done-$(basename "$deb")" ] && return 0
+	mkdir -p "$dir"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" "$@"
+	touch "$dir/.done-$(basename "$deb")"
+}
+
+# kernel GUEST: sets KVER, KDIR (cache dir of that kernel) and VMLINUZ.
+kernel() {
+	local meta pkg
+	case $1 in
+	rt) meta=linux-image-rt-amd64 ;;
+	std) meta=linux-image-amd64 ;;
+	arm64) meta=linux-image-arm64:arm64 ;;
+	esac
+	pkg=$(resolve "$meta")
+	KVER=${pkg#linux-image-}
+	KVER=${KVER%:*}
+	KDIR=$CACHE/kernels/$KVER
+	extract "$(fetch "$pkg")" "$KDIR" ./boot
+	VMLINUZ=$KDIR/boot/vmlinuz-$KVER
+	[ -s "$VMLINUZ" ] || die "no kernel image in $pkg"
+}
+
+# headers GUEST: unpack linux-headers for KVER with everything it needs
+# (the common headers and linux-kbuild) into one tree and point its
+# Makefile at that tree instead of /usr/src. Sets HDR.
+headers() {
+	local meta pkg dep tree
+	case $1 in
+	rt) meta=linux-headers-rt-amd64 ;;
+	std) meta=linux-headers-amd64 ;;
+	esac
+	pkg=$(resolve "$meta")
+	[ "$pkg" = "linux-headers-$KVER" ] || die "$meta is at $pkg but $1 boots $KVER"
+	tree=$KDIR/headers
+	extract "$(fetch "$pkg")" "$tree"
+	for dep in $(apt-cache depends "$pkg" | awk '$1 == "Depends:" && $2 ~ /^linux-(headers|kbuild)-/ {print $2}'); do
+		extract "$(fetch "$dep")" "$tree"
+	done
+	HDR=$tree/usr/src/linux-headers-$KVER
+	sed -i "s#^include /usr/src/#include $tree/usr/src/#" "$HDR/Makefile"
+	# The compiler Debian built the kernel with (CC = ... gcc-12).
+	local cc
+	cc=$(sed -n 's/^CC = .*\(gcc-[0-9]*\)$/\1/p' "$HDR/.kernelvariables")
+	[ -n "$cc" ] && apt_install "$cc"
+	return 0
+}
+
+# modules GUEST: build vmtest/modules against the guest's headers, cached by
+# kernel and source hash. Sets MODS (directory of the .ko files).
+modules() {
+	headers "$1"
+	local hash build
+	hash=$(cat "$ROOT"/vmtest/modules/* | sha256sum | cut -c1-12)
+	MODS=$CACHE/modules/$KVER-$hash
+	[ -e "$MODS/.done" ] && return 0
+	build=$CACHE/modules/build-$KVER
+	rm -rf "$build" "$MODS"
+	mkdir -p "$build" "$MODS"
+	cp "$ROOT"/vmtest/modules/* "$build/"
+	log "building fault-injection modules for $KVER"
+	make -s -C "$HDR" M="$build" modules >"$build/build.log" 2>&1 || {
+		cat "$build/build.log" >&2
+		die "module build failed"
+	}
+	if grep -E 'warning:|error:' "$build/build.log" >&2; then
+		die "module build has warnings"
+	fi
+	cp "$build"/*.ko "$MODS/"
+	touch "$MODS/.done"
+}
+
+# ------------------------------------------------------------------ initramfs
+
+# copy_with_libs BIN STAGE: a dynamically linked host binary and the shared
+# libraries ldd names, at the same paths (amd64 guests only).
+copy_with_libs() {
+	local bin=$1 stage=$2 lib
+	install -D -m 755 "$bin" "$stage$bin"
+	for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+		[ -e "$stage$lib" ] || install -D -m 755 "$(readlink -f "$lib")" "$stage$lib"
+	done
+}
+
+# initramfs GUEST ARCH: build $CACHE/initramfs-GUEST.cpio.gz. Sets INITRD.
+initramfs() {
+	local guest=$1 arch=$2 stage bin busybox
+	stage=$CACHE/stage-$guest
+	rm -rf "$stage"
+	mkdir -p "$stage"/{bin,dev,proc,sys,tmp,usr/bin,lib/modules,vmtest}
+	if [ "$arch" = arm64 ]; then
+		bin=$ROOT/rtscope-arm64
+		extract "$(fetch busybox-static:arm64)" "$CACHE/busybox-arm64" ./bin/busybox
+		busybox=$CACHE/busybox-arm64/bin/busybox
+	else
+		bin=$ROOT/rtscope
+		busybox=/bin/busybox
+		copy_with_libs "$(command -v cyclictest)" "$stage"
+		copy_with_libs "$(command -v rtla)" "$stage"
+	fi
+	[ -x "$bin" ] || die "$bin is missing: run make build${arch:+ GOARCH=$arch} first"
+	install -m 755 "$busybox" "$stage/bin/busybox"
+	install -m 755 "$bin" "$stage/bin/rtscope"
+	install -m 755 "$CACHE/bin/vmkit-$arch" "$stage/bin/vmkit"
+	if [ -n "${MODS:-}" ]; then
+		cp "$MODS"/*.ko "$stage/lib/modules/"
+	fi
+	cp -r "$ROOT"/vmtest/guest/. "$stage/vmtest/"
+	mv "$stage/vmtest/init" "$stage/init"
+	chmod 755 "$stage/init"
+	# What the guest's rtscope must report (same tree, same build).
+	"$ROOT/rtscope" version >"$stage/vmtest/host-version"
+	mknod -m 600 "$stage/dev/console" c 5 1
+	mknod -m 666 "$stage/dev/null" c 1 3
+	INITRD=$CACHE/initramfs-$guest.cpio.gz
+	(cd "$stage" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$INITRD"
+	[ "${VMTEST_KEEP:-0}" = 1 ] || rm -rf "$stage"
+}
+
+vmkit() {
+	local arch
+	mkdir -p "$CACHE/bin"
+	for arch in amd64 arm64; do
+		(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -o "$CACHE/bin/vmkit-$arch" ./vmtest/cmd/vmkit)
+	done
+}
+
+# ------------------------------------------------------------------- booting
+
+# tests_for GUEST: names of the guest tests that run on GUEST, in order.
+tests_for() {
+	local t
+	for t in "$ROOT"/vmtest/guest/tests/*.sh; do
+		grep -Eq "^# guests:.* $1( |\$)" "$t" || continue
+		t=$(basename "$t" .sh)
+		if [ -n "${VMTEST_ONLY:-}" ] && ! [[ $t =~ $VMTEST_ONLY ]]; then
+			continue
+		fi
+		echo "$t"
+	done
+}
+
+# budget GUEST: boot timeout in seconds, from the tests' "# timeout:" lines.
+budget() {
+	local t sum=90 n
+	for t in $(tests_for "$1"); do
+		n=$(sed -n 's/^# timeout: *//p' "$ROOT/vmtest/guest/tests/$t.sh")
+		sum=$((sum + ${n:-60}))
+	done
+	echo "$sum"
+}
+
+RESULTS=()
+boot() {
+	local guest=$1 arch=amd64 qemu append logf tmo start rc t
+	[ "$guest" = arm64 ] && arch=arm64
+	kernel "$guest"
+	MODS=
+	[ "$arch" = amd64 ] && modules "$guest"
+	initramfs "$guest" "$arch"
+	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.only=${VMTEST_ONLY:-}"
+	if [ "$arch" = arm64 ]; then
+		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
+		append="console=ttyAMA0 $append"
+	else
+		qemu=(qemu-system-x86_64 -cpu max)
+		append="console=ttyS0 $append"
+	fi
+	qemu+=(-accel tcg -smp 2 -m 1024 -nodefaults -nographic -no-reboot -serial stdio
+		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
+	# shellcheck disable=SC2206 # word splitting wanted
+	qemu+=(${VMTEST_QEMU_ARGS:-})
+	logf=$CACHE/logs/$guest.log
+	mkdir -p "$CACHE/logs"
+	tmo=$(budget "$guest")
+	log "booting $guest ($KVER, timeout ${tmo}s, log $logf)"
+	start=$SECONDS
+	set +e
+	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$logf" | sed -u "s/^/[$guest] /"
+	rc=${PIPESTATUS[0]}
+	set -e
+	log "$guest ran $((SECONDS - start))s"
+	if grep -q '^VMTEST DONE' "$logf"; then
+		:
+	elif [ "$rc" = 124 ]; then
+		RESULTS+=("FAIL $guest: timed out after ${tmo}s")
+	else
+		RESULTS+=("FAIL $guest: the guest stopped before the end of its tests (qemu status $rc)")
+	fi
+	for t in $(tests_for "$guest"); do
+		if grep -q "^VMTEST PASS $t\$" "$logf"; then
+			RESULTS+=("PASS $guest/$t")
+		elif grep -q "^VMTEST SKIP $t" "$logf"; then
+			RESULTS+=("SKIP $guest/$t:$(sed -n "s/^VMTEST SKIP $t:\?//p" "$logf" | head -1)")
+		elif grep -q "^VMTEST FAIL $t" "$logf"; then
+			RESULTS+=("FAIL $guest/$t")
+		else
+			RESULTS+=("FAIL $guest/$t: no result")
+		fi
+	done
+}
+
+# ----------------------------------------------------------------------- main
+
+[ "$(id -u)" = 0 ] || die "needs root (apt-get, mknod)"
+T0=$SECONDS
+host_tools
+vmkit
+for g in "${GUESTS[@]}"; do
+	boot "$g"
+done
+
+echo
+echo "vmtest summary ($((SECONDS - T0))s):"
+fail=0
+for r in "${RESULTS[@]}"; do
+	echo "  $r"
+	case $r in
+	FAIL*) fail=1 ;;
+	SKIP*) [ "${VMTEST_STRICT:-0}" = 1 ] && fail=1 ;;
+	esac
+done
+if [ $fail = 1 ]; then
+	echo "vmtest: FAILED (guest logs in $CACHE/logs)"
+	exit 1
+fi
+echo "vmtest: ok"
