@@ -2,6 +2,7 @@ package timerlat
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,14 @@ func stopOnScenario(t *testing.T, name string, extra []string, wantCtx int, culp
 		defer wg.Done()
 		_, scErr = s.Run(ctx, scenario.Config{CPU: 1, Duration: 15 * time.Second})
 	}()
-	time.Sleep(300 * time.Millisecond) // let the scenario start
+	// The scenario may first wait for another one to leave CPU 1 (one
+	// scenario per CPU, machine-wide): measure once its threads exist.
+	if !waitThread(culprit, 30*time.Second) {
+		cancel()
+		wg.Wait()
+		t.Fatalf("scenario %s did not start its %s thread in 30 s: %v", name, culprit, scErr)
+	}
+	time.Sleep(100 * time.Millisecond)
 	args := append([]string{"top", "-c", "1", "-d", "10s", "-q"}, extra...)
 	res := run(t, Env{}, args...)
 	cancel()
@@ -88,4 +96,18 @@ func stopOnScenario(t *testing.T, name string, extra []string, wantCtx int, culp
 	var b strings.Builder
 	report.WriteTrace(&b, res.Trace, "  ")
 	return "the window does not show " + culprit + ":\n" + b.String()
+}
+
+// waitThread waits until a thread of this process has the name comm.
+func waitThread(comm string, timeout time.Duration) bool {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/comm")
+			if err == nil && strings.TrimSpace(string(b)) == comm {
+				return true
+			}
+		}
+	}
+	return false
 }
