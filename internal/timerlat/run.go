@@ -110,7 +110,10 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		}
 	}
 
-	eng, err := engine.Load(engine.Config{Trace: o.Tracing()})
+	// With an analysis or a saved trace, the engine also samples the kernel
+	// stack of whatever runs while a measuring thread waits (the blocking
+	// thread, as rtla prints it).
+	eng, err := engine.Load(engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != ""})
 	if err != nil {
 		return nil, err
 	}
