@@ -13,6 +13,9 @@ import (
 // parallel, and two RT workloads on the same CPU would skew each other.
 func TestMain(m *testing.M) {
 	workload.NoAsyncPreempt()
+	if len(os.Args) > 2 && os.Args[1] == childArg {
+		os.Exit(runChild(os.Args[2:]))
+	}
 	if f, err := os.OpenFile(os.TempDir()+"/rtscope-rt-tests.lock", os.O_CREATE|os.O_RDWR, 0o666); err == nil {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_EX) // released when the process exits
 	}

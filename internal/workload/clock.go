@@ -59,13 +59,28 @@ func (t *Thread) Work(d time.Duration) {
 	exitsyscall()
 }
 
+// Spin busy-waits d of wall-clock time (CLOCK_MONOTONIC), however much of
+// it the thread really gets: a CPU hog's burst. In the runtime's system-call
+// state, like Work.
+func (t *Thread) Spin(d time.Duration) {
+	end := Now() + int64(d)
+	entersyscall()
+	spinUntilClock(&t.ts, unix.CLOCK_MONOTONIC, end)
+	exitsyscall()
+}
+
 // spinUntil runs between entersyscall and exitsyscall, where the stack must
 // not grow: nosplit, and it calls only nosplit code.
 //
 //go:nosplit
 func spinUntil(ts *unix.Timespec, end int64) {
+	spinUntilClock(ts, unix.CLOCK_THREAD_CPUTIME_ID, end)
+}
+
+//go:nosplit
+func spinUntilClock(ts *unix.Timespec, clock uintptr, end int64) {
 	for {
-		unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(ts)), 0)
+		unix.RawSyscall(unix.SYS_CLOCK_GETTIME, clock, uintptr(unsafe.Pointer(ts)), 0)
 		if int64(ts.Sec)*1e9+int64(ts.Nsec) >= end {
 			return
 		}
