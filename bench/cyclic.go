@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+)
+
+// cyclicResult is one cyclictest run, in ns.
+type cyclicResult struct {
+	Min, Avg, P99, Max float64
+	Cycles             uint64
+}
+
+// readCyclic parses cyclictest --json (rt-tests 2.x): min/avg/max of thread
+// 0 and its 1 us histogram, from which p99 comes (overflows count as the max).
+func readCyclic(path string) (cyclicResult, error) {
+	var doc struct {
+		Thread map[string]struct {
+			Histogram map[string]uint64 `json:"histogram"`
+			Cycles    uint64            `json:"cycles"`
+			Min       float64           `json:"min"`
+			Max       float64           `json:"max"`
+			Avg       float64           `json:"avg"`
+		} `json:"thread"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cyclicResult{}, err
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return cyclicResult{}, fmt.Errorf("%s: %w", path, err)
+	}
+	t, ok := doc.Thread["0"]
+	if !ok || t.Cycles == 0 {
+		return cyclicResult{}, fmt.Errorf("%s: no cycles of thread 0", path)
+	}
+	var us []int
+	var total uint64
+	for k, n := range t.Histogram {
+		v, err := strconv.Atoi(k)
+		if err != nil {
+			continue
+		}
+		us = append(us, v)
+		total += n
+	}
+	sort.Ints(us)
+	p99 := t.Max
+	need := (t.Cycles*99 + 99) / 100
+	var acc uint64
+	for _, v := range us {
+		acc += t.Histogram[strconv.Itoa(v)]
+		if acc >= need {
+			p99 = float64(v)
+			break
+		}
+	}
+	return cyclicResult{Min: t.Min * 1000, Avg: t.Avg * 1000, P99: p99 * 1000, Max: t.Max * 1000, Cycles: t.Cycles}, nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// monitor is one configuration of the machine: nothing, the floor, rtscope
+// with some arguments, or a peer tool.
+type monitor struct {
+	name   string
+	kind   string   // none, floor, rtscope, runqlat, bpftrace
+	args   []string // rtscope watch arguments (targets, options)
+	expect int      // tracked tasks rtscope must hold before measuring (-1: don't wait)
+	json   bool     // ask rtscope for its JSON report (lost counters)
+}
+
+// running is a started monitor.
+type running struct {
+	m     monitor
+	p     *proc
+	floor *Floor
+	objs  *Objects
+	json  string
+	log   string
+	t0    time.Time
+	ready time.Duration
+	// stopped: from the stop signal to the exit of the process (rtscope:
+	// detach, final reports, JSON).
+	stopped time.Duration
+}
+
+func (b *bench) startMonitor(m monitor) (*running, error) {
+	r := &running{m: m, t0: time.Now()}
+	switch m.kind {
+	case "none":
+		r.objs = &Objects{Progs: map[uint32]bool{}, Maps: map[uint32]int{}}
+		return r, nil
+	case "floor":
+		f, err := NewFloor()
+		if err != nil {
+			return nil, err
+		}
+		r.floor = f
+		r.objs = &Objects{Progs: f.IDs, Maps: map[uint32]int{}}
+		r.ready = time.Since(r.t0)
+		return r, nil
+	}
+	var argv []string
+	progs := 3
+	switch m.kind {
+	case "rtscope":
+		argv = append([]string{b.rtscope, "watch", "-q"}, m.args...)
+		if m.json {
+			r.json = filepath.Join(b.tmp, fmt.Sprintf("watch-%d.json", time.Now().UnixNano()))
+			argv = append(argv, "--json", r.json)
+		}
+		progs = 15
+	case "runqlat":
+		argv = []string{b.runqlat}
+	case "bpftrace":
+		argv = []string{"bpftrace", b.btScript}
+	default:
+		return nil, fmt.Errorf("unknown monitor kind %q", m.kind)
+	}
+	r.log = filepath.Join(b.tmp, fmt.Sprintf("%s-%d.log", m.kind, time.Now().UnixNano()))
+	out, err := os.Create(r.log)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	p, err := start(m.name, out, argv...)
+	if err != nil {
+		return nil, err
+	}
+	r.p = p
+	o, err := waitPrograms(p, progs, m.expect, 60*time.Second)
+	if err != nil {
+		p.stop(syscall.SIGKILL)
+		logTail, _ := os.ReadFile(r.log)
+		return nil, fmt.Errorf("%w: %s", err, tail(string(logTail), 400))
+	}
+	r.ready = time.Since(r.t0)
+	r.objs = o
+	return r, nil
+}
+
+// lost is rtscope's JSON "lost" object.
+type lost struct {
+	Notices         uint64 `json:"notices"`
+	TasksNotTracked uint64 `json:"tasks_not_tracked"`
+	Stacks          uint64 `json:"stacks"`
+	TracesTruncated uint64 `json:"traces_truncated"`
+}
+
+func (l lost) total() uint64 { return l.Notices + l.TasksNotTracked + l.Stacks + l.TracesTruncated }
+
+func (l lost) String() string {
+	return fmt.Sprintf("notices %d, tasks not tracked %d, stacks %d, traces truncated %d",
+		l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated)
+}
+
+// stop ends the monitor; for rtscope with a JSON report, returns its lost counters.
+func (r *running) stop() (*lost, error) {
+	if r.floor != nil {
+		r.floor.Close()
+	}
+	if r.p == nil {
+		return nil, nil
+	}
+	// Exit statuses after SIGINT differ between tools; a tool that does not
+	// stop within a minute is killed and reported.
+	t := time.Now()
+	err := r.p.stop(syscall.SIGINT)
+	r.stopped = time.Since(t)
+	if err != nil && strings.Contains(err.Error(), "did not stop") {
+		return nil, err
+	}
+	if r.json == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(r.json)
+	if err != nil {
+		return nil, fmt.Errorf("rtscope wrote no JSON report: %w", err)
+	}
+	var doc struct {
+		Lost lost `json:"lost"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	os.Remove(r.json)
+	return &doc.Lost, nil
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

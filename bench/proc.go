@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// proc is a child process the bench starts and stops.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan error
+	name string
+}
+
+func start(name string, stdout io.Writer, argv ...string) (*proc, error) {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdout = stdout
+	c.Stderr = stdout
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{cmd: c, done: make(chan error, 1), name: name}
+	go func() { p.done <- c.Wait() }()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends sig, waits up to a minute (rtscope writes its final reports),
+// then kills the process group.
+func (p *proc) stop(sig syscall.Signal) error {
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(time.Minute):
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		return errors.Join(<-p.done, fmt.Errorf("%s did not stop on %v", p.name, sig))
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// cpuTime is the user+system CPU time of pid and its threads so far.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	const hz = 100 // USER_HZ
+	return time.Duration(ut+st) * time.Second / hz
+}
+
+// rssBytes is VmRSS of pid.
+func rssBytes(pid int) uint64 {
+	fh, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// waitPrograms waits until pid holds at least n BPF programs (attached: the
+// tools attach right after loading), then for its stats map, if named, to
+// hold want entries (rtscope tracks every target).
+func waitPrograms(p *proc, n int, statsWant int, timeout time.Duration) (*Objects, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if p.exited() {
+			return nil, fmt.Errorf("%s exited before it was ready", p.name)
+		}
+		o, err := ProcObjects(p.pid())
+		if err == nil && len(o.Progs) >= n && (statsWant < 0 || statsEntries(o) >= statsWant) {
+			// Give it the time to finish what follows (scan, first poll).
+			time.Sleep(300 * time.Millisecond)
+			return ProcObjects(p.pid())
+		}
+		if time.Now().After(deadline) {
+			got := 0
+			if o != nil {
+				got = len(o.Progs)
+			}
+			return nil, fmt.Errorf("%s not ready after %v (%d programs)", p.name, timeout, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// statsEntries counts the entries of the process's "stats" map (rtscope's
+// per-task statistics): one per tracked task.
+func statsEntries(o *Objects) int {
+	for id := range o.Maps {
+		m, err := ebpf.NewMapFromID(ebpf.MapID(id))
+		if err != nil {
+			continue
+		}
+		info, err := m.Info()
+		if err != nil || info.Name != "stats" {
+			m.Close()
+			continue
+		}
+		n := 0
+		key := make([]byte, info.KeySize)
+		var prev any
+		for m.NextKey(prev, key) == nil {
+			n++
+			k := append([]byte(nil), key...)
+			prev = k
+		}
+		m.Close()
+		return n
+	}
+	return 0
+}

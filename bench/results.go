@@ -1,0 +1,470 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// The origin design's published figures (reference paper, sections 4 and 5).
+const (
+	originAvg0     = 463.0  // ns per probe, nothing tracked
+	originAvg3     = 997.0  // ns per probe, 3 PIDs tracked
+	originPerPID   = 175.0  // ns per probe per tracked PID (linear growth)
+	originMax3     = 11080. // ns, max in probe, 3 PIDs tracked
+	originMemBytes = 19398656
+	originCycAvgUs = 1.7 // cyclictest average latency increase when tracked
+)
+
+type results struct {
+	Machine     machine
+	Quick       bool
+	Reps        int
+	Duration    time.Duration
+	Errors      []string
+	CostLoad    time.Duration
+	Cost        []*costRow
+	ScaleWindow time.Duration
+	Scale       []*scaleRow
+	LossLoad    time.Duration
+	LossWorkers int
+	Loss        []*lossRow
+	CycDuration time.Duration
+	CycReps     int
+	CycCPU      int
+	Cyc         []*cycRow
+	Start       *startRow
+	Timed       *timedResult
+}
+
+type machine struct {
+	CPU, Kernel, Preempt, Virt, Memory, Tools, Load, Foreign string
+	CPUs                                                     int
+	Date                                                     string
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+		if strings.Contains(string(b), " hypervisor") {
+			m.Virt = "virtual machine (hypervisor flag set)"
+		}
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Version[:])
+	}
+	m.Preempt = preemptModel(m.Kernel)
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		m.Memory = fmt.Sprintf("%.1f GiB", float64(si.Totalram)*float64(si.Unit)/(1<<30))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.Load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	m.Foreign = foreignActivity()
+	var tools []string
+	for _, t := range [][]string{{"bpftrace", "--version"}, {"stress-ng", "--version"}} {
+		if out, err := exec.Command(t[0], t[1:]...).Output(); err == nil {
+			tools = append(tools, strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
+		}
+	}
+	for _, pkg := range []string{"libbpf-tools", "rt-tests"} {
+		if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", pkg).Output(); err == nil {
+			tools = append(tools, pkg+" "+string(out))
+		}
+	}
+	m.Tools = strings.Join(tools, ", ")
+	return m
+}
+
+// preemptModel reads the preemption model the kernel runs with.
+func preemptModel(kernel string) string {
+	if b, err := os.ReadFile("/sys/kernel/debug/sched/preempt"); err == nil {
+		return strings.TrimSpace(string(b)) + " (the active model is in parentheses)"
+	}
+	if out, err := exec.Command("dmesg").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if i := strings.Index(l, "Dynamic Preempt:"); i >= 0 {
+				return "PREEMPT_DYNAMIC, boot model: " + strings.TrimSpace(l[i+len("Dynamic Preempt:"):])
+			}
+		}
+	}
+	switch {
+	case strings.Contains(kernel, "PREEMPT_RT"):
+		return "PREEMPT_RT"
+	case strings.Contains(kernel, "PREEMPT_DYNAMIC"):
+		return "PREEMPT_DYNAMIC (model not readable)"
+	case strings.Contains(kernel, "PREEMPT"):
+		return "PREEMPT"
+	}
+	return "none (voluntary or server)"
+}
+
+// foreignActivity tells whether others use the machine: BPF programs not
+// ours and user-space real-time tasks at the start of the run.
+func foreignActivity() string {
+	progs := 0
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		progs++
+		id = next
+	}
+	rt := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+2:])
+		// field 41 (policy) is index 38 after the comm; kernel threads have
+		// flag PF_KTHREAD (0x00200000) in field 9.
+		if len(f) > 38 && (f[38] == "1" || f[38] == "2") {
+			var flags uint64
+			fmt.Sscan(f[6], &flags)
+			if flags&0x00200000 == 0 {
+				rt++
+			}
+		}
+	}
+	return fmt.Sprintf("%d BPF programs already loaded, %d user-space real-time processes running", progs, rt)
+}
+
+func (m machine) tag() string {
+	cpu := strings.ToLower(m.CPU)
+	for _, junk := range []string{"(r)", "(tm)", "processor", "cpu", "@"} {
+		cpu = strings.ReplaceAll(cpu, junk, " ")
+	}
+	f := strings.Fields(cpu)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return fmt.Sprintf("%dcpu-%s", m.CPUs, strings.Join(f, "-"))
+}
+
+// ---- formatting ----
+
+func ns(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ns", v)
+}
+
+func us(v float64) string { return fmt.Sprintf("%.1f us", v/1e3) }
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func mib(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	if v < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", v/1024)
+	}
+	return fmt.Sprintf("%.2f MiB", v/(1<<20))
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func spread(v []float64, f func(float64) string) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	if len(v) == 1 {
+		return f(v[0])
+	}
+	return fmt.Sprintf("%s (%s..%s)", f(median(v)), f(minf(v)), f(maxf(v)))
+}
+
+func (r *results) costRow(prefix string) *costRow {
+	for _, c := range r.Cost {
+		if strings.HasPrefix(c.Name, prefix) {
+			return c
+		}
+	}
+	return nil
+}
+
+func (r *results) scaleRow(n int) *scaleRow {
+	for _, s := range r.Scale {
+		if s.Tracked == n {
+			return s
+		}
+	}
+	return nil
+}
+
+// memory4 extrapolates a scaling row's kernel memory to cpus CPUs: the
+// per-CPU maps (per-CPU arrays, the flight recorder sized CPUs x depth)
+// scale with the CPU count, the rest does not.
+func (s *scaleRow) memory(cpus, have int) (total, perCPU float64) {
+	if len(s.Memlock) == 0 {
+		return 0, 0
+	}
+	for _, m := range s.Maps {
+		if m.PerCPU {
+			perCPU += float64(m.Memlock)
+		}
+	}
+	base := median(s.Memlock) + float64(s.StorageB)
+	return base + perCPU*float64(cpus-have)/float64(have), perCPU / float64(have)
+}
+
+func (r *results) markdown() string {
+	var w strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
+	m := r.Machine
+	p("# rtscope benchmark, %s\n\n", m.Date)
+	p("Produced by `make bench`%s (bench/, %d repetition(s) per configuration, interleaved), in %v.\n\n",
+		map[bool]string{true: " with BENCH_QUICK=1", false: ""}[r.Quick], r.Reps, r.Duration.Round(time.Second))
+	p("## Machine\n\n| | |\n|---|---|\n")
+	p("| CPU | %s, %d CPUs |\n| virtualisation | %s |\n| memory | %s |\n| kernel | %s |\n| preemption | %s |\n| tools | %s |\n| load at start | %s (load average); %s |\n\n",
+		m.CPU, m.CPUs, orDash(m.Virt), m.Memory, m.Kernel, m.Preempt, m.Tools, m.Load, m.Foreign)
+	if len(r.Errors) > 0 {
+		p("**Errors:**\n\n")
+		for _, e := range r.Errors {
+			p("- %s\n", e)
+		}
+		p("\n")
+	}
+	r.headline(&w)
+	r.details(&w)
+	return w.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (r *results) headline(w *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## Summary\n\n| # | figure | rtscope | against | ratio | target | met |\n|---|---|---|---|---|---|---|\n")
+	none, floor, one, busy := r.costRow("no monitor"), r.costRow("floor"), r.costRow("rtscope, 1"), r.costRow("rtscope, the load")
+	rq, bt := r.costRow("runqlat"), r.costRow("bpftrace")
+	if one != nil && floor != nil {
+		a, f := median(one.AvgNs), median(floor.AvgNs)
+		p("| 1 | ns per program run, all hooks, 1 task tracked | %s | floor %s | %s | <= 2x floor | %s |\n", ns(a), ns(f), ratio(a, f), yes(a <= 2*f))
+		a, f = median(busy.AvgNs), median(floor.AvgNs)
+		p("| 1 | ns per program run, all hooks, the load's tasks tracked | %s | floor %s | %s | <= 2x floor | %s |\n", ns(a), ns(f), ratio(a, f), yes(a <= 2*f))
+		s1, sf := median(one.SwitchNs), median(floor.SwitchNs)
+		p("| 1 | ns per sched_switch run, 1 task tracked | %s | floor %s | %s | <= 2x floor | %s |\n", ns(s1), ns(sf), ratio(s1, sf), yes(s1 <= 2*sf))
+		if rq != nil && bt != nil {
+			sr, sb := median(rq.SwitchNs), median(bt.SwitchNs)
+			p("| 1 | ns per sched_switch run, vs peers | %s | runqlat %s, bpftrace %s | %s, %s | <= peers | %s |\n",
+				ns(s1), ns(sr), ns(sb), ratio(s1, sr), ratio(s1, sb), yes(s1 <= sr && s1 <= sb))
+			pr, pb, p1 := median(rq.PerSwitchNs), median(bt.PerSwitchNs), median(one.PerSwitchNs)
+			p("| 1 | BPF ns per context switch (every hook) | %s | runqlat %s, bpftrace %s | %s, %s | <= peers | %s |\n",
+				ns(p1), ns(pr), ns(pb), ratio(p1, pr), ratio(p1, pb), yes(p1 <= pr && p1 <= pb))
+		}
+		if none != nil {
+			o0, o1 := median(none.OpsPerS), median(one.OpsPerS)
+			p("| 1 | stress-ng --switch throughput, 1 task tracked | %.0f ops/s | no monitor %.0f ops/s | %s | - | - |\n", o1, o0, ratio(o1, o0))
+		}
+		p("| 1 | origin design, per probe (paper, Pi 4) | %s | origin 463 ns (0 PIDs), 997 ns (3 PIDs) | %s | - | - |\n", ns(median(one.AvgNs)), ratio(median(one.AvgNs), originAvg3))
+	}
+	if t := r.Timed; t != nil {
+		p("| 1 | max ns in one program run (instrumented build, %s) | %s | floor %s | %s | - | - |\n", t.Where, ns(t.RtsMax), ns(t.FloorMax), ratio(t.RtsMax, t.FloorMax))
+	}
+	if s1, s1000 := r.scaleRow(1), r.scaleRow(1000); s1 != nil && s1000 != nil && len(s1.AvgNs) > 0 {
+		a, b := median(s1.AvgNs), median(s1000.AvgNs)
+		g := 100 * (b - a) / a
+		p("| 2 | ns per program run, 1 -> 1000 tracked threads | %s -> %s | origin +175 ns per PID | %+.1f%% | <= +10%% | %s |\n", ns(a), ns(b), g, yes(g <= 10))
+	}
+	if len(r.Cyc) >= 2 {
+		base := r.Cyc[0]
+		ba := meanOf(base.Runs, func(c cyclicResult) float64 { return c.Avg })
+		for _, c := range r.Cyc[1:] {
+			a := meanOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
+			d := a - ba
+			p("| 3 | cyclictest avg, %s | %s | no monitor %s | %+.1f us | <= +0.5 us (origin +1.7 us) | %s |\n", c.Name, us(a), us(ba), d/1e3, yes(d <= 500))
+		}
+	}
+	if s := r.scaleRow(100); s != nil && len(s.Memlock) > 0 {
+		t4, _ := s.memory(4, r.Machine.CPUs)
+		p("| 4 | kernel memory, 100 tracked, 4 CPUs (extrapolated) | %s | origin 18.5 MiB | %s | <= 2 MiB | %s |\n", mib(t4), ratio(t4, originMemBytes), yes(t4 <= 2<<20))
+	}
+	if len(r.Loss) >= 3 {
+		d, s := r.Loss[1], r.Loss[2]
+		var dl, sl uint64
+		for _, l := range d.Lost {
+			dl += l.total()
+		}
+		for _, l := range s.Lost {
+			sl += l.TracesTruncated
+		}
+		p("| 5 | lost at %.0f context switches/s, defaults | %d | - | - | 0 | %s |\n", median(d.SwitchPerS), dl, yes(dl == 0))
+		p("| 5 | truncated traces counted, --trace-events 64 | %d | - | - | > 0, counted | %s |\n", sl, yes(sl > 0))
+	}
+	if s := r.Start; s != nil {
+		p("| 6 | start (load + attach + register %d threads) | %s | - | - | - | - |\n", s.Tracked,
+			ms(median(s.Load)+median(s.Attach)+median(s.Scan)))
+		p("| 6 | stop (detach and free) | %s | - | - | - | - |\n", ms(median(s.Close)))
+	}
+	p("\n")
+}
+
+func ms(v float64) string { return fmt.Sprintf("%.1f ms", v/1e6) }
+
+func meanOf(rs []cyclicResult, f func(cyclicResult) float64) float64 {
+	var v []float64
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	return mean(v)
+}
+
+func (r *results) details(w *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	if len(r.Cost) > 0 {
+		p("## 1. Cost per event\n\nLoad: `stress-ng --switch 2` for %v per repetition. Kernel BPF run-time statistics (`BPF_ENABLE_STATS`, i.e. `kernel.bpf_stats_enabled`, on for the run only) of the monitor's own programs, found through its file descriptors. Figures: median over repetitions (min..max).\n\n", r.CostLoad)
+		p("| configuration | programs | ns per run (all) | ns per sched_switch run | BPF ns per context switch | runs/s | context switches/s | stress-ng ops/s | monitor process CPU |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range r.Cost {
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, c.Progs, spread(c.AvgNs, ns), spread(c.SwitchNs, ns),
+				spread(c.PerSwitchNs, ns), spread(c.EventsPerS, count), spread(c.SwitchPerS, count), spread(c.OpsPerS, count), spread(c.CPUPct, pct))
+		}
+		p("\n")
+		for _, c := range r.Cost {
+			if !strings.HasPrefix(c.Name, "rtscope") || len(c.PerProg) == 0 {
+				continue
+			}
+			p("Per program, %s (all repetitions):\n\n| program | runs | ns per run | share of run time |\n|---|---|---|---|\n", c.Name)
+			var ps []*ProgStat
+			var total uint64
+			for _, q := range c.PerProg {
+				ps = append(ps, q)
+				total += q.Runtime
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i].Runtime > ps[j].Runtime })
+			for _, q := range ps {
+				if q.Count == 0 {
+					continue
+				}
+				p("| %s | %d | %.0f | %.1f%% |\n", q.Name, q.Count, float64(q.Runtime)/float64(q.Count), 100*float64(q.Runtime)/float64(total))
+			}
+			p("\n")
+		}
+	}
+	if t := r.Timed; t != nil {
+		t.markdown(w)
+	}
+	if len(r.Scale) > 0 {
+		p("## 2. Scaling with tracked threads\n\nSame workload in every configuration: `stress-ng --switch 2` plus 1000 helper threads (1 + 9 + 90 + 900 in four processes) each waking once a second; only how many of them rtscope tracks changes (`--tid`). %v per window.\n\n", r.ScaleWindow)
+		p("| tracked threads | ns per run (all) | ns per sched_switch run | rtscope process CPU | kernel memory (maps + programs) | + task storage (est.) | RSS | watch stop (final reports) |\n|---|---|---|---|---|---|---|---|\n")
+		for _, s := range r.Scale {
+			name := fmt.Sprint(s.Tracked)
+			if s.Tracked < 0 {
+				name = "floor"
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, spread(s.AvgNs, ns), spread(s.SwitchNs, ns), spread(s.CPUPct, pct),
+				spread(s.Memlock, mib), mib(float64(s.StorageB)), spread(s.RSS, mib), spread(s.StopS, ms))
+		}
+		p("\nOrigin design (paper, Table 1): 463 ns per probe with nothing tracked, +175 ns per tracked PID (997 ns with 3): at 1000 PIDs that line would reach about 175 us per probe.\n\n")
+	}
+	if s := r.scaleRow(100); s != nil && len(s.Maps) > 0 {
+		p("## 4. Memory\n\nKernel memory as the kernel reports it (`memlock` in the fdinfo of each map and program fd of the rtscope process, each map counted once by id), at 100 tracked threads on this %d-CPU machine:\n\n| map | type | memlock | scales with CPUs |\n|---|---|---|---|\n", r.Machine.CPUs)
+		for _, m := range s.Maps {
+			p("| %s | %v | %s | %s |\n", m.Name, m.Type, mib(float64(m.Memlock)), map[bool]string{true: "yes", false: "no"}[m.PerCPU])
+		}
+		p("| (programs) | | %s | no |\n| (task storage elements, estimated) | | %s | no |\n\n", mib(float64(s.ProgBytes)), mib(float64(s.StorageB)))
+		have := r.Machine.CPUs
+		p("| tracked | this machine (%d CPUs) | 4 CPUs (extrapolated) | 8 CPUs (extrapolated) | origin (any) | rtscope RSS |\n|---|---|---|---|---|---|\n", have)
+		for _, n := range []int{1, 100, 1000} {
+			if s := r.scaleRow(n); s != nil && len(s.Memlock) > 0 {
+				t, _ := s.memory(have, have)
+				t4, _ := s.memory(4, have)
+				t8, _ := s.memory(8, have)
+				p("| %d | %s | %s | %s | 18.5 MiB | %s |\n", n, mib(t), mib(t4), mib(t8), spread(s.RSS, mib))
+			}
+		}
+		_, per := s.memory(have, have)
+		p("\nExtrapolation: the maps whose size is proportional to the number of CPUs (per-CPU arrays, and the flight recorder, sized CPUs x depth x 48 bytes) cost %s per CPU here; the other maps, the programs and the task storage do not depend on the CPU count. Task storage elements are charged by the kernel to each task, not to the map, so the map's figure leaves them out: they are estimated as (value size + 256 bytes) per tracked task.\n\n", mib(per))
+	}
+	if s := r.Start; s != nil {
+		p("## 6. Start and stop\n\nIn-process (`internal/engine`), median (min..max) of %d runs; 1000 existing helper threads registered by the task iterator.\n\n| step | time |\n|---|---|\n", len(s.Load))
+		p("| load (verify, create maps) | %s |\n| attach | %s |\n| register %d existing threads (iterator) | %s |\n| detach and free | %s |\n\n",
+			spread(s.Load, ms), spread(s.Attach, ms), s.Tracked, spread(s.Scan, ms), spread(s.Close, ms))
+		p("Kernel memory of the engine at the same moment: `engine.MemoryBytes()` says %d bytes; each map and program fd of the process counted once (fdinfo memlock, by id) gives %d bytes (difference %+d bytes: maps shared with the optional program collections are counted again by MemoryBytes). The tables here use the second figure.\n\n",
+			s.MemoryBytes, s.Dedup, int64(s.MemoryBytes)-int64(s.Dedup))
+	}
+	if len(r.Loss) > 0 {
+		p("## 5. Throughput and loss\n\nLoad: `stress-ng --switch %d` (the highest rate it reaches here), %v per run; rtscope tracks every stress-ng worker (`--comm stress-ng-switc`), traces on. Context switches counted by an empty sched_switch program attached for the window. Lost counters from rtscope's JSON report.\n\n", r.LossWorkers, r.LossLoad)
+		p("| configuration | context switches/s | program runs/s (floor hooks) | stress-ng ops/s | rtscope ns per run | rtscope process CPU | lost (JSON) |\n|---|---|---|---|---|---|---|\n")
+		for _, l := range r.Loss {
+			var ls []string
+			for _, x := range l.Lost {
+				ls = append(ls, x.String())
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", l.Name, spread(l.SwitchPerS, count), spread(l.EventsPerS, count), spread(l.OpsPerS, count),
+				spread(l.AvgNs, ns), spread(l.CPUPct, pct), orDash(strings.Join(ls, "; ")))
+		}
+		p("\n")
+	}
+	if len(r.Cyc) > 0 {
+		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks. min: lowest of the runs; avg and p99 (from the 1 us histogram): mean of the runs; max: highest.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
+		p("| configuration | min | avg | p99 | max | avg vs no monitor |\n|---|---|---|---|---|---|\n")
+		ba := meanOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.Avg })
+		for _, c := range r.Cyc {
+			var mins, maxs []float64
+			for _, x := range c.Runs {
+				mins = append(mins, x.Min)
+				maxs = append(maxs, x.Max)
+			}
+			a := meanOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
+			p("| %s | %s | %s | %s | %s | %+.1f us |\n", c.Name, us(minf(mins)), us(a),
+				us(meanOf(c.Runs, func(c cyclicResult) float64 { return c.P99 })), us(maxf(maxs)), (a-ba)/1e3)
+		}
+		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
+	}
+}
+
+func count(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", v) }
+
+var _ = bufio.NewScanner
