@@ -108,6 +108,11 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } notices SEC(".maps");
 
+/*
+ * Kernel stacks of sleeps and of blocking threads. A bucket collision
+ * replaces the older stack (BPF_F_REUSE_STACKID): user space resolves ids
+ * within one poll period, long before a collision is likely to hit them.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 1024);

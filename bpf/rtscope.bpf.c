@@ -122,7 +122,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			e->a = ps->tid;
 			long sid = -1;
 			if (sleep_stacks) {
-				sid = bpf_get_stackid(ctx, &stacks, 0);
+				sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
 				if (sid < 0)
 					rts_count(RTS_C_STACK_LOST);
 			}
@@ -398,7 +398,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 		struct task_struct *cur = bpf_get_current_task_btf();
 		__u32 tid = BPF_CORE_READ(cur, pid);
 		if (tid != 0 && tid != cs->waiting_tid) {
-			long sid = bpf_get_stackid(ctx, &stacks, 0);
+			long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
 			struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
 			if (se) {
 				se->a = tid;

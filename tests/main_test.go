@@ -4,8 +4,10 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +109,44 @@ func watch(t *testing.T, args ...string) (*report, string) {
 		t.Fatalf("bad JSON: %v", err)
 	}
 	return &r, string(text)
+}
+
+// watchUntilReady runs watch like watch(), calling ready once rtscope says it is tracking.
+func watchUntilReady(t *testing.T, ready func(), args ...string) (*report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	full := append([]string{"watch", "-q", "--json", out}, args...)
+	cmd := exec.Command(rtscope, full...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	cmd.Stdout = &text
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		text.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "attached and tracking") {
+			ready()
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("rtscope %s: %v\n%s", strings.Join(full, " "), err, text.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	return &r, text.String()
 }
 
 func (r *report) task(t *testing.T, comm string) *task {

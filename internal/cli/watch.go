@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -116,6 +117,9 @@ func runWatch(args []string) int {
 	}
 	o.SLO = slo.Build(bounds)
 	o.Analyze = analyzer()
+	o.Ready = func() {
+		fmt.Fprintln(os.Stderr, "rtscope watch: attached and tracking; Ctrl-C to stop")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -137,5 +141,5 @@ func parseIDs(kind string, vals []string) ([]int, error) {
 	return out, nil
 }
 
-// analyzer returns the worst-case explainer, when the analysis package provides one.
-var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return nil }
+// analyzer returns the worst-case explainer (internal/analysis).
+var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return analysis.ForWatch() }

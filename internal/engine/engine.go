@@ -488,22 +488,55 @@ func (e *Engine) Stack(id uint32) ([]uint64, error) {
 	return out, nil
 }
 
-// MemoryBytes is the kernel memory of the engine's maps and programs, as the kernel reports it.
+// MemoryBytes is the kernel memory of the engine's maps and programs, as
+// the kernel reports it (memlock). Each map is counted once, although the
+// optional program collections share them.
 func (e *Engine) MemoryBytes() uint64 {
 	var total uint64
+	seen := map[ebpf.MapID]bool{}
+	add := func(m *ebpf.Map) {
+		info, err := m.Info()
+		if err != nil {
+			return
+		}
+		if id, ok := info.ID(); ok {
+			if seen[id] {
+				return
+			}
+			seen[id] = true
+		}
+		if v, ok := info.Memlock(); ok {
+			total += v
+		}
+	}
+	for _, m := range []*ebpf.Map{e.objs.Stats, e.objs.StatsZero, e.objs.SloById, e.objs.Cpus, e.objs.Counters,
+		e.objs.Flight, e.objs.Notices, e.objs.Stacks, e.objs.WantTid, e.objs.WantTgid, e.objs.WantComm, e.objs.Tasks} {
+		if m != nil {
+			add(m)
+		}
+	}
 	for _, c := range e.optional {
 		for _, m := range c.Maps {
-			if info, err := m.Info(); err == nil {
-				if v, ok := info.Memlock(); ok {
-					total += v
-				}
-			}
+			add(m)
 		}
 		for _, p := range c.Programs {
 			if info, err := p.Info(); err == nil {
 				if v, ok := info.Memlock(); ok {
 					total += v
 				}
+			}
+		}
+	}
+	for _, p := range []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate, e.objs.OnSchedFork,
+		e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename, e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry,
+		e.objs.OnHrtimerExpireExit, e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit,
+		e.objs.TrackExisting} {
+		if p == nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil {
+			if v, ok := info.Memlock(); ok {
+				total += v
 			}
 		}
 	}

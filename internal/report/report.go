@@ -75,7 +75,9 @@ type Counters struct {
 }
 
 // Hygiene counter names (enum rts_hygiene).
-var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations"}
+// The last three come from traces and /proc (internal/analysis), not from the engine.
+var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations",
+	"futex_waits_without_pi", "major_page_faults", "memory_not_locked"}
 
 // Metric is the summary of one metric of one task.
 type Metric struct {
@@ -149,6 +151,11 @@ func FromStats(s *engine.TaskStats) *Task {
 		t.Metrics[id.String()] = m
 	}
 	return t
+}
+
+// Placeholder is a task known from its start notice, before its statistics are read.
+func Placeholder(id uint64, tid uint32) *Task {
+	return &Task{TID: tid, id: id, Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
 }
 
 // ID is the engine's tracking id of the task.

@@ -112,6 +112,10 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 			fmt.Fprintf(w, "     verdict: %s\n", m.Verdict)
 		}
 		if withTraces {
+			// The analysis (internal/analysis) prints its own breakdown.
+			if a, ok := m.Analysis.(interface{ WriteText(io.Writer, string) }); ok {
+				a.WriteText(w, "     ")
+			}
 			WriteTrace(w, tr, "     ")
 		}
 	}

@@ -114,7 +114,7 @@ type Window struct {
 
 // contextBefore is how far before the window events are kept for context
 // (who was running when the window opened, the task's sleep): at most this
-// long, and only up to the last switch on each CPU.
+// long, and only back to the last switch on each CPU.
 const contextBefore = 50_000_000
 
 // raw is an undecoded event with its CPU ring position.
@@ -123,55 +123,89 @@ type raw struct {
 	seq uint64
 }
 
-// Cut copies the window out of the flight recorder rings. It reads every
-// CPU, keeps the CPUs the task used or was woken from, and the events naming
-// the task on any CPU. A ring that no longer reaches back to the window start
-// makes the trace truncated, with a note saying how much is missing.
-func Cut(src Source, w Window, names *Names) (*Trace, error) {
+// Snapshot is a copy of every CPU's ring, oldest event first, taken once and
+// used to cut any number of windows.
+type Snapshot struct {
+	cpus    [][]raw
+	wrapped []bool // the ring has been overwritten at least once
+}
+
+// Take copies the rings. Slots being rewritten while read are dropped (their
+// sequence number no longer matches).
+func Take(src Source) (*Snapshot, error) {
 	heads, err := src.Heads()
 	if err != nil {
 		return nil, err
 	}
 	n := uint64(src.FlightPerCPU())
+	sn := &Snapshot{}
+	for cpu := 0; cpu < len(heads) && cpu < src.NumCPU(); cpu++ {
+		head := heads[cpu]
+		first := uint64(0)
+		if head > n {
+			first = head - n
+		}
+		evs := make([]raw, 0, head-first)
+		for seq := first; seq < head; seq++ {
+			ev := src.FlightEvent(cpu, uint32(seq))
+			if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
+				continue
+			}
+			evs = append(evs, raw{ev, seq})
+		}
+		// Keep time order: a slot rewritten during the copy may hold a newer event.
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].seq < evs[j].seq })
+		sn.cpus = append(sn.cpus, evs)
+		sn.wrapped = append(sn.wrapped, head > n)
+	}
+	return sn, nil
+}
+
+// Learn feeds the names of every task seen in the snapshot to names.
+func (sn *Snapshot) Learn(names *Names) {
+	for _, evs := range sn.cpus {
+		for _, r := range evs {
+			names.learnOnly(r.Event)
+		}
+	}
+}
+
+// Cut copies one window out of the flight recorder (a fresh snapshot).
+func Cut(src Source, w Window, names *Names) (*Trace, error) {
+	sn, err := Take(src)
+	if err != nil {
+		return nil, err
+	}
+	sn.Learn(names)
+	return sn.Cut(w, names), nil
+}
+
+// Cut extracts a window: every CPU's events in [Start, End], plus context back
+// to the last switch before Start; the CPUs the task used or was woken from
+// are kept, and on other CPUs only the events naming the task. A ring that no
+// longer reaches back to the window start makes the trace truncated, with a
+// note saying so.
+func (sn *Snapshot) Cut(w Window, names *Names) *Trace {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd}
 	var all []raw
 	var missing []int
-	for cpu := 0; cpu < len(heads) && cpu < src.NumCPU(); cpu++ {
-		head := heads[cpu]
-		reachedStart := false
-		sawSwitchBefore := false
-		var oldest uint64
-		for seq := head; seq > 0 && head-seq < n; {
-			seq--
-			ev := src.FlightEvent(cpu, uint32(seq))
-			if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
-				break // overwritten while we read, or never written
+	for cpu, evs := range sn.cpus {
+		// First event after End, then walk back to the context before Start.
+		hi := sort.Search(len(evs), func(i int) bool { return evs[i].Ts > w.End })
+		lo := sort.Search(len(evs), func(i int) bool { return evs[i].Ts >= w.Start })
+		ctx := lo
+		for ctx > 0 && w.Start-evs[ctx-1].Ts <= contextBefore {
+			ctx--
+			if evs[ctx].Type == evSwitch {
+				break
 			}
-			oldest = ev.Ts
-			if ev.Ts > w.End {
-				names.learnOnly(ev)
-				continue
-			}
-			if ev.Ts < w.Start {
-				reachedStart = true
-				if sawSwitchBefore || w.Start-ev.Ts > contextBefore {
-					names.learnOnly(ev)
-					break
-				}
-				if ev.Type == evSwitch {
-					sawSwitchBefore = true
-				}
-			}
-			all = append(all, raw{ev, seq})
-			names.learnOnly(ev)
 		}
-		if !reachedStart && head > n {
+		if lo == 0 && sn.wrapped[cpu] && (len(evs) == 0 || evs[0].Ts > w.Start) {
 			missing = append(missing, cpu)
-			_ = oldest
 		}
+		all = append(all, evs[ctx:hi]...)
 	}
-	// Involved CPUs: where the window starts and ends, where the task ran.
 	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
 	for _, r := range all {
 		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
@@ -204,7 +238,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 	for _, r := range kept {
 		tr.Events = append(tr.Events, names.decode(r.Event, w.Start))
 	}
-	return tr, nil
+	return tr
 }
 
 func mentions(e engine.Event, tid uint32) bool {

@@ -40,17 +40,20 @@ type Options struct {
 	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) (verdict string, detail any)
 	// Ready is called once every existing target is tracked (before a launched command runs).
 	Ready func()
+	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
+	Stopped func(e *engine.Engine)
 }
 
 type session struct {
-	o       Options
-	eng     *engine.Engine
-	names   *trace.Names
-	tasks   map[uint64]*report.Task            // by tracking id, live and exited
-	traces  map[uint64]map[metric.ID]*trace.Trace // worst windows
-	final   map[uint64]bool                    // final report printed
-	lost    report.Lost
-	started time.Time
+	o        Options
+	eng      *engine.Engine
+	names    *trace.Names
+	tasks    map[uint64]*report.Task               // by tracking id, live and exited
+	traces   map[uint64]map[metric.ID]*trace.Trace // worst windows
+	final    map[uint64]bool                       // final report printed
+	lost     report.Lost
+	lostSeen uint64 // lost notices already swept for
+	started  time.Time
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -161,6 +164,9 @@ loop:
 			if err := s.poll(); err != nil {
 				return nil, err
 			}
+			if err := s.sweep(); err != nil {
+				return nil, err
+			}
 			if len(s.tasks) > 0 {
 				everTracked = true
 			}
@@ -189,6 +195,9 @@ loop:
 	if err := s.poll(); err != nil {
 		return nil, err
 	}
+	if err := s.sweep(); err != nil {
+		return nil, err
+	}
 	s.refresh()
 	rep := s.build()
 	for _, t := range rep.Tasks {
@@ -197,6 +206,9 @@ loop:
 		}
 	}
 	s.summary(rep)
+	if o.Stopped != nil {
+		o.Stopped(eng)
+	}
 	if o.JSONPath != "" {
 		if err := rep.WriteJSON(o.JSONPath); err != nil {
 			return rep, fmt.Errorf("writing %s: %w", o.JSONPath, err)
@@ -234,7 +246,10 @@ func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 	return true
 }
 
-// poll handles queued notices: new maxima (cut their windows) and exits (final reports).
+// poll handles queued notices: starts (new tasks), new maxima (cut their
+// windows, all from one snapshot of the rings) and exits (final reports).
+// Statistics are read only for exiting tasks here; the live table and the
+// periodic sweep read the others.
 func (s *session) poll() error {
 	ns, err := s.eng.Notices(time.Now())
 	if err != nil {
@@ -249,6 +264,10 @@ func (s *session) poll() error {
 	var exits []engine.Notice
 	for _, n := range ns {
 		switch n.Type {
+		case engine.NoticeTaskStart:
+			if _, ok := s.tasks[n.Id]; !ok {
+				s.tasks[n.Id] = report.Placeholder(n.Id, n.Tid)
+			}
 		case engine.NoticeNewMax:
 			k := key{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
@@ -259,24 +278,34 @@ func (s *session) poll() error {
 			exits = append(exits, n)
 		}
 	}
-	if s.eng.Tracing() {
-		for _, k := range order {
-			n := latest[k]
-			tr, err := trace.Cut(s.eng, trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid,
-				Value: n.Value, Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu)}, s.names)
-			if err != nil {
-				continue
+	if s.eng.Tracing() && len(order) > 0 {
+		snap, err := trace.Take(s.eng)
+		if err == nil {
+			snap.Learn(s.names)
+			for _, k := range order {
+				n := latest[k]
+				tr := snap.Cut(trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid, Value: n.Value,
+					Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu)}, s.names)
+				if s.traces[n.Id] == nil {
+					s.traces[n.Id] = map[metric.ID]*trace.Trace{}
+				}
+				s.traces[n.Id][metric.ID(n.Metric)] = tr
 			}
-			if s.traces[n.Id] == nil {
-				s.traces[n.Id] = map[metric.ID]*trace.Trace{}
-			}
-			s.traces[n.Id][metric.ID(n.Metric)] = tr
 		}
 	}
 	for _, n := range exits {
 		s.finish(n.Id)
 	}
-	// Exits whose notice was lost still show in the stats (exited flag).
+	return nil
+}
+
+// sweep finds what notices could not say (the notice ring was full): tasks
+// never announced, and exits never announced.
+func (s *session) sweep() error {
+	if s.eng.Counters()[engine.CounterNoticeLost] == s.lostSeen {
+		return nil
+	}
+	s.lostSeen = s.eng.Counters()[engine.CounterNoticeLost]
 	all, err := s.eng.AllStats()
 	if err != nil {
 		return err
@@ -284,7 +313,6 @@ func (s *session) poll() error {
 	for _, st := range all {
 		if _, ok := s.tasks[st.Id]; !ok {
 			s.tasks[st.Id] = report.FromStats(st)
-			s.names.SetComm(st.Tid, engine.CommString(st.Comm))
 		}
 		if st.Exited != 0 && !s.final[st.Id] {
 			s.finish(st.Id)
@@ -323,6 +351,7 @@ func (s *session) refresh() {
 			continue
 		}
 		t := report.FromStats(st)
+		s.names.SetComm(st.Tid, t.Comm)
 		s.attach(t)
 		s.tasks[st.Id] = t
 	}

@@ -1,0 +1,118 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func sampleStats() *engine.TaskStats {
+	s := &engine.TaskStats{Id: 3, Tid: 1234, Pid: 1230, Policy: 1, Prio: 19, RtPriority: 80,
+		CpusMask: 0b1011, NrCpusAllowed: 3, Exited: 1, Wakeups: 10, SwitchesVoluntary: 10,
+		TimerReleases: 9, NominalPeriod: 2000000}
+	copy(s.Comm[:], []int8{'c', 'o', 'n', 't', 'r', 'o', 'l'})
+	s.Hygiene[0] = 2
+	lat := &s.M[metric.Latency]
+	for _, v := range []uint64{5000, 7000, 9000, 30000} {
+		lat.Count++
+		lat.Sum += v
+		lat.Hist[metric.Bucket(v)]++
+	}
+	lat.Min, lat.Max, lat.Slo, lat.Violations = 5000, 30000, 20000, 1
+	return s
+}
+
+func TestFromStatsUnsetAndIdentity(t *testing.T) {
+	tk := FromStats(sampleStats())
+	if tk.Comm != "control" || tk.Sched != "FIFO 80" || tk.Priority == nil || *tk.Priority != 80 || tk.Nice != nil {
+		t.Errorf("identity: %+v", tk)
+	}
+	if tk.CPUs != "0-1,3" {
+		t.Errorf("cpus %q", tk.CPUs)
+	}
+	lat := tk.Metrics["latency"]
+	if *lat.MinNs != 5000 || *lat.MaxNs != 30000 || *lat.AvgNs != 12750 || *lat.SLONs != 20000 || *lat.Violations != 1 {
+		t.Errorf("latency %+v", lat)
+	}
+	cyc := tk.Metrics["cycle"]
+	if cyc.Count != 0 || cyc.MinNs != nil || cyc.AvgNs != nil || cyc.MaxNs != nil || cyc.P99Ns != nil ||
+		cyc.SLONs != nil || cyc.Violations != nil {
+		t.Errorf("a metric without samples must be unset: %+v", cyc)
+	}
+	if len(tk.Metrics) != int(metric.Count) {
+		t.Errorf("%d metrics, want all %d", len(tk.Metrics), metric.Count)
+	}
+}
+
+func TestJSONNullsAndNames(t *testing.T) {
+	r := &Report{Schema: Schema, Tasks: []*Task{FromStats(sampleStats())}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		t.Fatal(err)
+	}
+	task := generic["tasks"].([]any)[0].(map[string]any)
+	m := task["metrics"].(map[string]any)
+	for _, name := range metric.Names() {
+		if _, ok := m[name]; !ok {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	cyc := m["cycle"].(map[string]any)
+	for _, k := range []string{"min_ns", "avg_ns", "max_ns", "p50_ns", "p99_9_ns", "slo_ns", "violations", "worst"} {
+		if v, ok := cyc[k]; !ok || v != nil {
+			t.Errorf("cycle.%s = %v, want null", k, v)
+		}
+	}
+	if task["nice"] != nil || task["priority"].(float64) != 80 {
+		t.Errorf("priority/nice: %v %v", task["priority"], task["nice"])
+	}
+	if strings.Contains(string(b), "9223372036854775807") || strings.Contains(string(b), "18446744073709551615") {
+		t.Error("a sentinel value leaked into JSON")
+	}
+}
+
+func TestFinalTextGolden(t *testing.T) {
+	tk := FromStats(sampleStats())
+	exp := int64(-42000)
+	tk.Metrics["latency"].Worst = &trace.Trace{Metric: "latency", TID: 1234, Value: 30000, CPUs: []int{1}, Events: []trace.Event{
+		{T: -500, CPU: 1, Type: "switch", PrevTID: 1234, PrevComm: "control", PrevSched: "FIFO 80", PrevState: "S",
+			NextTID: 0, NextComm: "idle"},
+		{T: 0, CPU: 1, Type: "wakeup", TID: 1234, Comm: "control", Sched: "FIFO 80", TargetCPU: intp(1),
+			Waker: &trace.Waker{Kind: "timer", Function: "hrtimer_wakeup"}, ExpiryT: &exp},
+		{T: 1000, CPU: 1, Type: "switch", PrevTID: 0, PrevComm: "idle", PrevState: "R", NextTID: 99, NextComm: "hog",
+			NextSched: "FIFO 90"},
+		{T: 29000, CPU: 1, Type: "switch", PrevTID: 99, PrevComm: "hog", PrevSched: "FIFO 90", Preempted: true,
+			NextTID: 1234, NextComm: "control", NextSched: "FIFO 80"},
+	}}
+	tk.Metrics["latency"].Verdict = "priority misconfiguration: example"
+	var buf bytes.Buffer
+	Final(&buf, tk, true)
+	Live(&buf, []*Task{tk}, "1s")
+	golden := filepath.Join("testdata", "final.golden")
+	if *update {
+		os.WriteFile(golden, buf.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != string(want) {
+		t.Errorf("text report differs from %s (go test -update to accept):\n%s", golden, buf.String())
+	}
+}
+
+func intp(v int) *int { return &v }
