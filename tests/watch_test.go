@@ -338,3 +338,45 @@ func programIDs(pid int) []ebpf.ProgramID {
 	}
 	return ids
 }
+
+// --comm tracks tasks by name, including tasks that appear after watching began.
+func TestCommTracksLaterTasks(t *testing.T) {
+	var scen *exec.Cmd
+	r, text := watchUntilReady(t, func() {
+		scen = exec.Command(rtscope, "scenario", "run", "healthy-loop", "--duration", "1s", "-q")
+		if err := scen.Start(); err != nil {
+			t.Error(err)
+		}
+	}, "--comm", "control", "-d", "4s")
+	if scen != nil {
+		scen.Wait()
+	}
+	c := r.task(t, "control")
+	if n := c.metric(t, "cycle").Count; n < 300 {
+		t.Errorf("control tracked by name: %d cycles in 1 s of a 2 ms loop", n)
+	}
+	for _, tk := range r.Tasks {
+		if tk.Comm != "control" {
+			t.Errorf("task %s tracked without matching --comm", tk.Comm)
+		}
+	}
+	_ = text
+}
+
+// Without -q a live table is printed every interval.
+func TestLiveTable(t *testing.T) {
+	out, err := exec.Command(rtscope, "watch", "-i", "300ms", "--show", "control", "--",
+		rtscope, "scenario", "run", "healthy-loop", "--duration", "1500ms", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	if n := strings.Count(text, "rtscope watch: 1 task(s)"); n < 2 {
+		t.Errorf("%d live tables in 1.5 s at 300 ms:\n%s", n, text)
+	}
+	for _, want := range []string{"METRIC", "COUNT", "control", "FIFO 80", "latency", "times in us"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("live table lacks %q", want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -105,6 +106,11 @@ func Probe() error {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return errors.New("this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing): rtscope needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")
 	}
+	if _, err := os.Stat("/sys/fs/bpf"); err != nil {
+		if _, err := os.Stat("/proc/sys/kernel/bpf_stats_enabled"); err != nil {
+			return errors.New("this kernel has no BPF support (CONFIG_BPF_SYSCALL): rtscope cannot run on it")
+		}
+	}
 	if os.Geteuid() != 0 {
 		var hdr unix.CapUserHeader
 		var data [2]unix.CapUserData
@@ -131,6 +137,17 @@ func Load(cfg Config) (*Engine, error) {
 	}
 	if cfg.FlightPerCPU&(cfg.FlightPerCPU-1) != 0 {
 		return nil, fmt.Errorf("flight recorder size %d is not a power of two", cfg.FlightPerCPU)
+	}
+	if err := features.HaveMapType(ebpf.TaskStorage); err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return nil, errors.New("this kernel lacks BPF task storage, which rtscope needs (Linux 5.11 or later)")
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, errors.New("the kernel refused to create BPF maps (EPERM): run as root or with CAP_BPF and CAP_PERFMON")
+		}
+	}
+	if err := features.HaveMapType(ebpf.RingBuf); errors.Is(err, ebpf.ErrNotSupported) {
+		return nil, errors.New("this kernel lacks the BPF ring buffer, which rtscope needs (Linux 5.8 or later)")
 	}
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
