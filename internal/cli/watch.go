@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -141,4 +142,4 @@ func parseIDs(kind string, vals []string) ([]int, error) {
 }
 
 // analyzer returns the worst-case explainer (internal/analysis).
-var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return nil }
+var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return analysis.ForWatch() }

@@ -1,0 +1,592 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
+)
+
+// accountant sums the window into items.
+type accountant struct {
+	tl    *timelines
+	s     Subject
+	w     int64
+	items map[string]*Item
+	last  map[string]int64 // end of the last span of each item
+}
+
+func (a *accountant) add(it Item, from, to int64) *Item {
+	if to <= from {
+		return nil
+	}
+	key := it.Phase + "|" + it.key
+	x := a.items[key]
+	if x == nil {
+		it.FirstT = from
+		it.key = key
+		x = &it
+		a.items[key] = x
+	}
+	if a.last[key] != from || x.Spans == 0 {
+		x.Spans++
+	}
+	x.Ns += uint64(to - from)
+	a.last[key] = to
+	return x
+}
+
+func (a *accountant) thread(t *Thread) *Thread {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	if c.KPrio == kprioUnknown {
+		if k, ok := a.tl.threads[c.TID]; ok {
+			c = *k
+		}
+	}
+	return &c
+}
+
+// higher tells whether kernel prio a is strictly above b (deadline, -1, is above all).
+func higher(a, b int) bool { return a < b }
+
+func who(t *Thread) string {
+	if t == nil {
+		return "?"
+	}
+	if t.TID == 0 {
+		return "idle"
+	}
+	if t.Sched == "" {
+		return fmt.Sprintf("%s/%d", t.Comm, t.TID)
+	}
+	return fmt.Sprintf("%s/%d (%s)", t.Comm, t.TID, t.Sched)
+}
+
+func irqLabel(c *cpuCtx) string {
+	if c.irq == nil {
+		return "hard IRQ"
+	}
+	if c.irqName == "" {
+		return fmt.Sprintf("hard IRQ %d", *c.irq)
+	}
+	return fmt.Sprintf("hard IRQ %d %s", *c.irq, c.irqName)
+}
+
+func (a *accountant) wokeNames(c *cpuCtx) []string {
+	var out []string
+	for _, t := range c.woke {
+		out = append(out, fmt.Sprintf("%s/%d", c.wokeBy[t], t))
+	}
+	return out
+}
+
+func mergeNames(a, b []string) []string {
+	for _, n := range b {
+		dup := false
+		for _, m := range a {
+			dup = dup || m == n
+		}
+		if !dup && len(a) < 8 {
+			a = append(a, n)
+		}
+	}
+	return a
+}
+
+// ctxItem accounts [from, to) of a CPU context to the phase.
+func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
+	switch c.kind {
+	case ctxTask, ctxIdle:
+		if phase == PhaseRunning || (c.thr != nil && c.thr.TID == a.s.TID) {
+			a.add(Item{Phase: PhaseRunning, Kind: KindExecution, Label: "own execution", CPU: cpu, key: "exec"}, from, to)
+			return
+		}
+		if c.kind == ctxIdle {
+			if phase == PhaseRelease {
+				a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
+					Label: fmt.Sprintf("CPU %d idle when the timer expired (exit from idle)", cpu)}, from, to)
+			} else {
+				a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
+					Label: fmt.Sprintf("CPU %d idle (leaving the idle state, scheduling)", cpu)}, from, to)
+			}
+			return
+		}
+		t := a.thread(c.thr)
+		if phase == PhaseRelease {
+			a.add(Item{Phase: phase, Kind: KindIRQOff, CPU: cpu, Thread: t, key: fmt.Sprint("irqoff", t.TID),
+				Label: fmt.Sprintf("%s ran, timer interrupt not taken (interrupts off)", who(t))}, from, to)
+			return
+		}
+		kind, rel := KindBlocking, "lower or equal priority"
+		switch {
+		case t.KPrio == kprioUnknown:
+			rel = "priority unknown"
+		case higher(t.KPrio, a.s.KPrio):
+			kind, rel = KindInterference, "higher priority"
+		case t.KPrio == a.s.KPrio:
+			rel = "equal priority"
+		default:
+			rel = "lower priority"
+		}
+		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint(kind, t.TID),
+			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
+	case ctxHardIRQ:
+		it := a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, IRQ: c.irq, IRQName: c.irqName, HardIRQ: true,
+			key: fmt.Sprint("irq", deref(c.irq)), Label: irqLabel(c)}, from, to)
+		if it != nil {
+			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
+		}
+	case ctxTickGap:
+		a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, HardIRQ: true, key: "tick",
+			Label: "timer interrupt (between callbacks)"}, from, to)
+	case ctxTimer:
+		ctx := "softirq"
+		if c.hard {
+			ctx = "hard IRQ"
+		}
+		if c.wokeTID(a.s.TID) {
+			a.add(Item{Phase: phase, Kind: KindOwnTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard, key: "owntimer",
+				Label: fmt.Sprintf("its own timer callback %s (%s)", c.fn, ctx)}, from, to)
+			return
+		}
+		// One item per callback and what it woke: the one that spun is told apart.
+		woke := a.wokeNames(c)
+		it := a.add(Item{Phase: phase, Kind: KindTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard,
+			key: fmt.Sprint("timer", c.fn, c.hard, woke), Label: fmt.Sprintf("timer callback %s (%s)", c.fn, ctx)}, from, to)
+		if it != nil {
+			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
+		}
+	case ctxSoftIRQ:
+		it := a.add(Item{Phase: phase, Kind: KindSoftIRQ, CPU: cpu, Vec: c.vec, VecName: c.vecName,
+			key: fmt.Sprint("softirq", deref(c.vec)), Label: "softirq " + c.vecName}, from, to)
+		if it != nil {
+			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
+		}
+	default:
+		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: cpu, key: fmt.Sprint("unknown", cpu),
+			Label: fmt.Sprintf("CPU %d: no events recorded", cpu)}, from, to)
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func (a *accountant) onCPU(phase string, cpu int, from, to int64) {
+	if cpu < 0 {
+		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: -1, key: "unknown-cpu",
+			Label: "CPU unknown"}, from, to)
+		return
+	}
+	a.tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) { a.ctxItem(phase, cpu, f, t, c) })
+}
+
+func sleepReason(sg *taskSeg) string {
+	switch {
+	case sg.sleep != nil && sg.sleep.Reason != "":
+		return sg.sleep.Reason
+	case sg.state != "":
+		return "sleep (state " + sg.state + ")"
+	}
+	return "sleep"
+}
+
+func wakerLabel(w *trace.Waker) string {
+	if w == nil {
+		return "not woken in the window"
+	}
+	switch w.Kind {
+	case "task":
+		return "woken by " + who(&Thread{TID: w.TID, Comm: w.Comm, Sched: w.Sched})
+	case "hardirq":
+		s := fmt.Sprintf("woken by hard IRQ %d", deref(w.IRQ))
+		if w.IRQName != "" {
+			s += " " + w.IRQName
+		}
+		return s
+	case "softirq":
+		return "woken by softirq " + w.VecName
+	case "timer":
+		return "woken by its timer (" + w.Function + ")"
+	}
+	return "woken by " + w.Kind
+}
+
+func wakerKey(w *trace.Waker) string {
+	if w == nil {
+		return "none"
+	}
+	return fmt.Sprint(w.Kind, w.TID, deref(w.IRQ), deref(w.Vec), w.Function)
+}
+
+// blocked accounts a sleep: until its timer's expiry it is a sleep; from the
+// expiry to the wakeup it is the timer's release, on the timer's CPU.
+func (a *accountant) blocked(sg *taskSeg, from, to int64) {
+	reason := sleepReason(sg)
+	var w *trace.Waker
+	if sg.wake != nil {
+		w = sg.wake.Waker
+	}
+	if w != nil && w.Kind == "timer" && sg.wake.ExpiryT != nil {
+		exp := *sg.wake.ExpiryT
+		if e := min(to, exp); e > from {
+			kind, label := KindSleep, reason+", until its timer expired"
+			if a.s.Metric == "period" || a.s.Metric == "jitter" {
+				kind, label = KindPeriodSleep, reason+", until the next period's timer expired"
+			}
+			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: reason, Waker: w,
+				key: "sleep|" + kind + "|" + reason, Label: label}, from, e)
+		}
+		if s := max(from, exp); s < to {
+			cpu := sg.wake.CPU
+			a.tl.pieces(cpu, s, to, func(f, t int64, c *cpuCtx) { a.ctxItem(PhaseRelease, cpu, f, t, c) })
+		}
+		return
+	}
+	label := reason + ", " + wakerLabel(w)
+	key := "sleep|" + reason + "|" + wakerKey(w)
+	if w == nil && sg.missed {
+		label, key = reason+", its wakeup was not recorded", key+"|missed"
+	}
+	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, Waker: w, key: key, Label: label}, from, to)
+}
+
+// effective returns the subject as it was in the window: its priority from
+// its own events (it may have changed since, or been boosted).
+func effective(tr *trace.Trace, s Subject) (Subject, string) {
+	kprio, sched, found := 0, "", false
+	for i := range tr.Events {
+		e := &tr.Events[i]
+		var k int
+		var sc string
+		switch {
+		case e.Type == "wakeup" && e.TID == s.TID && e.Sched != "":
+			k, sc = e.KPrio, e.Sched
+		case e.Type == "switch" && e.NextTID == s.TID && e.NextSched != "":
+			k, sc = e.NextKPrio, e.NextSched
+		case e.Type == "switch" && e.PrevTID == s.TID && e.PrevSched != "":
+			k, sc = e.PrevKPrio, e.PrevSched
+		default:
+			continue
+		}
+		kprio, sched, found = k, sc, true
+		if e.T >= 0 {
+			break
+		}
+	}
+	if !found || (kprio == s.KPrio && sched == s.Sched) {
+		return s, ""
+	}
+	note := fmt.Sprintf("in this window the task ran as %s (it is %s now)", sched, s.Sched)
+	s.KPrio, s.Sched = kprio, sched
+	if f := strings.Fields(sched); len(f) > 0 {
+		s.Policy = f[0]
+	}
+	return s, note
+}
+
+// timerIRQRelease describes the release of a timer-irq window, which ends at
+// the callback's entry, before the wakeup.
+func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Release {
+	var entry *trace.Event
+	for i := range tr.Events {
+		e := &tr.Events[i]
+		if e.Type == "timer_entry" && e.T <= w && e.ExpiryT != nil && *e.ExpiryT == 0 {
+			entry = e
+		}
+	}
+	if entry == nil {
+		return nil
+	}
+	d := entry.T
+	r := Release{Where: "start", ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
+	r.CPUState, r.Task = cpuState(tl, s, entry.CPU, 0, entry.T)
+	return []Release{r}
+}
+
+// explain is Explain with a given preemption model (tests).
+func explain(tr *trace.Trace, s Subject, model string) *Result {
+	if s.Metric == "" {
+		s.Metric = tr.Metric
+	}
+	w := int64(0)
+	if tr.End > tr.Start {
+		w = int64(tr.End - tr.Start)
+	}
+	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: model}
+	if tr.Truncated {
+		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
+	}
+	s, note := effective(tr, s)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	tl := build(tr.Events)
+	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}}
+	segs, migs := tl.taskTimeline(s.TID)
+	for _, sg := range segs {
+		if sg.missed && sg.to > 0 && sg.from < w {
+			res.Notes = append(res.Notes, fmt.Sprintf("events of the task were not recorded: it ran at %s us with no wakeup or switch-in before",
+				units.UsFine(sg.to)))
+			break
+		}
+	}
+	// What the events cannot tell about the start comes from the metric:
+	// the windows open on a wakeup (runnable), a timer expiry (asleep) or a
+	// handler entry (running).
+	if segs[0].st == stUnknown {
+		switch s.Metric {
+		case "timer-irq", "timer-thread", "timer-user":
+			segs[0].st = stBlocked
+		case "handler":
+			segs[0].st = stRunning
+		default:
+			segs[0].st = stRunnable
+		}
+		if segs[0].cpu < 0 {
+			segs[0].cpu = tr.CPUStart
+		}
+	}
+	// A timer window opens at the expiry: a sleep running into it is the
+	// release even when its wakeup is past the window's end (timer-irq).
+	if strings.HasPrefix(s.Metric, "timer-") {
+		for i := range segs {
+			sg := &segs[i]
+			if sg.st == stBlocked && sg.from <= 0 && sg.to > 0 && (sg.wake == nil || sg.wake.Waker == nil || sg.wake.Waker.Kind != "timer") {
+				zero := int64(0)
+				cpu := tr.CPUEnd
+				sg.wake = &trace.Event{Type: "wakeup", T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
+					Waker: &trace.Waker{Kind: "timer"}}
+			}
+		}
+	}
+	for i := range segs {
+		sg := &segs[i]
+		from, to := max(sg.from, 0), min(sg.to, w)
+		if from >= to {
+			continue
+		}
+		switch sg.st {
+		case stRunning:
+			a.onCPU(PhaseRunning, sg.cpu, from, to)
+		case stRunnable:
+			a.onCPU(PhaseRunnable, sg.cpu, from, to)
+		case stBlocked:
+			a.blocked(sg, from, to)
+		case stExited:
+			a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, key: "exited", Label: "exited"}, from, to)
+		default:
+			a.add(Item{Phase: PhaseRunnable, Kind: KindUnknown, CPU: sg.cpu, key: "unknown-state",
+				Label: "state unknown (no event of the task)"}, from, to)
+		}
+	}
+	for _, m := range migs {
+		if m.T >= 0 && m.T <= w {
+			res.Migrations = append(res.Migrations, m)
+		}
+	}
+	res.Breakdown = a.finish()
+	for _, it := range res.Breakdown {
+		switch it.Phase {
+		case PhaseRelease:
+			res.PhaseNs.Release += it.Ns
+		case PhaseRunnable:
+			res.PhaseNs.Runnable += it.Ns
+		case PhaseRunning:
+			res.PhaseNs.Running += it.Ns
+		case PhaseBlocked:
+			res.PhaseNs.Blocked += it.Ns
+		}
+	}
+	res.Releases = releases(tl, s, segs, w)
+	if s.Metric == "timer-irq" {
+		res.Releases = timerIRQRelease(tl, s, tr, w)
+	}
+	rt := isRT(s)
+	for _, e := range tr.Events {
+		if e.Type == "sleep" && e.TID == s.TID && e.T >= 0 && e.T <= w && strings.HasPrefix(e.Reason, "futex wait") && rt {
+			res.FutexWaitsNoPI++
+		}
+	}
+	verdict(res, tl, s, segs)
+	return res
+}
+
+// isRT: a real-time priority (including a boosted normal task).
+func isRT(s Subject) bool { return s.KPrio >= -1 && s.KPrio < 100 }
+
+var phaseOrder = map[string]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
+
+// finish orders the items (by phase, then time) and gives them percentages
+// that add up to exactly 100.0 (largest remainder on tenths).
+func (a *accountant) finish() []Item {
+	var out []Item
+	for _, it := range a.items {
+		if it.Thread != nil {
+			a.attachStack(it)
+		}
+		out = append(out, *it)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if phaseOrder[out[i].Phase] != phaseOrder[out[j].Phase] {
+			return phaseOrder[out[i].Phase] < phaseOrder[out[j].Phase]
+		}
+		if out[i].Ns != out[j].Ns {
+			return out[i].Ns > out[j].Ns
+		}
+		return out[i].key < out[j].key
+	})
+	var total uint64
+	for _, it := range out {
+		total += it.Ns
+	}
+	if total == 0 {
+		return out
+	}
+	tenths := make([]int64, len(out))
+	rem := make([]float64, len(out))
+	sum := int64(0)
+	for i, it := range out {
+		exact := float64(it.Ns) * 1000 / float64(total)
+		tenths[i] = int64(math.Floor(exact))
+		rem[i] = exact - float64(tenths[i])
+		sum += tenths[i]
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return rem[idx[x]] > rem[idx[y]] })
+	for k := 0; sum < 1000 && k < len(idx); k++ {
+		tenths[idx[k]]++
+		sum++
+	}
+	for i := range out {
+		out[i].Percent = float64(tenths[i]) / 10
+	}
+	return out
+}
+
+// attachStack adds the thread's kernel stack sampled while it ran in the item's span.
+func (a *accountant) attachStack(it *Item) {
+	s, ok := a.tl.stackFor(it.Thread.TID, it.FirstT, a.last[it.key])
+	if !ok {
+		return
+	}
+	it.Thread.Sampled = true
+	it.Thread.Stack = s.Stack
+	it.Thread.UserSpace = len(s.Stack) == 0
+}
+
+// releases describes the task's timer wakeups that open or close the window.
+func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
+	var out []Release
+	for i := range segs {
+		wk := segs[i].wake
+		if wk == nil || wk.Waker == nil || wk.Waker.Kind != "timer" || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
+			continue
+		}
+		where := "window"
+		switch {
+		case wk.T == 0 || *wk.ExpiryT == 0:
+			where = "start"
+		case wk.T == w:
+			where = "end"
+		}
+		wake := wk.T - *wk.ExpiryT
+		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: "unknown"}
+		if entry := callbackEntry(tl.events, wk); entry != nil {
+			d, c := entry.T-*wk.ExpiryT, wk.T-entry.T
+			r.IRQDelayNs, r.CallbackNs = &d, &c
+			r.CPUState, r.Task = cpuState(tl, s, wk.CPU, *wk.ExpiryT, entry.T)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// callbackEntry finds the timer_entry of the callback in which wk happened.
+func callbackEntry(events []trace.Event, wk *trace.Event) *trace.Event {
+	at := -1
+	for i := range events {
+		if &events[i] == wk {
+			at = i
+			break
+		}
+	}
+	depth := 0
+	for i := at - 1; i >= 0; i-- {
+		e := &events[i]
+		if e.CPU != wk.CPU {
+			continue
+		}
+		switch e.Type {
+		case "timer_exit":
+			depth++
+		case "timer_entry":
+			if depth == 0 {
+				return e
+			}
+			depth--
+		case "switch":
+			return nil
+		}
+	}
+	return nil
+}
+
+// cpuState names what a CPU did over [from, to): the context that took most of it.
+func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (string, *Thread) {
+	if to <= from {
+		return "none (no delay)", nil
+	}
+	by := map[string]int64{}
+	var thr *Thread
+	var thrNs int64
+	tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) {
+		switch c.kind {
+		case ctxIdle:
+			by["idle"] += t - f
+		case ctxTask:
+			by["task (interrupts off)"] += t - f
+			if t-f > thrNs {
+				thr, thrNs = c.thr, t-f
+			}
+		case ctxHardIRQ, ctxTickGap:
+			by["hard IRQ"] += t - f
+		case ctxTimer:
+			if c.hard {
+				by["hard IRQ"] += t - f
+			} else {
+				by["softirq"] += t - f
+			}
+		case ctxSoftIRQ:
+			by["softirq"] += t - f
+		default:
+			by["unknown"] += t - f
+		}
+	})
+	best, bestNs := "unknown", int64(-1)
+	for _, k := range []string{"idle", "hard IRQ", "softirq", "task (interrupts off)", "unknown"} {
+		if by[k] > bestNs {
+			best, bestNs = k, by[k]
+		}
+	}
+	if best != "task (interrupts off)" {
+		thr = nil
+	}
+	if thr != nil {
+		c := *thr
+		thr = &c
+	}
+	return best, thr
+}

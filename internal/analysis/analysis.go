@@ -1,0 +1,171 @@
+// Package analysis explains a worst-case window automatically: it accounts
+// every nanosecond of the window to exactly one cause (the task's own
+// execution, what ran instead of it on its CPU, IRQs, softirqs, timer
+// callbacks, the timer's release, sleeps and who ended them) and names the
+// dominant cause in a verdict with its evidence, the way the origin paper
+// reads traces by hand (section 6) and rtla timerlat's auto-analysis does for
+// its own threads. `rtscope watch` calls it for every worst case; `rtscope
+// timerlat` can call Explain on the window of a stop.
+package analysis
+
+import (
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Subject is the task whose window is explained.
+type Subject struct {
+	TID    uint32
+	Comm   string
+	Policy string // FIFO, RR, OTHER, BATCH, IDLE, DEADLINE
+	// KPrio is the kernel priority: 0..98 real-time (lower is higher),
+	// 100..139 normal, -1 deadline.
+	KPrio int
+	Sched string // as printed, e.g. "FIFO 80"
+	// Metric names the window (latency, timer-irq, timer-thread, timer-user,
+	// response, cycle, period, jitter, handler); it defaults to tr.Metric.
+	Metric string
+	// NominalPeriod (ns) of a periodic task, 0 when unknown (period, jitter).
+	NominalPeriod uint64
+}
+
+// Phases of the window an item belongs to.
+const (
+	PhaseRelease  = "release"  // timer expiry -> the wakeup (the timer interrupt and its callback)
+	PhaseRunnable = "runnable" // woken or preempted, waiting for its CPU
+	PhaseRunning  = "running"  // on its CPU
+	PhaseBlocked  = "blocked"  // sleeping
+)
+
+// Kinds of item: what the time went to.
+const (
+	KindExecution    = "execution"    // the task itself
+	KindInterference = "interference" // a higher-priority thread ran instead
+	KindBlocking     = "blocking"     // a lower- or equal-priority thread kept the CPU
+	KindIdle         = "idle"         // the CPU was idle: leaving the idle state, scheduling
+	KindHardIRQ      = "hardirq"      // an IRQ handler, the timer interrupt itself
+	KindTimer        = "timer"        // another timer's callback (hard IRQ or softirq)
+	KindOwnTimer     = "own-timer"    // the callback of the task's own timer
+	KindSoftIRQ      = "softirq"      // a softirq vector
+	KindIRQOff       = "irq-off"      // a task ran while the timer interrupt was pending: interrupts off
+	KindSleep        = "sleep"        // the task slept
+	KindPeriodSleep  = "period-sleep" // the task slept until its next period: expected
+	KindUnknown      = "unknown"      // no events tell (CPU not recorded, truncated trace)
+)
+
+// Thread is a task seen in the window.
+type Thread struct {
+	TID   uint32 `json:"tid"`
+	Comm  string `json:"comm"`
+	Sched string `json:"sched,omitempty"`
+	KPrio int    `json:"kprio"`
+	// Stack is a kernel stack sampled while it ran in the window (innermost
+	// first); UserSpace tells a sample found it in user space.
+	Stack     []string `json:"stack,omitempty"`
+	UserSpace bool     `json:"user_space,omitempty"`
+	Sampled   bool     `json:"sampled"` // a stack sample exists
+}
+
+// Item is one cause of the window and the time it took.
+type Item struct {
+	Phase   string  `json:"phase"`
+	Kind    string  `json:"kind"`
+	Label   string  `json:"label"`
+	Ns      uint64  `json:"ns"`
+	Percent float64 `json:"percent"`
+	CPU     int     `json:"cpu"`        // -1: not on a CPU (sleeping)
+	FirstT  int64   `json:"first_t_ns"` // relative to the window start
+	Spans   int     `json:"spans"`      // separate intervals summed
+
+	Thread   *Thread      `json:"thread,omitempty"` // interference, blocking, irq-off
+	IRQ      *int         `json:"irq,omitempty"`
+	IRQName  string       `json:"irq_name,omitempty"`
+	Vec      *int         `json:"vec,omitempty"`
+	VecName  string       `json:"vec_name,omitempty"`
+	Function string       `json:"function,omitempty"` // timer callbacks
+	HardIRQ  bool         `json:"hardirq,omitempty"`
+	Woke     []string     `json:"woke,omitempty"`   // timer callbacks, IRQs: the tasks they woke
+	Reason   string       `json:"reason,omitempty"` // sleeps
+	Waker    *trace.Waker `json:"waker,omitempty"`  // sleeps: who ended it (null: not in the window)
+
+	key string
+}
+
+// Release describes a timer release of the task: expiry -> its timer
+// callback (the IRQ handler delay) -> the wakeup.
+type Release struct {
+	Where      string `json:"where"`       // "start" (opens the window) or "end" (closes it)
+	ExpiryT    int64  `json:"expiry_t_ns"` // relative to the window start
+	CPU        int    `json:"cpu"`
+	IRQDelayNs *int64 `json:"irq_delay_ns"` // expiry -> callback entry; null when the entry is not in the trace
+	CallbackNs *int64 `json:"callback_ns"`  // callback entry -> the wakeup
+	WakeupNs   *int64 `json:"wakeup_ns"`    // expiry -> the wakeup; null when past the window (timer-irq)
+	// CPUState says what the CPU did between the expiry and the callback:
+	// idle, hard IRQ, softirq, task (interrupts off), or unknown.
+	CPUState string  `json:"cpu_state"`
+	Task     *Thread `json:"task,omitempty"` // the task that ran meanwhile, if any
+}
+
+// Migration of the task between CPUs in the window.
+type Migration struct {
+	T    int64 `json:"t_ns"`
+	From int   `json:"from_cpu"`
+	To   int   `json:"to_cpu"`
+}
+
+// Inversion is the evidence of a priority inversion: the task slept on a
+// futex until Owner (lower priority) released it, while Owner was runnable
+// but preempted by Preempters of a priority between the two.
+type Inversion struct {
+	Owner       Thread    `json:"owner"`
+	BlockedNs   uint64    `json:"blocked_ns"`       // the task's wait
+	OwnerRunNs  uint64    `json:"owner_running_ns"` // owner on CPU (its critical section)
+	OwnerWaitNs uint64    `json:"owner_preempted_by_middle_ns"`
+	OwnerHighNs uint64    `json:"owner_preempted_by_higher_ns"` // by tasks above the waiter: interference, not inversion
+	OwnerOther  uint64    `json:"owner_other_ns"`               // sleeping, idle CPU, IRQs, unknown
+	Preempters  []*Thread `json:"preempters"`                   // middle-priority tasks, most time first
+	PreempterNs []uint64  `json:"preempter_ns"`
+	PI          bool      `json:"priority_inheritance"`
+	Inverted    bool      `json:"inverted"` // the verdict: an unbounded inversion happened
+}
+
+// Result is the analysis of one window.
+type Result struct {
+	Metric   string `json:"metric"`
+	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it
+	ValueNs  uint64 `json:"value_ns"`  // the metric's value (differs from the window for jitter)
+	// Cause is the dominant cause, for machines: execution, interference,
+	// priority-misconfiguration, cpu-hog, blocking, non-preemptible,
+	// priority-inversion, internal-blocking, hardirq, softirq, irq-off,
+	// exit-from-idle, migration, release, inconclusive.
+	Cause   string `json:"cause"`
+	Verdict string `json:"verdict"`
+	// Breakdown: every nanosecond of the window, each in one item, percentages adding up to 100.
+	Breakdown      []Item      `json:"breakdown"`
+	PhaseNs        PhaseTotals `json:"phase_ns"`
+	Releases       []Release   `json:"releases,omitempty"`
+	BlockingThread *Thread     `json:"blocking_thread,omitempty"` // what ran when the task should have
+	Inversion      *Inversion  `json:"priority_inversion,omitempty"`
+	Migrations     []Migration `json:"migrations,omitempty"`
+	RuledOut       []string    `json:"ruled_out,omitempty"`
+	// Preemption is the kernel's preemption model (none, voluntary, full,
+	// lazy, rt), empty when it cannot be read.
+	Preemption string `json:"preemption_model"`
+	// FutexWaitsNoPI counts the task's futex waits without priority
+	// inheritance in the window (an RT task only).
+	FutexWaitsNoPI int      `json:"futex_waits_without_pi"`
+	Notes          []string `json:"notes,omitempty"`
+}
+
+// PhaseTotals are the time of the window per phase.
+type PhaseTotals struct {
+	Release  uint64 `json:"release"`
+	Runnable uint64 `json:"runnable"`
+	Running  uint64 `json:"running"`
+	Blocked  uint64 `json:"blocked"`
+}
+
+// Explain analyses the window tr of the task s. It never fails: what the
+// events cannot tell is accounted as unknown and said in the verdict.
+func Explain(tr *trace.Trace, s Subject) *Result {
+	return explain(tr, s, PreemptionModel())
+}

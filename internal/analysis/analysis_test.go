@@ -1,0 +1,643 @@
+package analysis
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Synthetic windows: events written by hand, as internal/trace decodes them.
+
+type th struct {
+	tid   uint32
+	comm  string
+	sched string
+	kprio int
+}
+
+var (
+	idle       = th{0, "idle", "", 120}
+	control    = th{100, "control", "FIFO 80", 19}
+	background = th{101, "background", "FIFO 90", 9}
+	hog        = th{102, "hog", "FIFO 90", 9}
+	inject     = th{103, "preempt-inject", "OTHER nice 0", 120}
+	taskH      = th{110, "task-H", "FIFO 90", 9}
+	taskM      = th{111, "task-M", "FIFO 50", 49}
+	taskL      = th{112, "task-L", "FIFO 10", 89}
+	taskLBoost = th{112, "task-L", "FIFO 90", 9}
+	notifier   = th{120, "notifier", "FIFO 1", 98}
+	other      = th{130, "editor", "OTHER nice 0", 120}
+	peer       = th{131, "peer", "FIFO 80", 19}
+)
+
+func ip(v int) *int       { return &v }
+func i64(v int64) *int64  { return &v }
+func us1(v float64) int64 { return int64(v * 1000) }
+
+func sw(t int64, cpu int, prev th, state string, next th) trace.Event {
+	e := trace.Event{T: t, CPU: cpu, Type: "switch", PrevTID: prev.tid, PrevComm: prev.comm, PrevSched: prev.sched,
+		PrevKPrio: prev.kprio, PrevState: state, NextTID: next.tid, NextComm: next.comm, NextSched: next.sched, NextKPrio: next.kprio}
+	e.Preempted = state == "R+"
+	return e
+}
+
+func wakeTimer(t int64, cpu int, who th, expiry int64) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "wakeup", TID: who.tid, Comm: who.comm, Sched: who.sched, KPrio: who.kprio,
+		TargetCPU: ip(cpu), ExpiryT: i64(expiry), Waker: &trace.Waker{Kind: "timer", Function: "hrtimer_wakeup"}}
+}
+
+func wakeBy(t int64, cpu int, who th, by th) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "wakeup", TID: who.tid, Comm: who.comm, Sched: who.sched, KPrio: who.kprio,
+		TargetCPU: ip(cpu), Waker: &trace.Waker{Kind: "task", TID: by.tid, Comm: by.comm, Sched: by.sched, KPrio: by.kprio}}
+}
+
+func timerIn(t int64, cpu int, fn string, expiry int64) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "timer_entry", Function: fn, HardIRQ: true, ExpiryT: i64(expiry)}
+}
+
+func timerOut(t int64, cpu int, fn string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "timer_exit", Function: fn, HardIRQ: true}
+}
+
+func sleep(t int64, cpu int, who th, reason string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "sleep", TID: who.tid, Comm: who.comm, State: "S", Reason: reason}
+}
+
+func stack(t int64, cpu int, who th, waiting th, frames ...string) trace.Event {
+	e := trace.Event{T: t, CPU: cpu, Type: "stack", TID: who.tid, Comm: who.comm, WaitingTID: waiting.tid, Stack: frames}
+	if len(frames) == 0 {
+		e.Reason = "user space"
+	}
+	return e
+}
+
+func irqIn(t int64, cpu, irq int, name string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "irq_entry", IRQ: ip(irq), IRQName: name}
+}
+
+func irqOut(t int64, cpu, irq int, name string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "irq_exit", IRQ: ip(irq), IRQName: name}
+}
+
+func softIn(t int64, cpu, vec int, name string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "softirq_entry", Vec: ip(vec), VecName: name}
+}
+
+func softOut(t int64, cpu, vec int, name string) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "softirq_exit", Vec: ip(vec), VecName: name}
+}
+
+func window(metric string, subj th, w int64, evs ...trace.Event) *trace.Trace {
+	return &trace.Trace{Metric: metric, TID: subj.tid, Value: uint64(w), Start: 1_000_000_000, End: 1_000_000_000 + uint64(w),
+		CPUStart: 1, CPUEnd: 1, CPUs: []int{1}, Events: evs}
+}
+
+func subject(t th, metric string) Subject {
+	pol := strings.Fields(t.sched)[0]
+	return Subject{TID: t.tid, Comm: t.comm, Policy: pol, KPrio: t.kprio, Sched: t.sched, Metric: metric}
+}
+
+// checkSums: the items add up to the window, the percentages to 100.0.
+func checkSums(t *testing.T, r *Result) {
+	t.Helper()
+	var ns uint64
+	var tenths int64
+	for _, it := range r.Breakdown {
+		ns += it.Ns
+		tenths += int64(it.Percent*10 + 0.5)
+	}
+	if ns != r.WindowNs {
+		t.Errorf("items add up to %d ns, window is %d ns:\n%s", ns, r.WindowNs, dump(r))
+	}
+	if len(r.Breakdown) > 0 && tenths != 1000 {
+		t.Errorf("percentages add up to %.1f%%:\n%s", float64(tenths)/10, dump(r))
+	}
+	p := r.PhaseNs
+	if p.Release+p.Runnable+p.Running+p.Blocked != r.WindowNs {
+		t.Errorf("phase totals %+v do not add up to %d", p, r.WindowNs)
+	}
+}
+
+func dump(r *Result) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "cause %s: %s\n", r.Cause, r.Verdict)
+	r.WriteText(&b, "  ")
+	return b.String()
+}
+
+func item(r *Result, phase, kind string, tid uint32) *Item {
+	for i := range r.Breakdown {
+		it := &r.Breakdown[i]
+		if it.Phase == phase && it.Kind == kind && (tid == 0 || (it.Thread != nil && it.Thread.TID == tid)) {
+			return it
+		}
+	}
+	return nil
+}
+
+func wantCause(t *testing.T, r *Result, cause string, words ...string) {
+	t.Helper()
+	if r.Cause != cause {
+		t.Errorf("cause %q, want %q:\n%s", r.Cause, cause, dump(r))
+	}
+	for _, w := range words {
+		if !strings.Contains(r.Verdict, w) {
+			t.Errorf("verdict lacks %q: %s", w, r.Verdict)
+		}
+	}
+}
+
+// Case 6.1 of the origin paper: a FIFO 90 task runs through the wait of a FIFO 80 one.
+func TestPriorityMisconfiguration(t *testing.T) {
+	tr := window("latency", control, us1(2000),
+		sw(us1(-100), 1, idle, "R", background),
+		timerIn(us1(-2), 1, "hrtimer_wakeup", us1(-10)),
+		wakeTimer(0, 1, control, us1(-10)),
+		timerOut(us1(3), 1, "hrtimer_wakeup"),
+		sleep(us1(2000), 1, background, "timer sleep (nanosleep)"),
+		sw(us1(2000), 1, background, "S", control),
+	)
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "priority misconfiguration", "background/101 (FIFO 90)", "1997.0 us", "FIFO 80", "CPU 1")
+	if it := item(r, PhaseRunnable, KindInterference, background.tid); it == nil || it.Ns != uint64(us1(1997)) {
+		t.Errorf("interference item: %+v", it)
+	}
+	if it := item(r, PhaseRunnable, KindOwnTimer, 0); it == nil || it.Ns != uint64(us1(3)) {
+		t.Errorf("own timer callback item: %+v", it)
+	}
+	if r.BlockingThread == nil || r.BlockingThread.TID != background.tid {
+		t.Errorf("blocking thread %+v", r.BlockingThread)
+	}
+	if len(r.Releases) != 1 || r.Releases[0].Where != "start" || *r.Releases[0].IRQDelayNs != us1(8) {
+		t.Errorf("release %+v", r.Releases)
+	}
+	if !strings.Contains(strings.Join(r.RuledOut, ","), "hard IRQs") || !strings.Contains(strings.Join(r.RuledOut, ","), "migration (stayed on CPU 1)") {
+		t.Errorf("ruled out: %v", r.RuledOut)
+	}
+}
+
+// A non-RT task kept off its CPU by an RT one: starvation, not misconfiguration.
+func TestStarvationOfNormalTask(t *testing.T) {
+	tr := window("latency", other, us1(5000),
+		sw(us1(-10), 1, idle, "R", hog),
+		wakeBy(0, 1, other, hog),
+		sw(us1(5000), 1, hog, "S", other),
+	)
+	r := explain(tr, subject(other, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "cpu-hog", "CPU hog / starvation", "hog/102")
+}
+
+// Case: the timer's interrupt is held up by another hard-IRQ callback (irq-noise).
+func TestHardIRQNoiseOnTimerIRQ(t *testing.T) {
+	injector := th{140, "irq-inject", "FIFO 1", 98}
+	tr := window("timer-irq", control, us1(2940),
+		sw(us1(-900), 1, control, "S", idle),
+		timerIn(us1(-70), 1, "hrtimer_wakeup", us1(-100)),
+		wakeTimer(us1(2930), 1, injector, us1(-100)),
+		timerOut(us1(2935), 1, "hrtimer_wakeup"),
+		timerIn(us1(2940), 1, "hrtimer_wakeup", 0),
+	)
+	r := explain(tr, subject(control, "timer-irq"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "hardirq", "hard-IRQ noise", "2940.0 us late", "irq-inject/140", "CPU 1")
+	if r.PhaseNs.Release != r.WindowNs {
+		t.Errorf("a timer-irq window is all release: %+v", r.PhaseNs)
+	}
+	if len(r.Releases) != 1 || *r.Releases[0].IRQDelayNs != us1(2940) || r.Releases[0].CPUState != "hard IRQ" {
+		t.Errorf("release %+v", r.Releases)
+	}
+}
+
+// The timer interrupt arrives late while the CPU is idle: exit from idle.
+func TestExitFromIdle(t *testing.T) {
+	tr := window("timer-irq", control, us1(250),
+		sw(us1(-800), 1, control, "S", idle),
+		timerIn(us1(250), 1, "hrtimer_wakeup", 0),
+	)
+	r := explain(tr, subject(control, "timer-irq"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "exit-from-idle", "exit from idle", "idle when the timer expired")
+}
+
+// The timer interrupt arrives late while a task runs with no other event: interrupts off.
+func TestInterruptsOff(t *testing.T) {
+	tr := window("timer-thread", control, us1(3360),
+		sw(us1(-800), 1, control, "S", other),
+		timerIn(us1(3350), 1, "hrtimer_wakeup", 0),
+		wakeTimer(us1(3354), 1, control, 0),
+		timerOut(us1(3356), 1, "hrtimer_wakeup"),
+		sw(us1(3360), 1, other, "R+", control),
+	)
+	r := explain(tr, subject(control, "timer-thread"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "irq-off", "interrupts were disabled", "editor/130")
+	if it := item(r, PhaseRelease, KindIRQOff, other.tid); it == nil || it.Ns != uint64(us1(3350)) {
+		t.Errorf("irq-off item %+v", it)
+	}
+}
+
+func preemptOffTrace(frames ...string) *trace.Trace {
+	return window("latency", control, us1(3000),
+		sw(us1(-60), 1, idle, "R", inject),
+		timerIn(us1(-1), 1, "hrtimer_wakeup", us1(-20)),
+		wakeTimer(0, 1, control, us1(-20)),
+		timerOut(us1(2), 1, "hrtimer_wakeup"),
+		timerIn(us1(1500), 1, "tick_nohz_handler", us1(1490)),
+		stack(us1(1500), 1, inject, control, frames...),
+		timerOut(us1(1510), 1, "tick_nohz_handler"),
+		sw(us1(3000), 1, inject, "R+", control),
+	)
+}
+
+// A SCHED_OTHER task in the kernel keeps a FIFO 80 task off its CPU.
+func TestNonPreemptibleSection(t *testing.T) {
+	r := explain(preemptOffTrace("bpf_test_run", "bpf_prog_test_run_raw_tp", "__sys_bpf"), subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "non-preemptible", "non-preemptible kernel section", "woken on time", "preempt-inject/103",
+		"preempt=none", "bpf_test_run <- bpf_prog_test_run_raw_tp")
+	if it := item(r, PhaseRunnable, KindBlocking, inject.tid); it == nil || it.Ns != uint64(us1(2998-10)) {
+		t.Errorf("blocking item %+v", it)
+	}
+	if it := item(r, PhaseRunnable, KindTimer, 0); it == nil || it.Ns != uint64(us1(10)) || it.Function != "tick_nohz_handler" {
+		t.Errorf("tick item %+v", it)
+	}
+	if b := r.BlockingThread; b == nil || b.TID != inject.tid || len(b.Stack) != 3 || b.UserSpace {
+		t.Errorf("blocking thread %+v", b)
+	}
+	// The same with a fully preemptible kernel, and with an unknown model.
+	r = explain(preemptOffTrace("bpf_test_run"), subject(control, "latency"), "full")
+	wantCause(t, r, "non-preemptible", "with preemption disabled")
+	r = explain(preemptOffTrace("bpf_test_run"), subject(control, "latency"), "")
+	wantCause(t, r, "non-preemptible", "the preemption model is unknown")
+}
+
+// The same wait with the blocker sampled in user space is not a kernel section.
+func TestLowerPriorityInUserSpace(t *testing.T) {
+	r := explain(preemptOffTrace(), subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "blocking", "in user space", "fair server")
+	if b := r.BlockingThread; b == nil || !b.UserSpace || !b.Sampled {
+		t.Errorf("blocking thread %+v", b)
+	}
+}
+
+// SCHED_FIFO never preempts an equal priority.
+func TestEqualPriority(t *testing.T) {
+	tr := window("latency", control, us1(1000),
+		sw(us1(-10), 1, idle, "R", peer),
+		wakeBy(0, 1, control, peer),
+		sw(us1(1000), 1, peer, "S", control),
+	)
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "blocking", "equal-priority", "peer/131")
+}
+
+func inversionTrace(pi bool) *trace.Trace {
+	if pi {
+		// L inherits H's priority and runs its critical section at once.
+		return window("cycle", taskH, us1(3000),
+			sw(us1(-700), 1, taskL, "R+", taskM),
+			timerIn(us1(-2), 1, "hrtimer_wakeup", us1(-17)),
+			wakeTimer(0, 1, taskH, us1(-17)),
+			timerOut(us1(3), 1, "hrtimer_wakeup"),
+			sw(us1(10), 1, taskM, "R+", taskH),
+			sleep(us1(1000), 1, taskH, "PI futex lock"),
+			sw(us1(1000), 1, taskH, "S", taskLBoost),
+			wakeBy(us1(2900), 1, taskH, taskLBoost),
+			sw(us1(2905), 1, taskL, "R+", taskH),
+			sleep(us1(3000), 1, taskH, "timer sleep (nanosleep)"),
+			sw(us1(3000), 1, taskH, "S", taskM),
+		)
+	}
+	return window("cycle", taskH, us1(9600),
+		sw(us1(-700), 1, taskL, "R+", taskM),
+		timerIn(us1(-2), 1, "hrtimer_wakeup", us1(-17)),
+		wakeTimer(0, 1, taskH, us1(-17)),
+		timerOut(us1(3), 1, "hrtimer_wakeup"),
+		sw(us1(10), 1, taskM, "R+", taskH),
+		sleep(us1(1000), 1, taskH, "futex wait"),
+		sw(us1(1000), 1, taskH, "S", taskM),
+		sleep(us1(9000), 1, taskM, "timer sleep (nanosleep)"),
+		sw(us1(9000), 1, taskM, "S", taskL),
+		wakeBy(us1(9500), 1, taskH, taskL),
+		sw(us1(9505), 1, taskL, "R+", taskH),
+		sleep(us1(9600), 1, taskH, "timer sleep (nanosleep)"),
+		sw(us1(9600), 1, taskH, "S", taskL),
+	)
+}
+
+// Case 6.4: H waits on a plain futex held by L while M preempts L.
+func TestPriorityInversion(t *testing.T) {
+	r := explain(inversionTrace(false), subject(taskH, "cycle"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "priority-inversion", "priority inversion", "without priority inheritance", "task-L/112 (FIFO 10)",
+		"task-M/111 (FIFO 50)", "8000.0 us", "PTHREAD_PRIO_INHERIT")
+	inv := r.Inversion
+	if inv == nil || !inv.Inverted || inv.BlockedNs != uint64(us1(8500)) || inv.OwnerWaitNs != uint64(us1(8000)) ||
+		inv.OwnerRunNs != uint64(us1(500)) || len(inv.Preempters) != 1 || inv.Preempters[0].TID != taskM.tid {
+		t.Errorf("inversion %+v", inv)
+	}
+	if r.FutexWaitsNoPI != 1 {
+		t.Errorf("futex waits without PI: %d", r.FutexWaitsNoPI)
+	}
+}
+
+// With priority inheritance L runs boosted: a lock wait, no inversion.
+func TestPriorityInheritanceNoInversion(t *testing.T) {
+	r := explain(inversionTrace(true), subject(taskH, "cycle"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "internal-blocking", "priority-inheritance futex", "task-L/112")
+	if strings.Contains(r.Verdict, "inversion:") || (r.Inversion != nil && r.Inversion.Inverted) {
+		t.Errorf("inversion reported with PI: %s", r.Verdict)
+	}
+	if r.FutexWaitsNoPI != 0 {
+		t.Errorf("a PI lock counted as a futex wait without PI")
+	}
+}
+
+// Case 6.2: a semaphore posted by a lower-priority thread that sleeps meanwhile.
+func TestInternalBlocking(t *testing.T) {
+	tr := window("cycle", control, us1(6100),
+		sw(us1(-50), 1, control, "S", idle),
+		timerIn(us1(-3), 1, "hrtimer_wakeup", us1(-20)),
+		wakeTimer(0, 1, control, us1(-20)),
+		timerOut(us1(2), 1, "hrtimer_wakeup"),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(1000), 1, control, "futex wait"),
+		sw(us1(1000), 1, control, "S", idle),
+		timerIn(us1(6000), 1, "hrtimer_wakeup", us1(5990)),
+		wakeTimer(us1(6002), 1, notifier, us1(5990)),
+		timerOut(us1(6004), 1, "hrtimer_wakeup"),
+		sw(us1(6010), 1, idle, "R", notifier),
+		wakeBy(us1(6020), 1, control, notifier),
+		sw(us1(6025), 1, notifier, "R+", control),
+		sleep(us1(6100), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(6100), 1, control, "S", notifier),
+	)
+	r := explain(tr, subject(control, "cycle"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "internal-blocking", "internal blocking", "futex wait", "5020.0 us", "notifier/120 (FIFO 1)")
+	if r.Inversion == nil || r.Inversion.Inverted {
+		t.Errorf("the notifier was asleep, not preempted: %+v", r.Inversion)
+	}
+	if r.PhaseNs.Running != uint64(us1(995+75)) {
+		t.Errorf("running %d", r.PhaseNs.Running)
+	}
+}
+
+// Mixed: a hog, a device IRQ and a softirq in one wait; each gets its share,
+// the largest names the cause, and the shares still add up to 100%.
+func TestMixedIRQAndInterference(t *testing.T) {
+	mk := func(irqLen float64) *trace.Trace {
+		return window("latency", control, us1(1000+irqLen+200),
+			sw(us1(-10), 1, idle, "R", hog),
+			wakeBy(0, 1, control, hog),
+			irqIn(us1(300), 1, 36, "virtio1-req.0"),
+			irqOut(us1(300+irqLen), 1, 36, "virtio1-req.0"),
+			softIn(us1(300+irqLen), 1, 3, "NET_RX"),
+			softOut(us1(500+irqLen), 1, 3, "NET_RX"),
+			sw(us1(1000+irqLen+200), 1, hog, "S", control),
+		)
+	}
+	r := explain(mk(800), subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "hog/102")
+	if it := item(r, PhaseRunnable, KindHardIRQ, 0); it == nil || it.Ns != uint64(us1(800)) || it.IRQName != "virtio1-req.0" {
+		t.Errorf("irq item %+v", it)
+	}
+	if it := item(r, PhaseRunnable, KindSoftIRQ, 0); it == nil || it.Ns != uint64(us1(200)) || it.VecName != "NET_RX" {
+		t.Errorf("softirq item %+v", it)
+	}
+	if it := item(r, PhaseRunnable, KindInterference, hog.tid); it == nil || it.Ns != uint64(us1(1000)) || it.Spans != 2 {
+		t.Errorf("hog item %+v", it)
+	}
+	r = explain(mk(3000), subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "hardirq", "hard-IRQ noise", "hard IRQ 36 virtio1-req.0")
+}
+
+// A task runnable on a busy CPU is pulled to another one.
+func TestMigration(t *testing.T) {
+	tr := &trace.Trace{Metric: "latency", TID: control.tid, Value: uint64(us1(500)), Start: 1e9, End: 1e9 + uint64(us1(500)),
+		CPUStart: 0, CPUEnd: 1, CPUs: []int{0, 1}, Events: []trace.Event{
+			sw(us1(-10), 0, idle, "R", hog),
+			sw(us1(-10), 1, idle, "R", other),
+			wakeBy(0, 0, control, hog),
+			{T: us1(450), CPU: 1, Type: "migrate", TID: control.tid, Comm: control.comm, FromCPU: ip(0), ToCPU: ip(1)},
+			sw(us1(500), 1, other, "R+", control),
+		}}
+	tr.Events[2].TargetCPU = ip(0)
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "hog/102", "migrated from CPU 0 to CPU 1")
+	if len(r.Migrations) != 1 || r.Migrations[0].From != 0 || r.Migrations[0].To != 1 {
+		t.Errorf("migrations %+v", r.Migrations)
+	}
+	if it := item(r, PhaseRunnable, KindBlocking, other.tid); it == nil || it.Ns != uint64(us1(50)) || it.CPU != 1 {
+		t.Errorf("after the migration, CPU 1's task: %+v", it)
+	}
+}
+
+// A CPU the trace did not record (a truncated trace): unknown, said as such.
+func TestUnknownCPU(t *testing.T) {
+	tr := window("latency", control, us1(100), wakeBy(0, 1, control, hog))
+	tr.Events[0].TargetCPU = ip(3)
+	tr.Truncated, tr.Note = true, "the flight recorder of CPU 3 was overwritten"
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "inconclusive", "inconclusive", "no events", "CPU 3", "overwritten")
+}
+
+// A short period: its start was released late (the CPU was idle).
+func TestJitterLateStart(t *testing.T) {
+	tr := window("jitter", control, us1(741),
+		sw(us1(-690), 1, control, "S", idle),
+		timerIn(us1(-2), 1, "hrtimer_wakeup", us1(-267)),
+		wakeTimer(0, 1, control, us1(-267)),
+		timerOut(us1(3), 1, "hrtimer_wakeup"),
+		sw(us1(11), 1, idle, "R", control),
+		sleep(us1(228), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(228), 1, control, "S", idle),
+		timerIn(us1(740), 1, "hrtimer_wakeup", us1(733)),
+		wakeTimer(us1(741), 1, control, us1(733)),
+	)
+	s := subject(control, "jitter")
+	s.NominalPeriod = uint64(us1(1000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "exit-from-idle", "259.0 us shorter", "started late", "267.0 us after the timer expiry")
+	if len(r.Releases) != 2 || r.Releases[0].Where != "start" || r.Releases[1].Where != "end" {
+		t.Errorf("releases %+v", r.Releases)
+	}
+	if it := item(r, PhaseBlocked, KindPeriodSleep, 0); it == nil || it.Ns != uint64(us1(733-228)) {
+		t.Errorf("period sleep %+v", it)
+	}
+}
+
+// A long period whose end was released late by hard-IRQ noise.
+func TestPeriodLateEnd(t *testing.T) {
+	tr := window("period", control, us1(2000),
+		wakeTimer(0, 1, control, 0),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(100), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(100), 1, control, "S", idle),
+		timerIn(us1(950), 1, "hrtimer_wakeup", us1(940)),
+		wakeTimer(us1(1990), 1, th{140, "irq-inject", "FIFO 1", 98}, us1(940)),
+		timerOut(us1(1995), 1, "hrtimer_wakeup"),
+		timerIn(us1(1997), 1, "hrtimer_wakeup", us1(1000)),
+		wakeTimer(us1(2000), 1, control, us1(1000)),
+	)
+	s := subject(control, "period")
+	s.NominalPeriod = uint64(us1(1000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "hardirq", "1000.0 us longer", "997.0 us late", "irq-inject/140")
+}
+
+// Own execution dominates a response window: said, with what was ruled out.
+func TestOwnExecution(t *testing.T) {
+	tr := window("response", control, us1(1000),
+		wakeTimer(0, 1, control, 0),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(1000), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(1000), 1, control, "S", idle),
+	)
+	r := explain(tr, subject(control, "response"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "own execution", "995.0 us", "ruled out")
+}
+
+// Lost events: the task runs with no recorded wakeup; the gap is said, not guessed.
+func TestMissedEvents(t *testing.T) {
+	tr := window("cycle", control, us1(3000),
+		wakeTimer(0, 1, control, 0),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(1000), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(1000), 1, control, "S", idle),
+		wakeBy(us1(2500), 1, other, control), // control runs here: its wakeup and switch were lost
+		sleep(us1(3000), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(3000), 1, control, "S", idle),
+	)
+	r := explain(tr, subject(control, "cycle"), "none")
+	checkSums(t, r)
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not recorded") {
+		t.Errorf("notes %v", r.Notes)
+	}
+	found := false
+	for _, it := range r.Breakdown {
+		found = found || strings.Contains(it.Label, "wakeup was not recorded")
+	}
+	if !found {
+		t.Errorf("no item says the wakeup was lost:\n%s", dump(r))
+	}
+}
+
+// The task ran with another priority in the window (before chrt): the verdict uses it.
+func TestEffectivePriority(t *testing.T) {
+	early := th{control.tid, control.comm, "OTHER nice 0", 120}
+	tr := window("latency", early, us1(100),
+		sw(us1(-10), 1, idle, "R", other),
+		wakeBy(0, 1, early, other),
+		sw(us1(100), 1, other, "R+", early),
+	)
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "blocking", "CPU contention")
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "OTHER nice 0") {
+		t.Errorf("notes %v", r.Notes)
+	}
+}
+
+// Percentages add up to 100.0 whatever the split (largest remainder), and
+// every nanosecond is in one item, on pseudo-random windows.
+func TestSumsOnRandomWindows(t *testing.T) {
+	threads := []th{idle, background, hog, inject, other, peer}
+	seed := uint64(42)
+	rnd := func(n int) int {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return int(seed % uint64(n))
+	}
+	for round := 0; round < 200; round++ {
+		var evs []trace.Event
+		t0 := int64(-rnd(500) * 1000)
+		cur := threads[rnd(len(threads))]
+		evs = append(evs, sw(t0, 1, idle, "R", cur))
+		tt := int64(0)
+		evs = append(evs, wakeBy(0, 1, control, cur))
+		for k := 0; k < 20; k++ {
+			tt += int64(1 + rnd(333_333))
+			switch rnd(4) {
+			case 0:
+				next := threads[rnd(len(threads))]
+				evs = append(evs, sw(tt, 1, cur, "R+", next))
+				cur = next
+			case 1:
+				evs = append(evs, irqIn(tt, 1, 36, "virtio"))
+				tt += int64(1 + rnd(77_777))
+				evs = append(evs, irqOut(tt, 1, 36, "virtio"))
+			case 2:
+				evs = append(evs, softIn(tt, 1, 9, "RCU"))
+				tt += int64(1 + rnd(55_555))
+				evs = append(evs, softOut(tt, 1, 9, "RCU"))
+			case 3:
+				evs = append(evs, timerIn(tt, 1, "tick_nohz_handler", tt-5))
+				tt += int64(1 + rnd(11_111))
+				evs = append(evs, timerOut(tt, 1, "tick_nohz_handler"))
+			}
+		}
+		tt += 7
+		evs = append(evs, sw(tt, 1, cur, "R+", control))
+		tr := window("latency", control, tt, evs...)
+		r := explain(tr, subject(control, "latency"), "none")
+		checkSums(t, r)
+		if r.Verdict == "" || r.Cause == "" {
+			t.Fatalf("no verdict:\n%s", dump(r))
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	r := explain(preemptOffTrace("bpf_test_run", "__sys_bpf"), subject(control, "latency"), "none")
+	var b bytes.Buffer
+	r.WriteText(&b, "  ")
+	out := b.String()
+	for _, want := range []string{"breakdown of the 3000.0 us window", "runnable", "preempt-inject/103 (OTHER nice 0) ran: lower priority",
+		"2988.0", "99.6%", "total", "100.0%", "blocking thread: preempt-inject/103", "-> bpf_test_run",
+		"timer release (start)", "IRQ handler delay", "ruled out:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestParseModel(t *testing.T) {
+	cases := []struct{ dbg, version, cmdline, want string }{
+		{"none voluntary (full) lazy\n", "#1 SMP PREEMPT_DYNAMIC", "", "full"},
+		{"(none) voluntary full lazy\n", "#1 SMP PREEMPT_DYNAMIC", "", "none"},
+		{"", "#1 SMP PREEMPT_RT", "", "rt"},
+		{"", "#1 SMP PREEMPT_DYNAMIC", "quiet preempt=voluntary", "voluntary"},
+		{"", "#1 SMP PREEMPT_DYNAMIC", "quiet", ""},
+		{"", "#1 SMP PREEMPT Tue", "", "full"},
+		{"", "#1 SMP Tue", "", ""},
+	}
+	for _, c := range cases {
+		if got := parseModel(c.dbg, c.version, c.cmdline); got != c.want {
+			t.Errorf("parseModel(%q, %q, %q) = %q, want %q", c.dbg, c.version, c.cmdline, got, c.want)
+		}
+	}
+}
+
+func TestStatFields(t *testing.T) {
+	f, ok := statFields("1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 150 0 7 0 1 2")
+	if !ok || f[0] != "S" || f[7] != "150" || f[9] != "7" {
+		t.Errorf("fields %v", f)
+	}
+}

@@ -1,0 +1,370 @@
+package analysis
+
+import (
+	"math"
+
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Contexts a CPU can be in.
+const (
+	ctxUnknown = iota // no event tells (before the first one, CPU not recorded)
+	ctxTask           // a task (thr) in task context
+	ctxIdle           // the idle task
+	ctxHardIRQ        // an IRQ handler (irq_entry/exit)
+	ctxTickGap        // inside the timer interrupt between two callbacks
+	ctxTimer          // an hrtimer callback (hard or soft)
+	ctxSoftIRQ        // a softirq vector
+)
+
+// cpuCtx is what a CPU runs. Frames of IRQs are shared by the segments
+// before and after a nested frame, so what a callback woke, learnt at its
+// end, is seen by all of them.
+type cpuCtx struct {
+	kind    int
+	thr     *Thread
+	irq     *int
+	irqName string
+	vec     *int
+	vecName string
+	fn      string
+	hard    bool
+	woke    []uint32
+	wokeBy  map[uint32]string // tid -> comm
+}
+
+func (c *cpuCtx) wokeTID(tid uint32) bool {
+	for _, t := range c.woke {
+		if t == tid {
+			return true
+		}
+	}
+	return false
+}
+
+type ctxSeg struct {
+	from, to int64
+	c        *cpuCtx
+}
+
+const (
+	minT = math.MinInt64 / 4
+	maxT = math.MaxInt64 / 4
+	// tickGap: a gap this short between two hard timer callbacks is the
+	// timer interrupt itself (hrtimer_interrupt running its queue).
+	tickGap = 20_000
+	// kprioUnknown: a thread known only from a stack sample.
+	kprioUnknown = -2
+)
+
+// timelines holds what the events say about CPUs and tasks.
+type timelines struct {
+	events []trace.Event
+	cpus   map[int][]ctxSeg
+	// thread identities learnt from switches (effective priority at that time)
+	threads map[uint32]*Thread
+	// stack samples per tid
+	stacks map[uint32][]trace.Event
+}
+
+func threadOfNext(e *trace.Event) *Thread {
+	return &Thread{TID: e.NextTID, Comm: e.NextComm, Sched: e.NextSched, KPrio: e.NextKPrio}
+}
+
+func threadOfPrev(e *trace.Event) *Thread {
+	return &Thread{TID: e.PrevTID, Comm: e.PrevComm, Sched: e.PrevSched, KPrio: e.PrevKPrio}
+}
+
+func build(events []trace.Event) *timelines {
+	tl := &timelines{events: events, cpus: map[int][]ctxSeg{}, threads: map[uint32]*Thread{}, stacks: map[uint32][]trace.Event{}}
+	byCPU := map[int][]int{}
+	for i := range events {
+		e := &events[i]
+		byCPU[e.CPU] = append(byCPU[e.CPU], i)
+		switch e.Type {
+		case "switch":
+			if e.NextTID != 0 {
+				tl.threads[e.NextTID] = threadOfNext(e)
+			}
+			if e.PrevTID != 0 {
+				if _, ok := tl.threads[e.PrevTID]; !ok {
+					tl.threads[e.PrevTID] = threadOfPrev(e)
+				}
+			}
+		case "stack":
+			tl.stacks[e.TID] = append(tl.stacks[e.TID], *e)
+		}
+	}
+	for cpu, idx := range byCPU {
+		tl.cpus[cpu] = cpuTimeline(events, idx)
+	}
+	return tl
+}
+
+func frameOf(e *trace.Event) *cpuCtx {
+	switch e.Type {
+	case "irq_entry", "irq_exit":
+		return &cpuCtx{kind: ctxHardIRQ, irq: e.IRQ, irqName: e.IRQName, hard: true}
+	case "softirq_entry", "softirq_exit":
+		return &cpuCtx{kind: ctxSoftIRQ, vec: e.Vec, vecName: e.VecName}
+	case "timer_entry", "timer_exit":
+		return &cpuCtx{kind: ctxTimer, fn: e.Function, hard: e.HardIRQ}
+	}
+	return nil
+}
+
+func isEntry(t string) bool { return t == "irq_entry" || t == "softirq_entry" || t == "timer_entry" }
+func isExit(t string) bool  { return t == "irq_exit" || t == "softirq_exit" || t == "timer_exit" }
+
+// cpuTimeline turns the events of one CPU into contiguous context segments
+// covering all time: what ran before the first event is backfilled (the
+// first switch's prev task, IRQ frames whose entry came before the trace).
+func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
+	var cur *Thread
+	var stack []*cpuCtx
+	// Backfill: the task running before the first switch (its prev), else
+	// the task a stack sample or a task-context wakeup names.
+	for _, i := range idx {
+		e := &events[i]
+		if e.Type == "switch" {
+			cur = threadOfPrev(e)
+			break
+		}
+		if cur == nil && e.Type == "stack" {
+			cur = &Thread{TID: e.TID, Comm: e.Comm, KPrio: kprioUnknown}
+		}
+		if cur == nil && e.Type == "wakeup" && e.Waker != nil && e.Waker.Kind == "task" {
+			cur = &Thread{TID: e.Waker.TID, Comm: e.Waker.Comm, Sched: e.Waker.Sched, KPrio: e.Waker.KPrio}
+		}
+	}
+	depth := 0
+	for _, i := range idx {
+		e := &events[i]
+		if isEntry(e.Type) {
+			depth++
+		} else if isExit(e.Type) {
+			if depth > 0 {
+				depth--
+			} else {
+				stack = append([]*cpuCtx{frameOf(e)}, stack...)
+			}
+		}
+	}
+	top := func() *cpuCtx {
+		if len(stack) > 0 {
+			return stack[len(stack)-1]
+		}
+		if cur == nil {
+			return &cpuCtx{kind: ctxUnknown}
+		}
+		if cur.TID == 0 {
+			return &cpuCtx{kind: ctxIdle, thr: cur}
+		}
+		return &cpuCtx{kind: ctxTask, thr: cur}
+	}
+	var segs []ctxSeg
+	start := int64(minT)
+	curCtx := top()
+	emit := func(t int64) {
+		if t > start {
+			segs = append(segs, ctxSeg{start, t, curCtx})
+			start = t
+		}
+	}
+	refresh := func() {
+		n := top()
+		// Keep the same frame object while nothing changed, so that a
+		// segment split by an event still shares the frame.
+		if n.kind == ctxTask || n.kind == ctxIdle || n.kind == ctxUnknown {
+			if curCtx.kind == n.kind && curCtx.thr == n.thr {
+				return
+			}
+		}
+		curCtx = n
+	}
+	for k, i := range idx {
+		e := &events[i]
+		switch e.Type {
+		case "switch":
+			emit(e.T)
+			// A switch happens in task context: frames still open are stale.
+			stack = stack[:0]
+			cur = threadOfNext(e)
+			refresh()
+		case "irq_entry", "softirq_entry", "timer_entry":
+			emit(e.T)
+			if len(stack) > 0 && stack[len(stack)-1].kind == ctxTickGap {
+				stack = stack[:len(stack)-1]
+			}
+			stack = append(stack, frameOf(e))
+			refresh()
+		case "irq_exit", "softirq_exit", "timer_exit":
+			emit(e.T)
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			// Between two hard timer callbacks of one interrupt.
+			if e.Type == "timer_exit" && e.HardIRQ && len(stack) == 0 && k+1 < len(idx) {
+				n := &events[idx[k+1]]
+				if n.Type == "timer_entry" && n.HardIRQ && n.T-e.T <= tickGap {
+					stack = append(stack, &cpuCtx{kind: ctxTickGap, hard: true})
+				}
+			}
+			refresh()
+		case "wakeup":
+			if len(stack) > 0 {
+				f := stack[len(stack)-1]
+				f.woke = append(f.woke, e.TID)
+				if f.wokeBy == nil {
+					f.wokeBy = map[uint32]string{}
+				}
+				f.wokeBy[e.TID] = e.Comm
+			}
+		}
+	}
+	emit(maxT)
+	return segs
+}
+
+// ctxAt returns the pieces of a CPU's timeline inside [a, b).
+func (tl *timelines) pieces(cpu int, a, b int64, f func(from, to int64, c *cpuCtx)) {
+	segs, ok := tl.cpus[cpu]
+	if !ok {
+		f(a, b, &cpuCtx{kind: ctxUnknown})
+		return
+	}
+	for _, s := range segs {
+		if s.to <= a || s.from >= b {
+			continue
+		}
+		f(max(s.from, a), min(s.to, b), s.c)
+	}
+}
+
+// Task states.
+const (
+	stUnknown = iota
+	stRunning
+	stRunnable
+	stBlocked
+	stExited
+)
+
+// taskSeg is one state of a task over [from, to).
+type taskSeg struct {
+	from, to int64
+	st       int
+	cpu      int
+	sleep    *trace.Event // the sleep that started a blocked segment
+	state    string       // prev_state letters of the switch-out
+	wake     *trace.Event // the wakeup that ended a blocked segment
+	missed   bool         // it ended without a recorded wakeup or switch-in (lost events)
+}
+
+// taskTimeline follows one task through switches, wakeups, sleeps and
+// migrations. The state before its first event is inferred from that event
+// (a wakeup: it slept; a switch-out or sleep: it ran), else unknown.
+func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migration) {
+	cur := taskSeg{from: minT, st: stUnknown, cpu: -1}
+	first := true
+	var pendingSleep *trace.Event
+	closeAt := func(t int64, next taskSeg) {
+		cur.to = t
+		if cur.to > cur.from {
+			segs = append(segs, cur)
+		} else if len(segs) > 0 && cur.st == stBlocked && cur.wake != nil {
+			// A zero-length sleep still passes its waker on.
+			segs[len(segs)-1].wake = cur.wake
+		}
+		next.from = t
+		cur = next
+	}
+	for i := range tl.events {
+		e := &tl.events[i]
+		switch {
+		case e.Type == "switch" && e.PrevTID == tid && tid != 0:
+			if first {
+				cur.st, cur.cpu = stRunning, e.CPU
+			}
+			if e.Preempted || e.PrevState == "R" || e.PrevState == "R+" {
+				closeAt(e.T, taskSeg{st: stRunnable, cpu: e.CPU})
+			} else {
+				closeAt(e.T, taskSeg{st: stBlocked, cpu: e.CPU, sleep: pendingSleep, state: e.PrevState})
+			}
+			pendingSleep = nil
+		case e.Type == "switch" && e.NextTID == tid && tid != 0:
+			if first {
+				cur.st, cur.cpu = stUnknown, e.CPU
+			}
+			closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
+		case e.Type == "wakeup" && e.TID == tid:
+			if first {
+				cur.st = stBlocked
+			}
+			if cur.st == stBlocked || cur.st == stUnknown {
+				cur.wake = e
+				if cur.st == stUnknown {
+					cur.st = stBlocked
+				}
+				cpu := e.CPU
+				if e.TargetCPU != nil {
+					cpu = *e.TargetCPU
+				}
+				closeAt(e.T, taskSeg{st: stRunnable, cpu: cpu})
+			}
+		case e.Type == "sleep" && e.TID == tid:
+			if first {
+				cur.st, cur.cpu = stRunning, e.CPU
+			}
+			pendingSleep = e
+		case e.Type == "migrate" && e.TID == tid:
+			from, to := -1, -1
+			if e.FromCPU != nil {
+				from = *e.FromCPU
+			}
+			if e.ToCPU != nil {
+				to = *e.ToCPU
+			}
+			migrations = append(migrations, Migration{T: e.T, From: from, To: to})
+			if cur.st == stRunnable || cur.st == stUnknown {
+				closeAt(e.T, taskSeg{st: cur.st, cpu: to})
+			} else if cur.st == stBlocked {
+				cur.cpu = to
+			}
+		case (e.Type == "user_return" || e.Type == "handler_entry" || e.Type == "handler_exit") && e.TID == tid,
+			e.Type == "stack" && e.TID == tid,
+			e.Type == "wakeup" && e.Waker != nil && e.Waker.Kind == "task" && e.Waker.TID == tid:
+			// The task is on a CPU here: if the events said otherwise, some were lost.
+			if first {
+				cur.st, cur.cpu = stRunning, e.CPU
+			} else if cur.st == stBlocked || cur.st == stRunnable || cur.st == stUnknown {
+				cur.missed = true
+				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
+			}
+		case e.Type == "exit" && e.TID == tid:
+			closeAt(e.T, taskSeg{st: stExited, cpu: -1})
+		default:
+			continue
+		}
+		first = false
+	}
+	cur.to = maxT
+	segs = append(segs, cur)
+	return segs, migrations
+}
+
+// stackFor returns the stack sample of tid closest to [a, b) on cpu: inside
+// it if any (the latest), else the nearest one before it.
+func (tl *timelines) stackFor(tid uint32, a, b int64) (trace.Event, bool) {
+	var best trace.Event
+	found := false
+	for _, s := range tl.stacks[tid] {
+		if s.T <= b {
+			best, found = s, true
+		}
+	}
+	if found && best.T < a-5_000_000 {
+		return best, false // too old to speak for this interval
+	}
+	return best, found
+}

@@ -1,0 +1,615 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
+)
+
+// group gathers the items of one cause.
+type group struct {
+	key   string
+	kind  string
+	ns    uint64
+	items []*Item
+}
+
+func (g *group) top() *Item {
+	var best *Item
+	for _, it := range g.items {
+		if best == nil || it.Ns > best.Ns {
+			best = it
+		}
+	}
+	return best
+}
+
+func groupKey(it *Item) string {
+	switch it.Kind {
+	case KindInterference, KindBlocking, KindIRQOff:
+		return fmt.Sprint(it.Kind, ":", it.Thread.TID)
+	case KindHardIRQ:
+		return "hardirq"
+	case KindTimer:
+		if it.HardIRQ {
+			return "hardirq"
+		}
+		return "softirq"
+	case KindSleep:
+		return "sleep:" + it.key
+	}
+	return it.Kind
+}
+
+func groupKind(it *Item) string {
+	if it.Kind == KindTimer {
+		if it.HardIRQ {
+			return KindHardIRQ
+		}
+		return KindSoftIRQ
+	}
+	return it.Kind
+}
+
+func us(ns uint64) string { return units.Us(ns) + " us" }
+
+func usI(ns int64) string {
+	if ns < 0 {
+		return "-" + us(uint64(-ns))
+	}
+	return us(uint64(ns))
+}
+
+func pct(part, whole uint64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	return fmt.Sprintf("%.0f%%", float64(part)*100/float64(whole))
+}
+
+// verdict names the dominant cause of the window, with its evidence.
+func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
+	w := res.WindowNs
+	if w == 0 {
+		res.Cause, res.Verdict = "inconclusive", "empty window: nothing to explain"
+		return
+	}
+	groups := map[string]*group{}
+	var execNs, periodSleep uint64
+	var delay []*group
+	for i := range res.Breakdown {
+		it := &res.Breakdown[i]
+		switch it.Kind {
+		case KindExecution:
+			execNs += it.Ns
+			continue
+		case KindPeriodSleep:
+			periodSleep += it.Ns
+			continue
+		}
+		k := groupKey(it)
+		g := groups[k]
+		if g == nil {
+			g = &group{key: k, kind: groupKind(it)}
+			groups[k] = g
+			delay = append(delay, g)
+		}
+		g.ns += it.Ns
+		g.items = append(g.items, it)
+	}
+	sort.SliceStable(delay, func(i, j int) bool { return delay[i].ns > delay[j].ns })
+	res.BlockingThread = blockingThread(res)
+	res.RuledOut = ruledOut(res, groups, segs)
+
+	noun := "window"
+	switch s.Metric {
+	case "latency", "timer-thread", "timer-irq":
+		noun = "wait"
+	}
+	var dom *group
+	if len(delay) > 0 {
+		dom = delay[0]
+	}
+	ruled := func() {
+		if len(res.RuledOut) > 0 {
+			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
+		}
+	}
+	prefix := ""
+	if (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0 {
+		if periodVerdict(res, s, execNs, periodSleep, dom) {
+			addMigration(res)
+			return
+		}
+		prefix = res.Verdict
+		res.Verdict = ""
+		// A long period: explained by what delayed its end.
+		if dev := int64(w) - int64(s.NominalPeriod); dom != nil && dom.ns*2 >= uint64(dev) {
+			explainGroup(res, tl, s, segs, dom, noun)
+		} else {
+			res.Cause = "inconclusive"
+			res.Verdict = "inconclusive: no single cause explains the difference"
+			if dom != nil {
+				res.Verdict += fmt.Sprintf("; the largest is %s, %s", dom.top().Label, us(dom.ns))
+			}
+			ruled()
+		}
+		res.Verdict = prefix + res.Verdict
+		addMigration(res)
+		return
+	}
+	switch {
+	case dom == nil || (execNs*2 >= w && dom.ns*4 < w):
+		res.Cause = "execution"
+		res.Verdict = fmt.Sprintf("own execution: the task ran %s (%s) of the %s %s itself", us(execNs), pct(execNs, w), us(w), noun)
+		if dom != nil {
+			res.Verdict += fmt.Sprintf("; the largest other part is %s, %s", dom.top().Label, us(dom.ns))
+		}
+		ruled()
+	case dom.ns*5 < w:
+		res.Cause = "inconclusive"
+		res.Verdict = fmt.Sprintf("inconclusive: no cause dominates; the largest is %s, %s (%s) of the %s %s",
+			dom.top().Label, us(dom.ns), pct(dom.ns, w), us(w), noun)
+		ruled()
+	default:
+		explainGroup(res, tl, s, segs, dom, noun)
+	}
+	addMigration(res)
+}
+
+func addMigration(res *Result) {
+	if len(res.Migrations) > 0 && res.Cause != "migration" {
+		m := res.Migrations[0]
+		res.Verdict += fmt.Sprintf(". It also migrated from CPU %d to CPU %d at %s", m.From, m.To, usI(m.T))
+		if len(res.Migrations) > 1 {
+			res.Verdict += fmt.Sprintf(" (%d migrations)", len(res.Migrations))
+		}
+	}
+}
+
+func wakeNs(r *Release) int64 {
+	if r == nil || r.WakeupNs == nil {
+		return 0
+	}
+	return *r.WakeupNs
+}
+
+// periodVerdict explains a period or jitter window by its releases and the
+// task's own time. It decides (true) a short period (its start was late), an
+// overrun and a long sleep of the task's own; otherwise it leaves a prefix in
+// res.Verdict and the caller explains what delayed the end.
+func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *group) bool {
+	w := res.WindowNs
+	p := s.NominalPeriod
+	var start, end *Release
+	for i := range res.Releases {
+		switch res.Releases[i].Where {
+		case "start":
+			start = &res.Releases[i]
+		case "end":
+			end = &res.Releases[i]
+		}
+	}
+	if w < p {
+		pre := fmt.Sprintf("period %s, %s shorter than its %s period", us(w), us(p-w), us(p))
+		if start == nil {
+			res.Cause = "inconclusive"
+			res.Verdict = pre + ": the release that opened it is not in the trace"
+			return true
+		}
+		res.Cause = releaseCause(start)
+		res.Verdict = fmt.Sprintf("%s: it started late: its opening wakeup came %s after the timer expiry", pre, usI(wakeNs(start)))
+		if start.IRQDelayNs != nil {
+			res.Verdict += fmt.Sprintf(", the timer interrupt %s late with CPU %d %s", usI(*start.IRQDelayNs), start.CPU, stateWords(start))
+		}
+		if end != nil {
+			res.Verdict += fmt.Sprintf("; its closing wakeup came %s after expiry", usI(wakeNs(end)))
+		}
+		return true
+	}
+	pre := fmt.Sprintf("period %s, %s longer than its %s period", us(w), us(w-p), us(p))
+	// The cycle: all but the sleep until the next period and that period's release.
+	busy := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
+	switch {
+	case busy > p:
+		res.Cause = "overrun"
+		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: own execution %s",
+			pre, us(busy), us(execNs))
+		if dom != nil {
+			res.Verdict += fmt.Sprintf(", %s %s", dom.top().Label, us(dom.ns))
+		}
+		return true
+	case periodSleep > p:
+		res.Cause = "long-sleep"
+		res.Verdict = fmt.Sprintf("%s: the task slept %s until its timer expired: it armed it that far ahead (skipped periods, or a changed period), not a late release",
+			pre, us(periodSleep))
+		return true
+	}
+	res.Verdict = pre
+	if end != nil {
+		res.Verdict += fmt.Sprintf(" (its closing wakeup came %s after the timer expiry)", usI(wakeNs(end)))
+	}
+	res.Verdict += ": "
+	return false
+}
+
+// blockingThread is the thread that ran when the task should have: the
+// largest thread item while it was runnable or its timer was pending.
+func blockingThread(res *Result) *Thread {
+	var best *Item
+	for i := range res.Breakdown {
+		it := &res.Breakdown[i]
+		if it.Thread == nil || (it.Phase != PhaseRunnable && it.Phase != PhaseRelease) {
+			continue
+		}
+		if best == nil || it.Ns > best.Ns {
+			best = it
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	t := *best.Thread
+	return &t
+}
+
+func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
+	w := res.WindowNs
+	byKind := map[string]uint64{}
+	for _, g := range groups {
+		byKind[g.kind] += g.ns
+	}
+	small := func(ns uint64) bool { return ns*100 < w }
+	var out []string
+	if small(byKind[KindInterference]) {
+		out = append(out, "higher-priority threads")
+	}
+	if small(byKind[KindBlocking]) {
+		out = append(out, "lower-priority threads (non-preemptible sections)")
+	}
+	if small(byKind[KindHardIRQ] + byKind[KindIRQOff]) {
+		out = append(out, "hard IRQs")
+	}
+	if small(byKind[KindSoftIRQ]) {
+		out = append(out, "softirqs")
+	}
+	if small(byKind[KindIdle]) {
+		out = append(out, "exit from idle")
+	}
+	if small(byKind[KindSleep]) {
+		out = append(out, "blocking in a sleep")
+	}
+	if len(res.Migrations) == 0 {
+		cpu := -1
+		for _, sg := range segs {
+			if sg.st == stRunning || sg.st == stRunnable {
+				cpu = sg.cpu
+			}
+		}
+		if cpu >= 0 {
+			out = append(out, fmt.Sprintf("migration (stayed on CPU %d)", cpu))
+		} else {
+			out = append(out, "migration")
+		}
+	}
+	return out
+}
+
+func releaseCause(r *Release) string {
+	switch r.CPUState {
+	case "idle":
+		return "exit-from-idle"
+	case "hard IRQ":
+		return "hardirq"
+	case "softirq":
+		return "softirq"
+	case "task (interrupts off)":
+		return "irq-off"
+	}
+	return "release"
+}
+
+func stateWords(r *Release) string {
+	switch r.CPUState {
+	case "idle":
+		return "idle (exit from idle)"
+	case "task (interrupts off)":
+		return "running " + who(r.Task) + " (interrupts off)"
+	case "hard IRQ", "softirq":
+		return "in " + r.CPUState + " context"
+	}
+	return r.CPUState
+}
+
+func (it *Item) describeWoke() string {
+	if len(it.Woke) == 0 {
+		return it.Label
+	}
+	return it.Label + " waking " + strings.Join(it.Woke, ", ")
+}
+
+// explainGroup writes the verdict of a dominant cause.
+func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *group, noun string) {
+	w := res.WindowNs
+	top := g.top()
+	cpu := top.CPU
+	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
+	rt := isRT(s)
+	switch g.kind {
+	case KindInterference:
+		t := top.Thread
+		tRT := t.KPrio >= -1 && t.KPrio < 100
+		switch {
+		case rt:
+			res.Cause = "interference"
+			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
+				"A priority misconfiguration if `%s` is less urgent than this task; otherwise a CPU hog to shorten or move to another CPU",
+				who(t), share, cpu, s.Sched, t.Comm)
+		case tRT:
+			res.Cause = "cpu-hog"
+			res.Verdict = fmt.Sprintf("CPU hog / starvation: the real-time task %s ran %s on CPU %d while this %s task waited; "+
+				"give this task a real-time priority or move one of them to another CPU", who(t), share, cpu, s.Sched)
+		default:
+			res.Cause = "interference"
+			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d (SCHED_OTHER time sharing, it had the smaller nice or vruntime)",
+				who(t), share, cpu)
+		}
+	case KindBlocking:
+		t := top.Thread
+		switch {
+		case !rt:
+			res.Cause = "blocking"
+			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
+				"(SCHED_OTHER time sharing); give it a real-time priority if it must run at once", who(t), share, cpu, s.Sched)
+		case t.KPrio == s.KPrio && strings.HasPrefix(t.Sched, "FIFO"):
+			res.Cause = "blocking"
+			res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
+				"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
+		case t.Sampled && t.UserSpace:
+			res.Cause = "blocking"
+			res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
+				"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
+				who(t), share, cpu)
+		default:
+			res.Cause = "non-preemptible"
+			when := "woken on time"
+			if st := wakeTime(res, s); st != "" {
+				when = st
+			}
+			res.Verdict = fmt.Sprintf("non-preemptible kernel section: %s, but CPU %d kept running %s in the kernel for %s, %s",
+				when, cpu, who(t), share, modelWords(res.Preemption))
+			if len(t.Stack) > 0 {
+				res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+			} else {
+				res.Verdict += "; no stack sample, but a lower-priority task keeps a real-time one off its CPU only in non-preemptible kernel code"
+			}
+		}
+	case KindIRQOff:
+		t := top.Thread
+		res.Cause = "irq-off"
+		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
+			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(g.ns), cpu, who(t))
+		if len(t.Stack) > 0 {
+			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+		}
+	case KindHardIRQ:
+		res.Cause = "hardirq"
+		if top.Phase == PhaseRelease {
+			delay := releaseDelay(res, top)
+			res.Verdict = fmt.Sprintf("hard-IRQ noise: the timer fired on time but its interrupt ran %s late: "+
+				"CPU %d was in hard-IRQ context, %s for %s", us(delay), cpu, top.describeWoke(), us(top.Ns))
+		} else {
+			res.Verdict = fmt.Sprintf("hard-IRQ noise: CPU %d spent %s in hard-IRQ context, mostly %s (%s)",
+				cpu, share, top.describeWoke(), us(top.Ns))
+		}
+	case KindSoftIRQ:
+		res.Cause = "softirq"
+		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", cpu, share, top.describeWoke(), us(top.Ns))
+	case KindIdle:
+		res.Cause = "exit-from-idle"
+		if top.Phase == PhaseRelease {
+			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late "+
+				"(the idle state's exit latency, or the hypervisor); consider /dev/cpu_dma_latency or idle=poll", cpu, us(g.ns))
+		} else {
+			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle and took %s to run the task after its wakeup", cpu, share)
+		}
+	case KindOwnTimer:
+		res.Cause = "release"
+		res.Verdict = fmt.Sprintf("timer release: its own timer callback %s took %s", top.Function, share)
+	case KindSleep:
+		sleepVerdict(res, tl, s, segs, top)
+	case KindUnknown:
+		res.Cause = "inconclusive"
+		if len(res.Migrations) > 0 {
+			res.Cause = "migration"
+		}
+		res.Verdict = fmt.Sprintf("inconclusive: %s has no events (%s)", share, top.Label)
+		if len(res.Notes) > 0 {
+			res.Verdict += "; " + res.Notes[0]
+		}
+		if len(res.RuledOut) > 0 {
+			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
+		}
+	default:
+		res.Cause = "inconclusive"
+		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
+	}
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// wakeTime says when the task became runnable, if its timer was late.
+func wakeTime(res *Result, s Subject) string {
+	for _, r := range res.Releases {
+		if r.Where == "start" || r.Where == "window" {
+			if d := wakeNs(&r); d > 50_000 && d*10 > int64(res.WindowNs) {
+				return fmt.Sprintf("woken %s after its timer expired", usI(d))
+			}
+		}
+	}
+	return ""
+}
+
+// releaseDelay is the IRQ handler delay of the release an item belongs to.
+func releaseDelay(res *Result, it *Item) uint64 {
+	for _, r := range res.Releases {
+		if r.IRQDelayNs != nil && r.ExpiryT <= it.FirstT && it.FirstT < r.ExpiryT+max(*r.IRQDelayNs, 1) {
+			return uint64(max(*r.IRQDelayNs, 0))
+		}
+	}
+	return res.PhaseNs.Release
+}
+
+func modelWords(model string) string {
+	switch model {
+	case "none":
+		return "and the kernel is not preemptible (preempt=none: kernel code keeps the CPU until it returns to user space or calls cond_resched())"
+	case "voluntary":
+		return "and the kernel is preempt=voluntary (kernel code keeps the CPU until a cond_resched() point)"
+	case "full", "lazy", "rt":
+		return "with preemption disabled (preempt_disable, a spinlock, RCU-sched or a BPF program)"
+	}
+	return "with preemption disabled, or in a kernel that is not fully preemptible (the preemption model is unknown)"
+}
+
+// sleepVerdict explains a window dominated by a sleep: a priority
+// inversion, a PI lock wait, or internal blocking naming who ended it.
+func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Item) {
+	w := it.Waker
+	pi := it.Reason == "PI futex lock"
+	if w != nil && w.Kind == "task" && strings.HasPrefix(it.Reason, "futex") || (w != nil && w.Kind == "task" && pi) {
+		inv := inversion(res, tl, s, segs, it, pi)
+		if inv != nil {
+			res.Inversion = inv
+			if inv.Inverted {
+				m := inv.Preempters[0]
+				res.Cause = "priority-inversion"
+				res.Verdict = fmt.Sprintf("priority inversion: blocked %s on a futex without priority inheritance; "+
+					"its owner %s was runnable but preempted by %s for %s",
+					us(inv.BlockedNs), who(&inv.Owner), who(m), us(inv.OwnerWaitNs))
+				if len(inv.Preempters) > 1 {
+					res.Verdict += fmt.Sprintf(" (and %d other middle-priority tasks)", len(inv.Preempters)-1)
+				}
+				res.Verdict += "; use a PTHREAD_PRIO_INHERIT mutex"
+				return
+			}
+		}
+		if pi {
+			res.Cause = "internal-blocking"
+			res.Verdict = fmt.Sprintf("internal blocking: blocked %s on a priority-inheritance futex, released by %s", us(it.Ns), wakerWho(w))
+			if inv != nil {
+				res.Verdict += fmt.Sprintf(", which ran %s of it (boosted: no priority inversion)", us(inv.OwnerRunNs))
+			}
+			res.Verdict += "; shorten the critical section"
+			return
+		}
+	}
+	res.Cause = "internal-blocking"
+	what := it.Reason
+	if w != nil && w.Kind == "timer" {
+		res.Verdict = fmt.Sprintf("internal blocking: slept %s in a %s inside its %s", us(it.Ns), what, nounOf(s.Metric))
+		return
+	}
+	if w == nil {
+		res.Verdict = fmt.Sprintf("internal blocking: blocked %s in a %s, not woken within the window", us(it.Ns), what)
+		return
+	}
+	res.Verdict = fmt.Sprintf("internal blocking: blocked %s in a %s, %s", us(it.Ns), what, wakerLabel(w))
+	if res.Inversion != nil && res.Inversion.OwnerOther*2 > res.Inversion.BlockedNs {
+		res.Verdict += " (it was not held up: the waker itself was asleep or elsewhere most of that time)"
+	}
+}
+
+func nounOf(metric string) string {
+	if metric == "cycle" {
+		return "cycle"
+	}
+	return "window"
+}
+
+func wakerWho(w *trace.Waker) string {
+	return who(&Thread{TID: w.TID, Comm: w.Comm, Sched: w.Sched})
+}
+
+// inversion follows the owner of a futex (the task that woke the waiter)
+// through the waiter's sleeps: running (its critical section), runnable but
+// preempted by a task between the two priorities (the inversion), by one
+// above the waiter (plain interference), or anything else.
+func inversion(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Item, pi bool) *Inversion {
+	w := it.Waker
+	owner := Thread{TID: w.TID, Comm: w.Comm, Sched: w.Sched, KPrio: w.KPrio}
+	if !pi && !higher(s.KPrio, w.KPrio) {
+		return nil // the waker is not below the waiter: no inversion possible
+	}
+	inv := &Inversion{Owner: owner, PI: pi}
+	osegs, _ := tl.taskTimeline(owner.TID)
+	middle := map[uint32]uint64{}
+	threads := map[uint32]*Thread{}
+	win := int64(res.WindowNs)
+	for _, sg := range segs {
+		if sg.st != stBlocked || sg.wake == nil || sg.wake.Waker == nil || wakerKey(sg.wake.Waker) != wakerKey(w) || sleepReason(&sg) != it.Reason {
+			continue
+		}
+		a, b := max(sg.from, 0), min(sg.to, win)
+		if a >= b {
+			continue
+		}
+		inv.BlockedNs += uint64(b - a)
+		for _, o := range osegs {
+			f, t := max(a, o.from), min(b, o.to)
+			if f >= t {
+				continue
+			}
+			switch o.st {
+			case stRunning:
+				inv.OwnerRunNs += uint64(t - f)
+			case stRunnable:
+				tl.pieces(o.cpu, f, t, func(x, y int64, c *cpuCtx) {
+					d := uint64(y - x)
+					if c.kind != ctxTask || c.thr == nil || c.thr.TID == owner.TID {
+						if c.kind == ctxTask && c.thr != nil && c.thr.TID == owner.TID {
+							inv.OwnerRunNs += d
+						} else {
+							inv.OwnerOther += d
+						}
+						return
+					}
+					m := c.thr
+					switch {
+					case higher(m.KPrio, owner.KPrio) && higher(s.KPrio, m.KPrio):
+						middle[m.TID] += d
+						threads[m.TID] = m
+						inv.OwnerWaitNs += d
+					case !higher(s.KPrio, m.KPrio) && m.KPrio != kprioUnknown:
+						inv.OwnerHighNs += d
+					default:
+						inv.OwnerOther += d
+					}
+				})
+			default:
+				inv.OwnerOther += uint64(t - f)
+			}
+		}
+	}
+	if inv.BlockedNs == 0 {
+		return nil
+	}
+	for tid := range middle {
+		t := *threads[tid]
+		inv.Preempters = append(inv.Preempters, &t)
+	}
+	sort.Slice(inv.Preempters, func(i, j int) bool { return middle[inv.Preempters[i].TID] > middle[inv.Preempters[j].TID] })
+	for _, t := range inv.Preempters {
+		inv.PreempterNs = append(inv.PreempterNs, middle[t.TID])
+	}
+	inv.Inverted = !pi && inv.OwnerWaitNs >= 10_000 && inv.OwnerWaitNs*10 >= inv.BlockedNs*3
+	return inv
+}
