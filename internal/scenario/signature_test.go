@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -98,8 +99,39 @@ func metric(t *testing.T, task *report.Task, name string) *report.Metric {
 		}
 		return Us(int64(*p))
 	}
-	t.Logf("%s %s: n=%d p50 %s p90 %s p99 %s max %s", task.Comm, name, m.Count, us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.MaxNs))
+	worst := "no worst window"
+	if w := m.Worst; w != nil {
+		worst = fmt.Sprintf("worst window %s, %d events", Us(int64(w.Value)), len(w.Events))
+		if w.Truncated {
+			worst += " (truncated)"
+		}
+	}
+	t.Logf("%s %s: n=%d p50 %s p90 %s p99 %s max %s; %s", task.Comm, name, m.Count, us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.MaxNs), worst)
 	return m
+}
+
+// The injections of the tests are twice the default size (with --force):
+// on a loaded VM, the host's own delays reach 3-4 ms now and then, and the
+// scenario's disturbance must stay the worst.
+var bigger = map[string][]string{
+	"rt-hog":      {"--burst", "6ms", "--every", "40ms", "--force"},
+	"irq-noise":   {"--spin", "6ms", "--every", "200ms", "--force"},
+	"preempt-off": {"--spin", "6ms", "--every", "200ms", "--force"},
+}
+
+// twice runs a signature check and, when it fails, once more: an
+// unrelated task of a shared machine (a compiler, another tool starting up)
+// can make a bigger latency than the scenario's, and take its worst window.
+func twice(t *testing.T, check func() error) {
+	t.Helper()
+	err := check()
+	if err == nil {
+		return
+	}
+	t.Logf("first attempt: %v; running again", err)
+	if err := check(); err != nil {
+		t.Error(err)
+	}
 }
 
 func ns(p *uint64) int64 {
@@ -124,64 +156,76 @@ func ranIn(w *trace.Trace, comm string) bool {
 }
 
 func TestSignatureMisconfiguredPriority(t *testing.T) {
-	tasks := watchScenario(t, "misconfigured-priority")
-	lat := metric(t, tasks["control"], "latency")
-	// One control wakeup in five lands in a 2 ms FIFO 90 burst.
-	if ns(lat.MaxNs) < 1700*us || ns(lat.P90Ns) < 1200*us {
-		t.Errorf("control's wakeup latency p90 %s max %s; want about the 2 ms background burst", Us(ns(lat.P90Ns)), Us(ns(lat.MaxNs)))
-	}
-	if !ranIn(lat.Worst, "background") {
-		t.Errorf("the worst latency window does not show the FIFO 90 background task running")
-	}
+	twice(t, func() error {
+		lat := metric(t, watchScenario(t, "misconfigured-priority")["control"], "latency")
+		// One control wakeup in five lands in a 2 ms FIFO 90 burst.
+		if ns(lat.MaxNs) < 1700*us || ns(lat.P90Ns) < 1200*us {
+			return fmt.Errorf("control's wakeup latency p90 %s max %s; want about the 2 ms background burst", Us(ns(lat.P90Ns)), Us(ns(lat.MaxNs)))
+		}
+		if !ranIn(lat.Worst, "background") {
+			return errors.New("the worst latency window does not show the FIFO 90 background task running")
+		}
+		return nil
+	})
 }
 
 func TestSignatureHiddenBlocking(t *testing.T) {
-	tasks := watchScenario(t, "hidden-blocking")
-	c := tasks["control"]
-	lat, resp, cyc := metric(t, c, "latency"), metric(t, c, "response"), metric(t, c, "cycle")
-	// Response: 1 ms of work then the semaphore; cycle: until the 7 ms post.
-	if ns(resp.P90Ns) < 800*us || ns(resp.P90Ns) > 1600*us || ns(cyc.P90Ns) < 3*ms || ns(lat.P90Ns) > 500*us {
-		t.Errorf("control: response p90 %s, cycle p90 %s, latency p90 %s; want ~1 ms, several ms, small",
-			Us(ns(resp.P90Ns)), Us(ns(cyc.P90Ns)), Us(ns(lat.P90Ns)))
-	}
+	twice(t, func() error {
+		c := watchScenario(t, "hidden-blocking")["control"]
+		lat, resp, cyc := metric(t, c, "latency"), metric(t, c, "response"), metric(t, c, "cycle")
+		// Response: 1 ms of work then the semaphore; cycle: until the 7 ms post.
+		if ns(resp.P90Ns) < 800*us || ns(resp.P90Ns) > 1600*us || ns(cyc.P90Ns) < 3*ms || ns(lat.P90Ns) > 500*us {
+			return fmt.Errorf("control: response p90 %s, cycle p90 %s, latency p90 %s; want ~1 ms, several ms, small",
+				Us(ns(resp.P90Ns)), Us(ns(cyc.P90Ns)), Us(ns(lat.P90Ns)))
+		}
+		return nil
+	})
 }
 
 func TestSignatureEventDrivenBlocking(t *testing.T) {
-	tasks := watchScenario(t, "event-driven-blocking")
-	ev := tasks["event"]
-	resp, cyc := metric(t, ev, "response"), metric(t, ev, "cycle")
-	if cyc.Count != 0 {
-		t.Errorf("the event-driven task has %d cycle samples; it never sleeps on a timer", cyc.Count)
-	}
-	// One event: 1 ms; events piled up during a semaphore wait: more.
-	if ns(resp.P50Ns) < 800*us || ns(resp.P50Ns) > 1600*us || ns(resp.MaxNs) < 1800*us {
-		t.Errorf("event: response p50 %s max %s; want about 1 ms, longer after blocking", Us(ns(resp.P50Ns)), Us(ns(resp.MaxNs)))
-	}
+	twice(t, func() error {
+		ev := watchScenario(t, "event-driven-blocking")["event"]
+		resp, cyc := metric(t, ev, "response"), metric(t, ev, "cycle")
+		if cyc.Count != 0 {
+			return fmt.Errorf("the event-driven task has %d cycle samples; it never sleeps on a timer", cyc.Count)
+		}
+		// One event: 1 ms; events piled up during a semaphore wait: more.
+		if ns(resp.P50Ns) < 800*us || ns(resp.P50Ns) > 1600*us || ns(resp.MaxNs) < 1800*us {
+			return fmt.Errorf("event: response p50 %s max %s; want about 1 ms, longer after blocking", Us(ns(resp.P50Ns)), Us(ns(resp.MaxNs)))
+		}
+		return nil
+	})
 }
 
 func TestSignaturePriorityInversion(t *testing.T) {
-	plain := metric(t, watchScenario(t, "priority-inversion")["task-H"], "cycle")
-	pi := metric(t, watchScenario(t, "priority-inversion", "--pi")["task-H"], "cycle")
-	// Without PI H waits for M's 10 ms bursts; with PI for at most 2 ms.
-	// Maxima are compared through the plain one only: a stall of a shared
-	// machine could land in either run; p99 is robust to it.
-	if ns(plain.MaxNs) < 9*ms || ns(pi.P99Ns) > 4*ms || ns(plain.P99Ns) < 2*ns(pi.P99Ns) || ns(plain.MaxNs) < 3*ns(pi.P99Ns) {
-		t.Errorf("H's cycle: plain p99 %s max %s, PI p99 %s max %s; want the plain one far longer",
-			Us(ns(plain.P99Ns)), Us(ns(plain.MaxNs)), Us(ns(pi.P99Ns)), Us(ns(pi.MaxNs)))
-	}
+	twice(t, func() error {
+		plain := metric(t, watchScenario(t, "priority-inversion")["task-H"], "cycle")
+		pi := metric(t, watchScenario(t, "priority-inversion", "--pi")["task-H"], "cycle")
+		// Without PI H waits for M's 10 ms bursts; with PI for at most 2 ms.
+		// Maxima are compared through the plain one only: a stall of a shared
+		// machine could land in either run; p99 is robust to it.
+		if ns(plain.MaxNs) < 9*ms || ns(pi.P99Ns) > 4*ms || ns(plain.P99Ns) < 2*ns(pi.P99Ns) || ns(plain.MaxNs) < 3*ns(pi.P99Ns) {
+			return fmt.Errorf("H's cycle: plain p99 %s max %s, PI p99 %s max %s; want the plain one far longer",
+				Us(ns(plain.P99Ns)), Us(ns(plain.MaxNs)), Us(ns(pi.P99Ns)), Us(ns(pi.MaxNs)))
+		}
+		return nil
+	})
 }
 
 func TestSignatureRTHog(t *testing.T) {
-	lat := metric(t, watchScenario(t, "rt-hog")["victim"], "latency")
-	if ns(lat.MaxNs) < 2500*us || !ranIn(lat.Worst, "hog") {
-		t.Errorf("victim's latency max %s (hog in the window: %v); want about the 3 ms burst, with the hog running",
-			Us(ns(lat.MaxNs)), ranIn(lat.Worst, "hog"))
-	}
+	twice(t, func() error {
+		lat := metric(t, watchScenario(t, "rt-hog", bigger["rt-hog"]...)["victim"], "latency")
+		if ns(lat.MaxNs) < 5*ms || !ranIn(lat.Worst, "hog") {
+			return fmt.Errorf("victim's latency max %s (hog in the window: %v); want about the 6 ms burst, with the hog running",
+				Us(ns(lat.MaxNs)), ranIn(lat.Worst, "hog"))
+		}
+		return nil
+	})
 }
 
-// longHardIRQTimer finds a timer callback that ran over min in hard-IRQ
+// longHardIRQTimer returns the longest timer callback run in hard-IRQ
 // context in the window: the injected spin.
-func longHardIRQTimer(w *trace.Trace, min int64) int64 {
+func longHardIRQTimer(w *trace.Trace) int64 {
 	if w == nil {
 		return 0
 	}
@@ -202,29 +246,35 @@ func longHardIRQTimer(w *trace.Trace, min int64) int64 {
 }
 
 func TestSignatureIRQNoise(t *testing.T) {
-	irq := metric(t, watchScenario(t, "irq-noise")["victim"], "timer-irq")
-	spin := longHardIRQTimer(irq.Worst, 2*ms)
-	if ns(irq.MaxNs) < 2500*us || spin < 2500*us {
-		t.Errorf("victim's timer-irq max %s, longest hard-IRQ timer callback in its window %s; want about the 3 ms spin",
-			Us(ns(irq.MaxNs)), Us(spin))
-	}
+	twice(t, func() error {
+		irq := metric(t, watchScenario(t, "irq-noise", bigger["irq-noise"]...)["victim"], "timer-irq")
+		spin := longHardIRQTimer(irq.Worst)
+		if ns(irq.MaxNs) < 5*ms || spin < 5*ms {
+			return fmt.Errorf("victim's timer-irq max %s, longest hard-IRQ timer callback in its window %s; want about the 6 ms spin",
+				Us(ns(irq.MaxNs)), Us(spin))
+		}
+		return nil
+	})
 }
 
 func TestSignaturePreemptOff(t *testing.T) {
-	lat := metric(t, watchScenario(t, "preempt-off")["victim"], "latency")
-	// The victim is woken on time, then waits for a SCHED_OTHER task that
-	// keeps the CPU: only a non-preemptible section explains it.
-	var before string
-	if w := lat.Worst; w != nil {
-		for _, e := range w.Events {
-			if e.Type == "switch" && e.NextComm == "victim" && e.T >= int64(w.End-w.Start) {
-				before = e.PrevComm + " " + e.PrevSched
-				break
+	twice(t, func() error {
+		lat := metric(t, watchScenario(t, "preempt-off", bigger["preempt-off"]...)["victim"], "latency")
+		// The victim is woken on time, then waits for a SCHED_OTHER task that
+		// keeps the CPU: only a non-preemptible section explains it.
+		var before string
+		if w := lat.Worst; w != nil {
+			for _, e := range w.Events {
+				if e.Type == "switch" && e.NextComm == "victim" && e.T >= int64(w.End-w.Start) {
+					before = e.PrevComm + " " + e.PrevSched
+					break
+				}
 			}
 		}
-	}
-	if ns(lat.MaxNs) < 2500*us || before != "preempt-inject OTHER nice 0" {
-		t.Errorf("victim's latency max %s, switched in from %q; want about the 3 ms spin, after the SCHED_OTHER injector",
-			Us(ns(lat.MaxNs)), before)
-	}
+		if ns(lat.MaxNs) < 5*ms || before != "preempt-inject OTHER nice 0" {
+			return fmt.Errorf("victim's latency max %s, switched in from %q; want about the 6 ms spin, after the SCHED_OTHER injector",
+				Us(ns(lat.MaxNs)), before)
+		}
+		return nil
+	})
 }
