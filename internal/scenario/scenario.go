@@ -450,7 +450,7 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 // signature. The claim is a lock file, released when the process ends.
 func claimCPU(ctx context.Context, cpu int) (func(), error) {
 	path := fmt.Sprintf("%s/rtscope-scenario-cpu%d.lock", os.TempDir(), cpu)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o666) // flock needs no write access
 	if err != nil {
 		return nil, fmt.Errorf("claiming CPU %d (%s): %w", cpu, path, err)
 	}
