@@ -120,7 +120,7 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		t := a.thread(c.thr)
 		if phase == PhaseRelease {
 			a.add(Item{Phase: phase, Kind: KindIRQOff, CPU: cpu, Thread: t, key: fmt.Sprint("irqoff", t.TID),
-				Label: fmt.Sprintf("%s ran, timer interrupt not taken (interrupts off)", who(t))}, from, to)
+				Label: fmt.Sprintf("%s ran until the timer interrupt (entry latency, or interrupts off)", who(t))}, from, to)
 			return
 		}
 		kind, rel := KindBlocking, "lower or equal priority"
