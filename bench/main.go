@@ -28,6 +28,8 @@ import (
 
 type bench struct {
 	rtscope  string
+	alt      string
+	timedDir string
 	runqlat  string
 	btScript string
 	self     string
@@ -46,15 +48,17 @@ func main() {
 	var (
 		rtscope = flag.String("rtscope", "./rtscope", "rtscope binary to measure")
 		out     = flag.String("out", "", "also write the results as Markdown to this file")
+		timed   = flag.String("timed", "", "directory of an instrumented rtscope build (mk/bench.mk makes it): per-run maxima and tails")
+		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost phase")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
-		only    = flag.String("only", "", "comma-separated phases to run (cost,scaling,cyclictest,loss,startstop); default all")
+		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest); default all")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fatal("bench needs root: it loads BPF programs and runs cyclictest at SCHED_FIFO 80")
 	}
-	b := &bench{rtscope: *rtscope, quick: *quick, log: os.Stderr, res: &results{}}
+	b := &bench{rtscope: *rtscope, alt: *alt, timedDir: *timed, quick: *quick, log: os.Stderr, res: &results{}}
 	b.reps = 3
 	if b.quick {
 		b.reps = 1
@@ -87,6 +91,7 @@ func main() {
 	}{
 		{"startstop", b.phaseStartStop},
 		{"cost", b.phaseCost},
+		{"tail", b.phaseTail},
 		{"scaling", b.phaseScaling},
 		{"loss", b.phaseLoss},
 		{"cyclictest", b.phaseCyclictest},
@@ -144,6 +149,11 @@ func (b *bench) setup() error {
 	}
 	if _, err := os.Stat(b.rtscope); err != nil {
 		return fmt.Errorf("no rtscope binary at %s: run make build first", b.rtscope)
+	}
+	if b.alt != "" {
+		if b.alt, err = filepath.Abs(b.alt); err != nil {
+			return err
+		}
 	}
 	if b.self, err = os.Executable(); err != nil {
 		return err

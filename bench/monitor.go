@@ -18,6 +18,7 @@ type monitor struct {
 	args   []string // rtscope watch arguments (targets, options)
 	expect int      // tracked tasks rtscope must hold before measuring (-1: don't wait)
 	json   bool     // ask rtscope for its JSON report (lost counters)
+	bin    string   // rtscope binary, when not the one under test
 }
 
 // running is a started monitor.
@@ -55,7 +56,11 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 	progs := 3
 	switch m.kind {
 	case "rtscope":
-		argv = append([]string{b.rtscope, "watch", "-q"}, m.args...)
+		bin := b.rtscope
+		if m.bin != "" {
+			bin = m.bin
+		}
+		argv = append([]string{bin, "watch", "-q"}, m.args...)
 		if m.json {
 			r.json = filepath.Join(b.tmp, fmt.Sprintf("watch-%d.json", time.Now().UnixNano()))
 			argv = append(argv, "--json", r.json)

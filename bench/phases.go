@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -85,6 +86,12 @@ func (b *bench) phaseCost() error {
 		{name: "runqlat (libbpf-tools)", kind: "runqlat", expect: -1},
 		{name: "bpftrace run-queue latency", kind: "bpftrace", expect: -1},
 	}
+	if b.alt != "" {
+		cfgs = append(cfgs,
+			monitor{name: "alt build, 1 periodic task tracked", kind: "rtscope", args: h.tidArgs(1), expect: 1, bin: b.alt},
+			monitor{name: "alt build, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt})
+		b.res.Alt = b.alt
+	}
 	rows := make([]*costRow, len(cfgs))
 	for i, c := range cfgs {
 		rows[i] = &costRow{Name: c.name}
@@ -134,6 +141,7 @@ type scaleRow struct {
 	ProgBytes int
 	StorageB  int       // estimated task storage elements (not in the kernel's map figure)
 	StopS     []float64 // rtscope watch: SIGINT to exit (final reports), ns
+	Lost      []lost
 }
 
 // phaseScaling: 0, 1, 10, 100, 1000 tracked threads on the same workload.
@@ -166,7 +174,7 @@ func (b *bench) phaseScaling() error {
 			if rows[i] == nil {
 				rows[i] = &scaleRow{Tracked: n}
 			}
-			m := monitor{name: fmt.Sprintf("rtscope, %d tracked", n), kind: "rtscope", expect: n}
+			m := monitor{name: fmt.Sprintf("rtscope, %d tracked", n), kind: "rtscope", expect: n, json: true}
 			switch {
 			case n < 0:
 				m = monitor{name: "floor", kind: "floor"}
@@ -205,8 +213,12 @@ func (b *bench) phaseScaling() error {
 				}
 				row.RSS = append(row.RSS, float64(rssBytes(r.p.pid())))
 			}
-			if _, err := r.stop(); err != nil {
+			l, err := r.stop()
+			if err != nil {
 				return err
+			}
+			if l != nil {
+				row.Lost = append(row.Lost, *l)
 			}
 			if r.p != nil {
 				row.StopS = append(row.StopS, float64(r.stopped))
@@ -357,7 +369,7 @@ func (b *bench) phaseCyclictest() error {
 	// Short runs, many times, interleaved: on a shared machine, bursts of
 	// foreign load then land on every configuration alike.
 	dur := 5 * time.Second
-	reps := 6
+	reps := 8
 	if b.quick {
 		reps = 1
 	}
@@ -490,4 +502,83 @@ func mapValueSize(id uint32) int {
 		return 0
 	}
 	return int(info.ValueSize)
+}
+
+// phaseTail: maximum and tail of single program runs, from the instrumented
+// builds (rtscope's programs wrapped by bench/bpf/timed.h, the floor in
+// assembly), under the cost phase's load.
+func (b *bench) phaseTail() error {
+	if b.timedDir == "" {
+		b.logf("no instrumented build given (-timed): skipped")
+		return nil
+	}
+	bin := filepath.Join(b.timedDir, "rtscope")
+	src := filepath.Join(b.timedDir, "bpf", "rtscope.bpf.c")
+	h, err := b.startHelper(1, time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	load := 5 * time.Second
+	if b.quick {
+		load = 3 * time.Second
+	}
+	t := &timedResult{Where: fmt.Sprintf("`stress-ng --switch 2`, %v per run, %d run(s) each, interleaved", load, b.reps),
+		RtsName: "rtscope, 1 periodic task tracked", BusyName: "rtscope, the load's tasks tracked"}
+	acc := func(dst *[]timedProg, ps []timedProg) {
+		for _, p := range ps {
+			found := false
+			for i := range *dst {
+				if (*dst)[i].Name == p.Name {
+					(*dst)[i].add(p.benchTiming)
+					found = true
+				}
+			}
+			if !found {
+				*dst = append(*dst, p)
+			}
+		}
+	}
+	for rep := 0; rep < b.reps; rep++ {
+		f, err := NewTimedFloor()
+		if err != nil {
+			return err
+		}
+		_, err = b.stressNG(2, load)
+		acc(&t.Floor, f.Read())
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, m := range []monitor{
+			{name: t.RtsName, kind: "rtscope", args: h.tidArgs(1), expect: 1, bin: bin},
+			{name: t.BusyName, kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, bin: bin},
+		} {
+			r, err := b.startMonitor(m)
+			if err != nil {
+				return err
+			}
+			_, err = b.stressNG(2, load)
+			ps, rerr := readTimedProcess(r.objs, src)
+			r.stop()
+			if err != nil {
+				return err
+			}
+			if rerr != nil {
+				return rerr
+			}
+			if m.name == t.RtsName {
+				acc(&t.Rts, ps)
+			} else {
+				acc(&t.Busy, ps)
+			}
+		}
+		b.logf("tail rep %d done", rep+1)
+	}
+	sort.Slice(t.Rts, func(i, j int) bool { return t.Rts[i].Sum > t.Rts[j].Sum })
+	sort.Slice(t.Busy, func(i, j int) bool { return t.Busy[i].Sum > t.Busy[j].Sum })
+	t.FloorAll, t.RtsAll, t.BusyAll = sumTiming(t.Floor), sumTiming(t.Rts), sumTiming(t.Busy)
+	t.RtsMax, t.FloorMax = float64(t.RtsAll.Max), float64(t.FloorAll.Max)
+	b.res.Timed = t
+	return nil
 }

@@ -43,6 +43,7 @@ type results struct {
 	Cyc         []*cycRow
 	Start       *startRow
 	Timed       *timedResult
+	Alt         string
 }
 
 type machine struct {
@@ -310,9 +311,9 @@ func (r *results) headline(w *strings.Builder) {
 	}
 	if len(r.Cyc) >= 2 {
 		base := r.Cyc[0]
-		ba := meanOf(base.Runs, func(c cyclicResult) float64 { return c.Avg })
+		ba := medianOf(base.Runs, func(c cyclicResult) float64 { return c.Avg })
 		for _, c := range r.Cyc[1:] {
-			a := meanOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
+			a := medianOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
 			d := a - ba
 			p("| 3 | cyclictest avg, %s | %s | no monitor %s | %+.1f us | <= +0.5 us (origin +1.7 us) | %s |\n", c.Name, us(a), us(ba), d/1e3, yes(d <= 500))
 		}
@@ -343,18 +344,25 @@ func (r *results) headline(w *strings.Builder) {
 
 func ms(v float64) string { return fmt.Sprintf("%.1f ms", v/1e6) }
 
-func meanOf(rs []cyclicResult, f func(cyclicResult) float64) float64 {
+func valuesOf(rs []cyclicResult, f func(cyclicResult) float64) []float64 {
 	var v []float64
 	for _, r := range rs {
 		v = append(v, f(r))
 	}
-	return mean(v)
+	return v
+}
+
+func medianOf(rs []cyclicResult, f func(cyclicResult) float64) float64 {
+	return median(valuesOf(rs, f))
 }
 
 func (r *results) details(w *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	if len(r.Cost) > 0 {
 		p("## 1. Cost per event\n\nLoad: `stress-ng --switch 2` for %v per repetition. Kernel BPF run-time statistics (`BPF_ENABLE_STATS`, i.e. `kernel.bpf_stats_enabled`, on for the run only) of the monitor's own programs, found through its file descriptors. Figures: median over repetitions (min..max).\n\n", r.CostLoad)
+		if r.Alt != "" {
+			p("\"alt build\": %s, measured in the same interleaved run.\n\n", r.Alt)
+		}
 		p("| configuration | programs | ns per run (all) | ns per sched_switch run | BPF ns per context switch | runs/s | context switches/s | stress-ng ops/s | monitor process CPU |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
 			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, c.Progs, spread(c.AvgNs, ns), spread(c.SwitchNs, ns),
@@ -362,7 +370,7 @@ func (r *results) details(w *strings.Builder) {
 		}
 		p("\n")
 		for _, c := range r.Cost {
-			if !strings.HasPrefix(c.Name, "rtscope") || len(c.PerProg) == 0 {
+			if !(strings.HasPrefix(c.Name, "rtscope") || strings.HasPrefix(c.Name, "alt")) || len(c.PerProg) == 0 {
 				continue
 			}
 			p("Per program, %s (all repetitions):\n\n| program | runs | ns per run | share of run time |\n|---|---|---|---|\n", c.Name)
@@ -387,14 +395,19 @@ func (r *results) details(w *strings.Builder) {
 	}
 	if len(r.Scale) > 0 {
 		p("## 2. Scaling with tracked threads\n\nSame workload in every configuration: `stress-ng --switch 2` plus 1000 helper threads (1 + 9 + 90 + 900 in four processes) each waking once a second; only how many of them rtscope tracks changes (`--tid`). %v per window.\n\n", r.ScaleWindow)
-		p("| tracked threads | ns per run (all) | ns per sched_switch run | rtscope process CPU | kernel memory (maps + programs) | + task storage (est.) | RSS | watch stop (final reports) |\n|---|---|---|---|---|---|---|---|\n")
+		p("| tracked threads | ns per run (all) | ns per sched_switch run | rtscope process CPU | kernel memory (maps + programs) | + task storage (est.) | RSS | watch stop (final reports) | lost notices | truncated traces |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range r.Scale {
 			name := fmt.Sprint(s.Tracked)
 			if s.Tracked < 0 {
 				name = "floor"
 			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, spread(s.AvgNs, ns), spread(s.SwitchNs, ns), spread(s.CPUPct, pct),
-				spread(s.Memlock, mib), mib(float64(s.StorageB)), spread(s.RSS, mib), spread(s.StopS, ms))
+			var ln, lt []float64
+			for _, l := range s.Lost {
+				ln = append(ln, float64(l.Notices))
+				lt = append(lt, float64(l.TracesTruncated))
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, spread(s.AvgNs, ns), spread(s.SwitchNs, ns), spread(s.CPUPct, pct),
+				spread(s.Memlock, mib), mib(float64(s.StorageB)), spread(s.RSS, mib), spread(s.StopS, ms), spread(ln, count0), spread(lt, count0))
 		}
 		p("\nOrigin design (paper, Table 1): 463 ns per probe with nothing tracked, +175 ns per tracked PID (997 ns with 3): at 1000 PIDs that line would reach about 175 us per probe.\n\n")
 	}
@@ -438,18 +451,19 @@ func (r *results) details(w *strings.Builder) {
 		p("\n")
 	}
 	if len(r.Cyc) > 0 {
-		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks. min: lowest of the runs; avg and p99 (from the 1 us histogram): mean of the runs; max: highest.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
+		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks. min: lowest of the runs; avg and p99 (from the 1 us histogram): median of the runs (lowest..highest run); max: highest of the runs. Medians, because a burst of foreign load on a shared machine spoils a run or two whatever the configuration.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
 		p("| configuration | min | avg | p99 | max | avg vs no monitor |\n|---|---|---|---|---|---|\n")
-		ba := meanOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.Avg })
+		ba := medianOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.Avg })
 		for _, c := range r.Cyc {
 			var mins, maxs []float64
 			for _, x := range c.Runs {
 				mins = append(mins, x.Min)
 				maxs = append(maxs, x.Max)
 			}
-			a := meanOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
-			p("| %s | %s | %s | %s | %s | %+.1f us |\n", c.Name, us(minf(mins)), us(a),
-				us(meanOf(c.Runs, func(c cyclicResult) float64 { return c.P99 })), us(maxf(maxs)), (a-ba)/1e3)
+			a := medianOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
+			p("| %s | %s | %s | %s | %s | %+.1f us |\n", c.Name, us(minf(mins)),
+				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.Avg }), us),
+				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.P99 }), us), us(maxf(maxs)), (a-ba)/1e3)
 		}
 		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
 	}
@@ -464,6 +478,8 @@ func count(v float64) string {
 	}
 	return fmt.Sprintf("%.0f", v)
 }
+
+func count0(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", v) }
 

@@ -8,13 +8,23 @@
 DEB_BENCH := bpftrace libbpf-tools rt-tests stress-ng
 BENCH_FLAGS ?=
 
-.PHONY: bench
+.PHONY: bench bench-timed
 $(STAMP)/deps-bench: $(STAMP)/deps-build
 	@if ! command -v bpftrace >/dev/null || [ ! -x /usr/sbin/runqlat ] || ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null; then \
 		echo "installing benchmark dependencies: $(DEB_BENCH)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_BENCH) >/dev/null; fi
 	@touch $@
 
-bench: build $(STAMP)/deps-bench
+# An instrumented copy of rtscope (every program timed by bench/bpf/timed.h)
+# for per-run maxima and tails, which kernel BPF statistics do not give.
+BENCH_TIMED := .cache/bench-timed
+bench-timed: build
+	@rm -rf $(BENCH_TIMED) && mkdir -p $(BENCH_TIMED)
+	@tar --exclude=./.git --exclude=./.cache --exclude='./rtscope*' -cf - . | tar -xf - -C $(BENCH_TIMED)
+	@cp bench/bpf/timed.h $(BENCH_TIMED)/bpf/
+	@sed -i '1i #include "timed.h"' $(BENCH_TIMED)/bpf/rtscope.bpf.c
+	@$(MAKE) --no-print-directory -C $(BENCH_TIMED) build >/dev/null
+
+bench: build bench-timed $(STAMP)/deps-bench
 	GOARCH=$(HOSTARCH) CGO_ENABLED=0 $(GO) build -o .cache/rtscope-bench ./bench
-	.cache/rtscope-bench -rtscope ./$(BIN) -results-dir bench/results $(BENCH_FLAGS)
+	.cache/rtscope-bench -rtscope ./$(BIN) -timed $(BENCH_TIMED) -results-dir bench/results $(BENCH_FLAGS)
