@@ -121,7 +121,8 @@ type LoopStats struct {
 }
 
 // AtLeast counts the values of a log2 histogram in buckets at or above the
-// one holding ns (so values from the power of two below ns upward).
+// one holding ns: the values from the largest power of two <= ns upward
+// (AtLeast(h, 1100 us) counts values from 1048.6 us).
 func AtLeast(h *[64]int64, ns int64) int64 {
 	var n int64
 	for k := bits.Len64(uint64(ns)); k < len(h); k++ {
