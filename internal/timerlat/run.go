@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rtscope/rtscope/internal/cpuset"
 	"io"
 	"os"
 	"runtime"
@@ -433,18 +434,8 @@ func setDMALatency(us int) (*os.File, error) {
 // pinOthers sets the affinity of every thread of rtscope to set, except
 // the measuring threads.
 func pinOthers(set *unix.CPUSet, except map[int]bool) error {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("-H: listing rtscope's threads: %v", err)
-	}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil || except[tid] {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("-H: pinning rtscope thread %d: %v", tid, err)
-		}
+	if err := cpuset.PinProcess(set, except); err != nil {
+		return fmt.Errorf("-H: %v", err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/metric"
@@ -35,7 +36,11 @@ type Options struct {
 	SLO         slo.Set
 	JSONPath    string
 	Show        []string // report only tasks with these names (empty: all)
-	Out         io.Writer
+	// Housekeeping CPUs for rtscope's own threads (empty: no pinning). On a
+	// kernel without full preemption, rtscope's time in the kernel (reading
+	// maps) cannot be preempted by the tasks it watches.
+	Housekeeping []int
+	Out          io.Writer
 	// Analyze, when set, explains a worst-case window (issue: analysis).
 	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) (verdict string, detail any)
 	// Ready is called once every existing target is tracked (before a launched command runs).
@@ -135,6 +140,12 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		}
 		cmdDone = make(chan error, 1)
 		go func() { cmdDone <- launched.Cmd.Wait() }()
+	}
+	if len(o.Housekeeping) > 0 {
+		// After the command is forked: it keeps its own affinity.
+		if err := cpuset.PinProcess(cpuset.Mask(o.Housekeeping), nil); err != nil {
+			return nil, err
+		}
 	}
 
 	var deadline <-chan time.Time
