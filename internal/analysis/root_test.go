@@ -65,7 +65,10 @@ func watchScenario(t *testing.T, show string, args ...string) map[string]*watchT
 		t.Skip("needs root to load BPF programs (CI runs as root)")
 	}
 	out := filepath.Join(t.TempDir(), "report.json")
-	full := append([]string{"watch", "-q", "--json", out, "--show", show, "--", rtscopeBin, "scenario", "run"}, args...)
+	// A deep flight recorder (12 MiB a CPU): other tests' load must not
+	// overwrite a window before it is read.
+	full := append([]string{"watch", "-q", "--trace-events", "262144", "--json", out, "--show", show, "--",
+		rtscopeBin, "scenario", "run"}, args...)
 	full = append(full, "--duration", "2s", "-q")
 	text, err := exec.Command(rtscopeBin, full...).CombinedOutput()
 	if err != nil {
@@ -115,10 +118,10 @@ func analysed(t *testing.T, tk *watchTask, m string) *watchMetric {
 	return wm
 }
 
-// expect checks that one of the metrics' worst cases has the cause and names
-// the words; a noisy shared machine may make another metric's worst case
-// something else, so the first metric that matches is enough.
-func expect(t *testing.T, tk *watchTask, metrics []string, cause string, words ...string) {
+// verdictOK tells whether one of the metrics' worst cases has the cause and
+// names the words; a noisy shared machine may make another metric's worst
+// case something else, so the first metric that matches is enough.
+func verdictOK(t *testing.T, tk *watchTask, metrics []string, cause string, words ...string) (bool, string) {
 	t.Helper()
 	var seen []string
 	for _, m := range metrics {
@@ -128,40 +131,69 @@ func expect(t *testing.T, tk *watchTask, metrics []string, cause string, words .
 			ok = ok && strings.Contains(wm.Verdict, w)
 		}
 		if ok {
-			return
+			return true, ""
 		}
 		seen = append(seen, fmt.Sprintf("%s [%s]: %s", m, wm.Analysis.Cause, wm.Verdict))
 	}
-	t.Errorf("%s: no worst case of %v has cause %q naming %q:\n%s", tk.Comm, metrics, cause, words, strings.Join(seen, "\n"))
+	return false, fmt.Sprintf("%s: no worst case of %v has cause %q naming %q:\n%s", tk.Comm, metrics, cause, words, strings.Join(seen, "\n"))
+}
+
+// attempts runs a scenario until check passes, at most 3 times: only the
+// worst case of each metric is analysed, and on a shared machine a foreign
+// load (or the Go runtime's own futex waits, woken by SCHED_OTHER threads
+// the load delays) can now and then be worse than what the scenario builds.
+func attempts(t *testing.T, show string, args []string, check func(map[string]*watchTask) (bool, string)) {
+	t.Helper()
+	var why []string
+	for i := 0; i < 3; i++ {
+		ok, msg := check(watchScenario(t, show, args...))
+		if ok {
+			if i > 0 {
+				t.Logf("passed at attempt %d; before:\n%s", i+1, strings.Join(why, "\n"))
+			}
+			return
+		}
+		why = append(why, msg)
+	}
+	t.Errorf("3 attempts:\n%s", strings.Join(why, "\n"))
 }
 
 func TestScenarioMisconfiguredPriority(t *testing.T) {
-	tasks := watchScenario(t, "control,background", "misconfigured-priority", "--bg-work", "4ms", "--bg-period", "20ms")
-	bg := fmt.Sprintf("background/%d (FIFO 90)", tasks["background"].TID)
-	expect(t, tasks["control"], []string{"latency", "timer-thread", "response"}, "interference", "priority misconfiguration", bg, "FIFO 80")
+	attempts(t, "control,background", []string{"misconfigured-priority", "--bg-work", "4ms", "--bg-period", "20ms"},
+		func(tasks map[string]*watchTask) (bool, string) {
+			bg := fmt.Sprintf("background/%d (FIFO 90)", tasks["background"].TID)
+			return verdictOK(t, tasks["control"], []string{"latency", "timer-thread", "response"}, "interference", "priority misconfiguration", bg, "FIFO 80")
+		})
 }
 
 func TestScenarioPriorityInversion(t *testing.T) {
-	tasks := watchScenario(t, "task-H,task-M,task-L", "priority-inversion")
-	l := fmt.Sprintf("task-L/%d (FIFO 10)", tasks["task-L"].TID)
-	m := fmt.Sprintf("task-M/%d (FIFO 50)", tasks["task-M"].TID)
-	expect(t, tasks["task-H"], []string{"cycle"}, "priority-inversion", "priority inversion", "without priority inheritance", l, m, "PTHREAD_PRIO_INHERIT")
-	inv := tasks["task-H"].Metrics["cycle"].Analysis.Inversion
-	if inv == nil || !inv.Inverted || inv.Owner.TID != tasks["task-L"].TID || inv.Preempters[0].TID != tasks["task-M"].TID {
-		t.Errorf("inversion evidence %+v", inv)
-	}
-	if tasks["task-H"].Hygiene[HygieneFutexNoPI] == 0 {
-		t.Errorf("no futex wait without PI counted: %v", tasks["task-H"].Hygiene)
-	}
+	attempts(t, "task-H,task-M,task-L", []string{"priority-inversion"}, func(tasks map[string]*watchTask) (bool, string) {
+		l := fmt.Sprintf("task-L/%d (FIFO 10)", tasks["task-L"].TID)
+		m := fmt.Sprintf("task-M/%d (FIFO 50)", tasks["task-M"].TID)
+		ok, msg := verdictOK(t, tasks["task-H"], []string{"cycle"}, "priority-inversion", "priority inversion", "without priority inheritance", l, m, "PTHREAD_PRIO_INHERIT")
+		if !ok {
+			return ok, msg
+		}
+		inv := tasks["task-H"].Metrics["cycle"].Analysis.Inversion
+		if inv == nil || !inv.Inverted || inv.Owner.TID != tasks["task-L"].TID || inv.Preempters[0].TID != tasks["task-M"].TID {
+			t.Errorf("inversion evidence %+v", inv)
+		}
+		if tasks["task-H"].Hygiene[HygieneFutexNoPI] == 0 {
+			t.Errorf("no futex wait without PI counted: %v", tasks["task-H"].Hygiene)
+		}
+		return true, ""
+	})
 }
 
+// With a PI mutex no worst case of H may be called an inversion: no retry.
 func TestScenarioPriorityInheritance(t *testing.T) {
 	tasks := watchScenario(t, "task-H", "priority-inversion", "--pi")
 	for m, wm := range tasks["task-H"].Metrics {
 		if wm.Analysis == nil {
 			continue
 		}
-		if wm.Analysis.Cause == "priority-inversion" || strings.Contains(wm.Verdict, "priority inversion") {
+		if wm.Analysis.Cause == "priority-inversion" || strings.Contains(wm.Verdict, "priority inversion") ||
+			(wm.Analysis.Inversion != nil && wm.Analysis.Inversion.Inverted) {
 			t.Errorf("%s: an inversion verdict with a PI mutex: %s", m, wm.Verdict)
 		}
 	}
@@ -169,30 +201,37 @@ func TestScenarioPriorityInheritance(t *testing.T) {
 }
 
 func TestScenarioHiddenBlocking(t *testing.T) {
-	tasks := watchScenario(t, "control,notifier", "hidden-blocking")
-	n := fmt.Sprintf("notifier/%d (FIFO 1)", tasks["notifier"].TID)
-	expect(t, tasks["control"], []string{"cycle"}, "internal-blocking", "internal blocking", "futex wait", "woken by "+n)
+	attempts(t, "control,notifier", []string{"hidden-blocking"}, func(tasks map[string]*watchTask) (bool, string) {
+		n := fmt.Sprintf("notifier/%d (FIFO 1)", tasks["notifier"].TID)
+		return verdictOK(t, tasks["control"], []string{"cycle"}, "internal-blocking", "internal blocking", "futex wait", "woken by "+n)
+	})
 }
 
 func TestScenarioRTHog(t *testing.T) {
-	tasks := watchScenario(t, "victim,hog", "rt-hog", "--burst", "5ms", "--force")
-	h := fmt.Sprintf("hog/%d (FIFO 90)", tasks["hog"].TID)
-	expect(t, tasks["victim"], []string{"latency", "timer-thread", "response"}, "interference", "interference by a higher priority", h)
+	attempts(t, "victim,hog", []string{"rt-hog", "--burst", "5ms", "--force"}, func(tasks map[string]*watchTask) (bool, string) {
+		h := fmt.Sprintf("hog/%d (FIFO 90)", tasks["hog"].TID)
+		return verdictOK(t, tasks["victim"], []string{"latency", "timer-thread", "response"}, "interference", "interference by a higher priority", h)
+	})
 }
 
 func TestScenarioIRQNoise(t *testing.T) {
 	// 6 ms spins: above the host's own stalls seen on a shared VM (~3.5 ms).
-	tasks := watchScenario(t, "victim,irq-inject", "irq-noise", "--spin", "6ms", "--force")
-	inj := fmt.Sprintf("irq-inject/%d", tasks["irq-inject"].TID)
-	expect(t, tasks["victim"], []string{"timer-irq"}, "hardirq", "hard-IRQ noise", "the timer fired on time", inj)
-	rel := tasks["victim"].Metrics["timer-irq"].Analysis.Releases
-	if len(rel) != 1 || rel[0].IRQDelayNs == nil || rel[0].CPUState != "hard IRQ" {
-		t.Errorf("timer-irq release %+v", rel)
-	}
+	attempts(t, "victim,irq-inject", []string{"irq-noise", "--spin", "6ms", "--force"}, func(tasks map[string]*watchTask) (bool, string) {
+		inj := fmt.Sprintf("irq-inject/%d", tasks["irq-inject"].TID)
+		ok, msg := verdictOK(t, tasks["victim"], []string{"timer-irq"}, "hardirq", "hard-IRQ noise", "the timer fired on time", inj)
+		if ok {
+			rel := tasks["victim"].Metrics["timer-irq"].Analysis.Releases
+			if len(rel) != 1 || rel[0].IRQDelayNs == nil || rel[0].CPUState != "hard IRQ" {
+				t.Errorf("timer-irq release %+v", rel)
+			}
+		}
+		return ok, msg
+	})
 }
 
 func TestScenarioPreemptOff(t *testing.T) {
-	tasks := watchScenario(t, "victim,preempt-inject", "preempt-off", "--spin", "5ms", "--force")
-	p := fmt.Sprintf("preempt-inject/%d (OTHER nice 0)", tasks["preempt-inject"].TID)
-	expect(t, tasks["victim"], []string{"latency", "timer-thread", "response"}, "non-preemptible", "non-preemptible kernel section", p)
+	attempts(t, "victim,preempt-inject", []string{"preempt-off", "--spin", "5ms", "--force"}, func(tasks map[string]*watchTask) (bool, string) {
+		p := fmt.Sprintf("preempt-inject/%d (OTHER nice 0)", tasks["preempt-inject"].TID)
+		return verdictOK(t, tasks["victim"], []string{"latency", "timer-thread", "response"}, "non-preemptible", "non-preemptible kernel section", p)
+	})
 }

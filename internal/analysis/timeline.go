@@ -285,6 +285,8 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 		case e.Type == "switch" && e.PrevTID == tid && tid != 0:
 			if first {
 				cur.st, cur.cpu = stRunning, e.CPU
+			} else if cur.st != stRunning {
+				cur.missed = true // it ran: its wakeup or switch-in was lost
 			}
 			if e.Preempted || e.PrevState == "R" || e.PrevState == "R+" {
 				closeAt(e.T, taskSeg{st: stRunnable, cpu: e.CPU})
@@ -315,6 +317,9 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 		case e.Type == "sleep" && e.TID == tid:
 			if first {
 				cur.st, cur.cpu = stRunning, e.CPU
+			} else if cur.st != stRunning {
+				cur.missed = true
+				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
 			}
 			pendingSleep = e
 		case e.Type == "migrate" && e.TID == tid:

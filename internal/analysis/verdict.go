@@ -410,7 +410,12 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", cpu, share, top.describeWoke(), us(top.Ns))
 	case KindIdle:
 		res.Cause = "exit-from-idle"
-		if top.Phase == PhaseRelease {
+		if top.Phase == PhaseRelease && g.ns > 1_000_000 {
+			// No idle state takes milliseconds to leave: the CPU was not running.
+			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late, "+
+				"far beyond any idle state's exit latency: the CPU itself was not running (a hypervisor that did not schedule this vCPU, or firmware)",
+				cpu, us(g.ns))
+		} else if top.Phase == PhaseRelease {
 			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late "+
 				"(the idle state's exit latency, or the hypervisor); consider /dev/cpu_dma_latency or idle=poll", cpu, us(g.ns))
 		} else {
@@ -506,7 +511,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			res.Cause = "internal-blocking"
 			res.Verdict = fmt.Sprintf("internal blocking: blocked %s on a priority-inheritance futex, released by %s", us(it.Ns), wakerWho(w))
 			if inv != nil {
-				res.Verdict += fmt.Sprintf(", which ran %s of it (boosted: no priority inversion)", us(inv.OwnerRunNs))
+				res.Verdict += fmt.Sprintf(", which ran %s of it, boosted by priority inheritance", us(inv.OwnerRunNs))
 			}
 			res.Verdict += "; shorten the critical section"
 			return
