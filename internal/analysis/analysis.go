@@ -121,7 +121,8 @@ type Inversion struct {
 	OwnerRunNs  uint64    `json:"owner_running_ns"` // owner on CPU (its critical section)
 	OwnerWaitNs uint64    `json:"owner_preempted_by_middle_ns"`
 	OwnerHighNs uint64    `json:"owner_preempted_by_higher_ns"` // by tasks above the waiter: interference, not inversion
-	OwnerOther  uint64    `json:"owner_other_ns"`               // sleeping, idle CPU, IRQs, unknown
+	OwnerOther  uint64    `json:"owner_other_ns"`               // sleeping, idle CPU, IRQs
+	OwnerUnkn   uint64    `json:"owner_unknown_ns"`             // before the owner's first event in the trace
 	Preempters  []*Thread `json:"preempters"`                   // middle-priority tasks, most time first
 	PreempterNs []uint64  `json:"preempter_ns"`
 	PI          bool      `json:"priority_inheritance"`

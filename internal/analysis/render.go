@@ -60,9 +60,12 @@ func (r *Result) WriteText(w io.Writer, indent string) {
 		fmt.Fprintln(w)
 	}
 	if inv := r.Inversion; inv != nil {
-		fmt.Fprintf(w, "%s  futex owner %s during the %s us wait: running %s, preempted by middle priorities %s, by higher %s, other %s\n",
+		fmt.Fprintf(w, "%s  futex owner %s during the %s us wait: running %s, preempted by middle priorities %s, by higher %s, other %s, unknown %s\n",
 			indent, who(&inv.Owner), units.Us(inv.BlockedNs), units.Us(inv.OwnerRunNs), units.Us(inv.OwnerWaitNs),
-			units.Us(inv.OwnerHighNs), units.Us(inv.OwnerOther))
+			units.Us(inv.OwnerHighNs), units.Us(inv.OwnerOther), units.Us(inv.OwnerUnkn))
+		for i, p := range inv.Preempters {
+			fmt.Fprintf(w, "%s    preempted by %s for %s us\n", indent, who(p), units.Us(inv.PreempterNs[i]))
+		}
 	}
 	for _, m := range r.Migrations {
 		fmt.Fprintf(w, "%s  migrated from CPU %d to CPU %d at %s us\n", indent, m.From, m.To, units.UsFine(m.T))

@@ -499,9 +499,12 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 				res.Cause = "priority-inversion"
 				res.Verdict = fmt.Sprintf("priority inversion: blocked %s on a futex without priority inheritance; "+
 					"its owner %s was runnable but preempted by %s for %s",
-					us(inv.BlockedNs), who(&inv.Owner), who(m), us(inv.OwnerWaitNs))
-				if len(inv.Preempters) > 1 {
-					res.Verdict += fmt.Sprintf(" (and %d other middle-priority tasks)", len(inv.Preempters)-1)
+					us(inv.BlockedNs), who(&inv.Owner), who(m), us(inv.PreempterNs[0]))
+				switch n := len(inv.Preempters) - 1; {
+				case n == 1:
+					res.Verdict += fmt.Sprintf(" and %s for %s", who(inv.Preempters[1]), us(inv.PreempterNs[1]))
+				case n > 1:
+					res.Verdict += fmt.Sprintf(" (and %d other middle-priority tasks)", n)
 				}
 				res.Verdict += "; use a PTHREAD_PRIO_INHERIT mutex"
 				return
@@ -528,7 +531,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 		return
 	}
 	res.Verdict = fmt.Sprintf("internal blocking: blocked %s in a %s, %s", us(it.Ns), what, wakerLabel(w))
-	if res.Inversion != nil && res.Inversion.OwnerOther*2 > res.Inversion.BlockedNs {
+	if res.Inversion != nil && res.Inversion.OwnerOther*2 > res.Inversion.BlockedNs && res.Inversion.OwnerWaitNs == 0 {
 		res.Verdict += " (it was not held up: the waker itself was asleep or elsewhere most of that time)"
 	}
 }
@@ -599,6 +602,8 @@ func inversion(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Item, 
 						inv.OwnerOther += d
 					}
 				})
+			case stUnknown:
+				inv.OwnerUnkn += uint64(t - f)
 			default:
 				inv.OwnerOther += uint64(t - f)
 			}
