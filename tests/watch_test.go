@@ -267,7 +267,7 @@ func TestBadInput(t *testing.T) {
 		{"--comm", "x", "--slo", "latency=abc"}, {"--comm", "x", "--slo", "latency=-5us"},
 		{"--comm", "x", "--slo", "bogus=5us"}, {"--comm", "x", "--slo", "latency=5furlongs"},
 		{"--comm", "x", "--traces", "--no-trace"}, {"--", "/nonexistent/binary"}, {},
-		{"--comm", "x", "--trace-events", "1000"},
+		{"--comm", "x", "--trace-events", "1000"}, {"--comm", "x", "-H", "4096"}, {"--comm", "x", "-H", "a"},
 	}
 	for _, c := range cases {
 		out, err := exec.Command(rtscope, append([]string{"watch", "-d", "1s"}, c...)...).CombinedOutput()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -60,6 +61,7 @@ func runWatch(args []string) int {
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
+	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
 	}
@@ -106,6 +108,26 @@ func runWatch(args []string) int {
 	}
 	if *traceEvents < 64 || *traceEvents&(*traceEvents-1) != 0 || *traceEvents > 1<<20 {
 		return Fail("watch", fmt.Errorf("--trace-events %d must be a power of two from 64 to 1048576", *traceEvents))
+	}
+	if *house != "" {
+		cpus, err := cpuset.ParseList(*house)
+		if err != nil {
+			return Fail("watch", fmt.Errorf("-H: %v", err))
+		}
+		online, err := cpuset.Online()
+		if err != nil {
+			return Fail("watch", err)
+		}
+		on := map[int]bool{}
+		for _, c := range online {
+			on[c] = true
+		}
+		for _, c := range cpus {
+			if !on[c] {
+				return Fail("watch", fmt.Errorf("-H: CPU %d is not online (online: %s)", c, cpuset.FormatList(online)))
+			}
+		}
+		o.Housekeeping = cpus
 	}
 	var bounds []slo.Bound
 	for _, s := range *slos {
