@@ -252,12 +252,21 @@ func (a *accountant) blocked(sg *taskSeg, from, to int64) {
 		}
 		return
 	}
-	label := reason + ", " + wakerLabel(w)
-	key := "sleep|" + reason + "|" + wakerKey(w)
 	if w == nil && sg.missed {
-		label, key = reason+", its wakeup was not recorded", key+"|missed"
+		// Lost events: it slept, and was next seen running. Until its armed
+		// timer's expiry it surely slept; after that nothing tells.
+		e := from
+		if sg.sleep != nil && sg.sleep.ExpiryT != nil {
+			e = max(from, min(to, *sg.sleep.ExpiryT))
+			a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, key: "sleep|lost|" + reason,
+				Label: reason + ", until its timer expired"}, from, e)
+		}
+		a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, Reason: reason, key: "lost",
+			Label: "events lost: asleep, then running, with no recorded wakeup or switch-in"}, e, to)
+		return
 	}
-	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, Waker: w, key: key, Label: label}, from, to)
+	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, Waker: w,
+		key: "sleep|" + reason + "|" + wakerKey(w), Label: reason + ", " + wakerLabel(w)}, from, to)
 }
 
 // effective returns the subject as it was in the window: its priority from
@@ -333,12 +342,18 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	tl := build(tr.Events)
 	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}}
 	segs, migs := tl.taskTimeline(s.TID)
+	lost := 0
 	for _, sg := range segs {
 		if sg.missed && sg.to > 0 && sg.from < w {
-			res.Notes = append(res.Notes, fmt.Sprintf("events of the task were not recorded: it ran at %s us with no wakeup or switch-in before",
-				units.UsFine(sg.to)))
-			break
+			if lost == 0 {
+				res.Notes = append(res.Notes, fmt.Sprintf("events of the task were not recorded: it ran at %s us with no wakeup or switch-in before",
+					units.UsFine(sg.to)))
+			}
+			lost++
 		}
+	}
+	if lost > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d gaps of the task's events in this window: it may span several activations the engine did not see", lost))
 	}
 	// What the events cannot tell about the start comes from the metric:
 	// the windows open on a wakeup (runnable), a timer expiry (asleep) or a

@@ -67,6 +67,12 @@ func sleep(t int64, cpu int, who th, reason string) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "sleep", TID: who.tid, Comm: who.comm, State: "S", Reason: reason}
 }
 
+func sleepUntil(t int64, cpu int, who th, reason string, expiry int64) trace.Event {
+	e := sleep(t, cpu, who, reason)
+	e.ExpiryT = i64(expiry)
+	return e
+}
+
 func stack(t int64, cpu int, who th, waiting th, frames ...string) trace.Event {
 	e := trace.Event{T: t, CPU: cpu, Type: "stack", TID: who.tid, Comm: who.comm, WaitingTID: waiting.tid, Stack: frames}
 	if len(frames) == 0 {
@@ -519,7 +525,7 @@ func TestMissedEvents(t *testing.T) {
 	tr := window("cycle", control, us1(3000),
 		wakeTimer(0, 1, control, 0),
 		sw(us1(5), 1, idle, "R", control),
-		sleep(us1(1000), 1, control, "timer sleep (nanosleep)"),
+		sleepUntil(us1(1000), 1, control, "timer sleep (nanosleep)", us1(1500)),
 		sw(us1(1000), 1, control, "S", idle),
 		wakeBy(us1(2500), 1, other, control), // control runs here: its wakeup and switch were lost
 		sleep(us1(3000), 1, control, "timer sleep (nanosleep)"),
@@ -530,13 +536,14 @@ func TestMissedEvents(t *testing.T) {
 	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not recorded") {
 		t.Errorf("notes %v", r.Notes)
 	}
-	found := false
-	for _, it := range r.Breakdown {
-		found = found || strings.Contains(it.Label, "wakeup was not recorded")
+	// Asleep until its timer's expiry (1500 us), then unknown until seen running.
+	if it := item(r, PhaseBlocked, KindSleep, 0); it == nil || it.Ns != uint64(us1(500)) {
+		t.Errorf("sleep until the expiry: %+v", it)
 	}
-	if !found {
-		t.Errorf("no item says the wakeup was lost:\n%s", dump(r))
+	if it := item(r, PhaseBlocked, KindUnknown, 0); it == nil || it.Ns != uint64(us1(1000)) {
+		t.Errorf("lost part: %+v", it)
 	}
+	wantCause(t, r, "inconclusive", "events of this task were lost")
 }
 
 // The task ran with another priority in the window (before chrt): the verdict uses it.

@@ -113,6 +113,13 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	if len(delay) > 0 {
 		dom = delay[0]
 	}
+	if g := groups[KindUnknown]; g != nil && g.ns*5 >= w {
+		for _, it := range g.items {
+			if it.key == "blocked|lost" {
+				dom = g // events were lost: no verdict can stand on the rest
+			}
+		}
+	}
 	ruled := func() {
 		if len(res.RuledOut) > 0 {
 			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
@@ -428,8 +435,13 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		sleepVerdict(res, tl, s, segs, top)
 	case KindUnknown:
 		res.Cause = "inconclusive"
-		if len(res.Migrations) > 0 {
+		if len(res.Migrations) > 0 && top.key != "blocked|lost" {
 			res.Cause = "migration"
+		}
+		if top.key == "blocked|lost" {
+			res.Verdict = fmt.Sprintf("inconclusive: events of this task were lost: for %s it was asleep, then seen running, "+
+				"with no recorded wakeup or switch-in in between, so the window may span activations the engine did not see", share)
+			return
 		}
 		res.Verdict = fmt.Sprintf("inconclusive: %s has no events (%s)", share, top.Label)
 		if len(res.Notes) > 0 {
