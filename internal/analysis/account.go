@@ -376,7 +376,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	if strings.HasPrefix(s.Metric, "timer-") {
 		for i := range segs {
 			sg := &segs[i]
-			if sg.st == stBlocked && sg.from <= 0 && sg.to > 0 && (sg.wake == nil || sg.wake.Waker == nil || sg.wake.Waker.Kind != "timer") {
+			if sg.st == stBlocked && sg.to > 0 && sg.from < w && sg.wake == nil && !sg.missed {
 				zero := int64(0)
 				cpu := tr.CPUEnd
 				sg.wake = &trace.Event{Type: "wakeup", T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,

@@ -664,3 +664,22 @@ func TestProcHygiene(t *testing.T) {
 		t.Errorf("a task that does not exist: %v", h)
 	}
 }
+
+// A late timer interrupt while tasks switch (interrupts on) is not "interrupts
+// off"; for a SCHED_OTHER task a short one is its timer slack.
+func TestLateInterruptWithSwitches(t *testing.T) {
+	mk := func(subj th, d float64) *trace.Trace {
+		return window("timer-irq", subj, us1(d),
+			sw(us1(-100), 1, subj, "S", other),
+			sw(us1(d/2), 1, other, "S", peer),
+			timerIn(us1(d), 1, "hrtimer_wakeup", 0),
+		)
+	}
+	r := explain(mk(control, 400), subject(control, "timer-irq"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "release", "late timer interrupt", "interrupts were on")
+	normal := th{control.tid, control.comm, "OTHER nice 0", 120}
+	r = explain(mk(normal, 58), subject(normal, "timer-irq"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "release", "timer slack", "OTHER nice 0")
+}

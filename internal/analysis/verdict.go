@@ -116,7 +116,9 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	if g := groups[KindUnknown]; g != nil && g.ns*5 >= w {
 		for _, it := range g.items {
 			if it.key == "blocked|lost" {
-				dom = g // events were lost: no verdict can stand on the rest
+				// Events were lost: no verdict can stand on the rest.
+				explainGroup(res, tl, s, segs, g, noun)
+				return
 			}
 		}
 	}
@@ -396,9 +398,29 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		}
 	case KindIRQOff:
 		t := top.Thread
+		delay := releaseDelay(res, top)
+		tasks := 0
+		for _, it := range res.Breakdown {
+			if it.Kind == KindIRQOff && it.Phase == PhaseRelease {
+				tasks++
+			}
+		}
+		if !rt && delay <= 100_000 {
+			res.Cause = "release"
+			res.Verdict = fmt.Sprintf("timer slack: the timer interrupt came %s after the expiry; this task ran as %s, and the timers "+
+				"of SCHED_OTHER tasks fire up to their slack (50 us by default) late; a real-time priority removes it", us(delay), s.Sched)
+			return
+		}
+		if tasks > 1 {
+			res.Cause = "release"
+			res.Verdict = fmt.Sprintf("late timer interrupt: it came %s after the expiry although CPU %d switched tasks meanwhile "+
+				"(interrupts were on, %d tasks ran): the timer was programmed to fire later (timer slack, a coarse clock event device) "+
+				"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
+			return
+		}
 		res.Cause = "irq-off"
 		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
-			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(g.ns), cpu, who(t))
+			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
 		if len(t.Stack) > 0 {
 			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
 		}
