@@ -131,7 +131,8 @@ func last(v []float64) float64 {
 
 // scaleRow is one number of tracked threads.
 type scaleRow struct {
-	Tracked   int // -1: the floor
+	Tracked   int  // -1: the floor
+	NoTrace   bool // rtscope --no-trace: the engine without the flight recorder and user-space trace cutting
 	AvgNs     []float64
 	SwitchNs  []float64
 	CPUPct    []float64
@@ -167,12 +168,23 @@ func (b *bench) phaseScaling() error {
 		win = 3 * time.Second
 	}
 	b.res.ScaleWindow = win
-	ns := []int{-1, 0, 1, 10, 100, 1000}
-	rows := make([]*scaleRow, len(ns))
+	type cfg struct {
+		n       int
+		noTrace bool
+	}
+	var cfgs []cfg
+	for _, nt := range []bool{false, true} {
+		for _, n := range []int{0, 1, 10, 100, 1000} {
+			cfgs = append(cfgs, cfg{n, nt})
+		}
+	}
+	cfgs = append([]cfg{{-1, false}}, cfgs...)
+	rows := make([]*scaleRow, len(cfgs))
 	for rep := 0; rep < b.reps; rep++ {
-		for i, n := range ns {
+		for i, c := range cfgs {
+			n := c.n
 			if rows[i] == nil {
-				rows[i] = &scaleRow{Tracked: n}
+				rows[i] = &scaleRow{Tracked: n, NoTrace: c.noTrace}
 			}
 			m := monitor{name: fmt.Sprintf("rtscope, %d tracked", n), kind: "rtscope", expect: n, json: true}
 			switch {
@@ -182,6 +194,10 @@ func (b *bench) phaseScaling() error {
 				m.args = []string{"--comm", "rtscope-nobody"}
 			default:
 				m.args = []string{"--tid", joinTids(tids[:n])}
+			}
+			if c.noTrace {
+				m.name += " --no-trace"
+				m.args = append(m.args, "--no-trace")
 			}
 			r, err := b.startMonitor(m)
 			if err != nil {

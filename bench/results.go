@@ -221,9 +221,11 @@ func (r *results) costRow(prefix string) *costRow {
 	return nil
 }
 
-func (r *results) scaleRow(n int) *scaleRow {
+func (r *results) scaleRow(n int) *scaleRow { return r.scaleRowT(n, false) }
+
+func (r *results) scaleRowT(n int, noTrace bool) *scaleRow {
 	for _, s := range r.Scale {
-		if s.Tracked == n {
+		if s.Tracked == n && s.NoTrace == noTrace {
 			return s
 		}
 	}
@@ -308,6 +310,11 @@ func (r *results) headline(w *strings.Builder) {
 		a, b := median(s1.AvgNs), median(s1000.AvgNs)
 		g := 100 * (b - a) / a
 		p("| 2 | ns per program run, 1 -> 1000 tracked threads | %s -> %s | origin +175 ns per PID | %+.1f%% | <= +10%% | %s |\n", ns(a), ns(b), g, yes(g <= 10))
+	}
+	if s1, s1000 := r.scaleRowT(1, true), r.scaleRowT(1000, true); s1 != nil && s1000 != nil && len(s1.AvgNs) > 0 {
+		a, b := median(s1.AvgNs), median(s1000.AvgNs)
+		g := 100 * (b - a) / a
+		p("| 2 | the same, --no-trace (no flight recorder, no trace cutting) | %s -> %s | origin +175 ns per PID | %+.1f%% | <= +10%% | %s |\n", ns(a), ns(b), g, yes(g <= 10))
 	}
 	if len(r.Cyc) >= 2 {
 		base := r.Cyc[0]
@@ -401,6 +408,9 @@ func (r *results) details(w *strings.Builder) {
 			if s.Tracked < 0 {
 				name = "floor"
 			}
+			if s.NoTrace {
+				name += ", --no-trace"
+			}
 			var ln, lt []float64
 			for _, l := range s.Lost {
 				ln = append(ln, float64(l.Notices))
@@ -431,7 +441,7 @@ func (r *results) details(w *strings.Builder) {
 		p("\nExtrapolation: the maps whose size is proportional to the number of CPUs (per-CPU arrays, and the flight recorder, sized CPUs x depth x 48 bytes) cost %s per CPU here; the other maps, the programs and the task storage do not depend on the CPU count. Task storage elements are charged by the kernel to each task, not to the map, so the map's figure leaves them out: they are estimated as (value size + 256 bytes) per tracked task.\n\n", mib(per))
 	}
 	if s := r.Start; s != nil {
-		p("## 6. Start and stop\n\nIn-process (`internal/engine`), median (min..max) of %d runs; 1000 existing helper threads registered by the task iterator.\n\n| step | time |\n|---|---|\n", len(s.Load))
+		p("## 6. Start and stop\n\nIn-process (`internal/engine`), median (min..max) of %d runs; the task iterator registers the existing threads of a helper process (1000 periodic threads plus the Go runtime's own threads).\n\n| step | time |\n|---|---|\n", len(s.Load))
 		p("| load (verify, create maps) | %s |\n| attach | %s |\n| register %d existing threads (iterator) | %s |\n| detach and free | %s |\n\n",
 			spread(s.Load, ms), spread(s.Attach, ms), s.Tracked, spread(s.Scan, ms), spread(s.Close, ms))
 		p("Kernel memory of the engine at the same moment: `engine.MemoryBytes()` says %d bytes; each map and program fd of the process counted once (fdinfo memlock, by id) gives %d bytes (difference %+d bytes: maps shared with the optional program collections are counted again by MemoryBytes). The tables here use the second figure.\n\n",
