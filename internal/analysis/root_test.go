@@ -11,12 +11,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
-var rtscopeBin string
+var (
+	rtscopeBin string
+	rtLock     sync.Once
+)
 
 func TestMain(m *testing.M) {
 	code := func() int {
@@ -32,11 +36,6 @@ func TestMain(m *testing.M) {
 			if out, err := build.CombinedOutput(); err != nil {
 				fmt.Fprintf(os.Stderr, "building rtscope: %v\n%s", err, out)
 				return 1
-			}
-			// One RT test package at a time (the scenario tests take the same lock).
-			if f, err := os.OpenFile(os.TempDir()+"/rtscope-rt-tests.lock", os.O_CREATE|os.O_RDWR, 0o666); err == nil {
-				_ = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-				defer f.Close()
 			}
 		}
 		return m.Run()
@@ -64,6 +63,13 @@ func watchScenario(t *testing.T, show string, args ...string) map[string]*watchT
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF programs (CI runs as root)")
 	}
+	// One RT test package at a time (the scenario tests take the same lock),
+	// held from the first scenario to the end of the test binary.
+	rtLock.Do(func() {
+		if f, err := os.OpenFile(os.TempDir()+"/rtscope-rt-tests.lock", os.O_CREATE|os.O_RDWR, 0o666); err == nil {
+			_ = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		}
+	})
 	out := filepath.Join(t.TempDir(), "report.json")
 	// A deep flight recorder (12 MiB a CPU): other tests' load must not
 	// overwrite a window before it is read.
