@@ -111,8 +111,9 @@ func watch(t *testing.T, args ...string) (*report, string) {
 	return &r, string(text)
 }
 
-// watchUntilReady runs watch like watch(), calling ready once rtscope says it is tracking.
-func watchUntilReady(t *testing.T, ready func(), args ...string) (*report, string) {
+// watchUntilReady runs watch like watch(), calling ready with the watch
+// process once rtscope says it is tracking.
+func watchUntilReady(t *testing.T, ready func(watch *exec.Cmd), args ...string) (*report, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	full := append([]string{"watch", "-q", "--json", out}, args...)
@@ -130,7 +131,7 @@ func watchUntilReady(t *testing.T, ready func(), args ...string) (*report, strin
 	for sc.Scan() {
 		text.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "attached and tracking") {
-			ready()
+			ready(cmd)
 			break
 		}
 	}

@@ -52,7 +52,8 @@ func TestPeriodicLoop(t *testing.T) {
 // A higher-priority SCHED_FIFO burst on the same CPU shows in the victim's
 // wakeup latency, and the worst latency trace names the hog.
 func TestHogInWorstLatencyTrace(t *testing.T) {
-	r, _ := watch(t, "--show", "victim,hog", "--", rtscope, "scenario", "run", "rt-hog",
+	// A deep flight recorder: foreign load on a shared machine must not overwrite the window.
+	r, _ := watch(t, "--show", "victim,hog", "--trace-events", "65536", "--", rtscope, "scenario", "run", "rt-hog",
 		"--burst", "3ms", "--every", "20ms", "--duration", "2s", "-q")
 	v := r.task(t, "victim")
 	hog := r.task(t, "hog")
@@ -121,7 +122,7 @@ ts = [threading.Thread(target=work, args=("late%d" % i,)) for i in range(3)]
 	}
 	defer cmd.Wait()
 	// Its threads are created once rtscope says it is tracking.
-	r, _ := watchUntilReady(t, func() { os.WriteFile(flag, nil, 0o644) }, "--pid", strconv.Itoa(cmd.Process.Pid), "-d", "20s")
+	r, _ := watchUntilReady(t, func(*exec.Cmd) { os.WriteFile(flag, nil, 0o644) }, "--pid", strconv.Itoa(cmd.Process.Pid), "-d", "60s")
 	for i := 0; i < 3; i++ {
 		tk := r.task(t, fmt.Sprintf("late%d", i))
 		if !tk.Exited || tk.PID != uint32(cmd.Process.Pid) {
@@ -135,14 +136,18 @@ ts = [threading.Thread(target=work, args=("late%d" % i,)) for i in range(3)]
 
 // Watching a thread ends when it exits, with its final report.
 func TestExitingTaskFinalReport(t *testing.T) {
-	cmd := exec.Command("sleep", "2")
+	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go cmd.Wait()
-	start := time.Now()
-	r, text := watch(t, "--tid", strconv.Itoa(cmd.Process.Pid))
-	if time.Since(start) > 6*time.Second {
+	var killed time.Time
+	// Once watched, the task is ended by a signal: it wakes up and exits.
+	r, text := watchUntilReady(t, func(*exec.Cmd) {
+		killed = time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+	}, "--tid", strconv.Itoa(cmd.Process.Pid))
+	if time.Since(killed) > 10*time.Second {
 		t.Errorf("watch did not end when its only target exited")
 	}
 	tk := r.task(t, "sleep")
@@ -153,7 +158,7 @@ func TestExitingTaskFinalReport(t *testing.T) {
 		t.Errorf("no final report in the output:\n%s", text)
 	}
 	if tk.metric(t, "latency").Count != 1 {
-		t.Errorf("one wakeup expected (end of the sleep): %d", tk.metric(t, "latency").Count)
+		t.Errorf("one wakeup expected (the signal): %d", tk.metric(t, "latency").Count)
 	}
 }
 
@@ -341,16 +346,19 @@ func programIDs(pid int) []ebpf.ProgramID {
 
 // --comm tracks tasks by name, including tasks that appear after watching began.
 func TestCommTracksLaterTasks(t *testing.T) {
-	var scen *exec.Cmd
-	r, text := watchUntilReady(t, func() {
-		scen = exec.Command(rtscope, "scenario", "run", "healthy-loop", "--duration", "1s", "-q")
+	r, _ := watchUntilReady(t, func(w *exec.Cmd) {
+		scen := exec.Command(rtscope, "scenario", "run", "healthy-loop", "--duration", "1s", "-q")
 		if err := scen.Start(); err != nil {
 			t.Error(err)
+			return
 		}
-	}, "--comm", "control", "-d", "4s")
-	if scen != nil {
-		scen.Wait()
-	}
+		// --comm never ends by itself: stop it when the scenario is over.
+		go func() {
+			scen.Wait()
+			time.Sleep(200 * time.Millisecond)
+			w.Process.Signal(syscall.SIGINT)
+		}()
+	}, "--comm", "control", "-d", "120s")
 	c := r.task(t, "control")
 	if n := c.metric(t, "cycle").Count; n < 300 {
 		t.Errorf("control tracked by name: %d cycles in 1 s of a 2 ms loop", n)
@@ -360,7 +368,6 @@ func TestCommTracksLaterTasks(t *testing.T) {
 			t.Errorf("task %s tracked without matching --comm", tk.Comm)
 		}
 	}
-	_ = text
 }
 
 // Without -q a live table is printed every interval.
