@@ -104,6 +104,22 @@ static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
 		cs->waiting_tid = st->tid;
 }
 
+/* Record the kernel stack of `cur` (interrupted by a timer) while tracked task `waiting` waits. */
+static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
+					struct task_struct *cur, __u32 waiting)
+{
+	long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
+	if (se) {
+		se->a = BPF_CORE_READ(cur, pid);
+		se->b = (__u32)sid;
+		se->c = waiting;
+		bpf_probe_read_kernel(se->comm, sizeof(se->comm), cur->comm);
+	}
+	if (sid < 0)
+		rts_count(RTS_C_STACK_LOST);
+}
+
 /* ---- scheduler ---- */
 
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
@@ -236,8 +252,16 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
 	}
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
-	if (st->state == RTS_TS_WOKEN)
+	if (st->state == RTS_TS_WOKEN) {
 		mark_waiting(st, BPF_CORE_READ(p, thread_info.cpu));
+		/*
+		 * A timer releases a tracked task on a busy CPU: the stack of the
+		 * task its interrupt stopped is rtla's "blocking thread" evidence.
+		 */
+		__u32 cur_tid = BPF_CORE_READ(cur, pid);
+		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid)
+			stack_event(ctx, cs, cpu, now, cur, st->tid);
+	}
 	return 0;
 }
 
@@ -397,18 +421,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	if (slot == 1 && cs->waiting_tid && sleep_stacks) {
 		struct task_struct *cur = bpf_get_current_task_btf();
 		__u32 tid = BPF_CORE_READ(cur, pid);
-		if (tid != 0 && tid != cs->waiting_tid) {
-			long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-			struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
-			if (se) {
-				se->a = tid;
-				se->b = (__u32)sid;
-				se->c = cs->waiting_tid;
-				bpf_probe_read_kernel(se->comm, sizeof(se->comm), cur->comm);
-			}
-			if (sid < 0)
-				rts_count(RTS_C_STACK_LOST);
-		}
+		if (tid != 0 && tid != cs->waiting_tid)
+			stack_event(ctx, cs, cpu, now, cur, cs->waiting_tid);
 	}
 	return 0;
 }

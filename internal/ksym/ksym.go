@@ -34,6 +34,17 @@ func Kernel() (*Table, error) {
 	return kernel, kerr
 }
 
+// Reload re-reads the table in place: JIT-compiled BPF programs and modules
+// loaded after the first read get their names.
+func (t *Table) Reload(path string) error {
+	n, err := Load(path)
+	if err != nil {
+		return err
+	}
+	t.syms, t.byName = n.syms, n.byName
+	return nil
+}
+
 // Load reads a kallsyms-format file; only text (code) symbols are kept.
 func Load(path string) (*Table, error) {
 	f, err := os.Open(path)

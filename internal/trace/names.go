@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
@@ -56,10 +57,11 @@ type StackFunc func(id uint32) ([]uint64, error)
 // Names resolves tids, IRQ lines, timer functions and stacks to names. It
 // learns comms from the events it sees, so tasks that exited still have names.
 type Names struct {
-	comms map[uint32]string
-	irqs  map[int]string
-	syms  *ksym.Table
-	stack StackFunc
+	comms    map[uint32]string
+	irqs     map[int]string
+	syms     *ksym.Table
+	stack    StackFunc
+	reloaded time.Time
 }
 
 // NewNames makes a resolver; syms and stack may be nil.
@@ -116,12 +118,24 @@ func (n *Names) IRQName(irq int) string {
 	return n.irqs[irq]
 }
 
-// Func symbolises a kernel text address.
+// Func symbolises a kernel text address. An address in BPF program space
+// may belong to a program loaded since the table was read: the table is then
+// re-read (at most once a second).
 func (n *Names) Func(addr uint64) string {
 	if n == nil || n.syms == nil {
 		return fmt.Sprintf("0x%x", addr)
 	}
-	return n.syms.Func(addr)
+	name := n.syms.Name(addr)
+	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && time.Since(n.reloaded) > time.Second {
+		n.reloaded = time.Now()
+		if n.syms.Reload("/proc/kallsyms") == nil {
+			name = n.syms.Name(addr)
+		}
+	}
+	if i := strings.IndexByte(name, '+'); i > 0 {
+		return name[:i]
+	}
+	return name
 }
 
 func readIRQNames(path string) map[int]string {
