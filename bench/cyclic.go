@@ -10,8 +10,8 @@ import (
 
 // cyclicResult is one cyclictest run, in ns.
 type cyclicResult struct {
-	Min, Avg, P99, Max float64
-	Cycles             uint64
+	Min, Avg, P50, P99, Max float64
+	Cycles                  uint64
 }
 
 // readCyclic parses cyclictest --json (rt-tests 2.x): min/avg/max of thread
@@ -48,15 +48,17 @@ func readCyclic(path string) (cyclicResult, error) {
 		total += n
 	}
 	sort.Ints(us)
-	p99 := t.Max
-	need := (t.Cycles*99 + 99) / 100
-	var acc uint64
-	for _, v := range us {
-		acc += t.Histogram[strconv.Itoa(v)]
-		if acc >= need {
-			p99 = float64(v)
-			break
+	quantile := func(q float64) float64 {
+		need := uint64(q*float64(t.Cycles) + 0.999999)
+		var acc uint64
+		for _, v := range us {
+			acc += t.Histogram[strconv.Itoa(v)]
+			if acc >= need {
+				return float64(v)
+			}
 		}
+		return t.Max
 	}
-	return cyclicResult{Min: t.Min * 1000, Avg: t.Avg * 1000, P99: p99 * 1000, Max: t.Max * 1000, Cycles: t.Cycles}, nil
+	return cyclicResult{Min: t.Min * 1000, Avg: t.Avg * 1000, P50: quantile(0.5) * 1000, P99: quantile(0.99) * 1000,
+		Max: t.Max * 1000, Cycles: t.Cycles}, nil
 }

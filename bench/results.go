@@ -324,6 +324,11 @@ func (r *results) headline(w *strings.Builder) {
 			d := a - ba
 			p("| 3 | cyclictest avg, %s | %s | no monitor %s | %+.1f us | <= +0.5 us (origin +1.7 us) | %s |\n", c.Name, us(a), us(ba), d/1e3, yes(d <= 500))
 		}
+		bm := medianOf(base.Runs, func(c cyclicResult) float64 { return c.P50 })
+		for _, c := range r.Cyc[1:] {
+			m := medianOf(c.Runs, func(c cyclicResult) float64 { return c.P50 })
+			p("| 3 | cyclictest median, %s | %s | no monitor %s | %+.1f us | - | - |\n", c.Name, us(m), us(bm), (m-bm)/1e3)
+		}
 	}
 	if s := r.scaleRow(100); s != nil && len(s.Memlock) > 0 {
 		t4, _ := s.memory(4, r.Machine.CPUs)
@@ -461,8 +466,9 @@ func (r *results) details(w *strings.Builder) {
 		p("\n")
 	}
 	if len(r.Cyc) > 0 {
-		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks. min: lowest of the runs; avg and p99 (from the 1 us histogram): median of the runs (lowest..highest run); max: highest of the runs. Medians, because a burst of foreign load on a shared machine spoils a run or two whatever the configuration.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
-		p("| configuration | min | avg | p99 | max | avg vs no monitor |\n|---|---|---|---|---|---|\n")
+		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks. min: lowest of the runs; avg, p50 and p99 (from the 1 us histogram): median of the runs (lowest..highest run); max: highest of the runs. Medians, because a burst of foreign load on a shared machine spoils a run or two whatever the configuration.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
+		p("| configuration | min | avg | p50 | p99 | max | avg vs no monitor | p50 vs no monitor |\n|---|---|---|---|---|---|---|---|\n")
+		bm := medianOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.P50 })
 		ba := medianOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.Avg })
 		for _, c := range r.Cyc {
 			var mins, maxs []float64
@@ -471,9 +477,11 @@ func (r *results) details(w *strings.Builder) {
 				maxs = append(maxs, x.Max)
 			}
 			a := medianOf(c.Runs, func(c cyclicResult) float64 { return c.Avg })
-			p("| %s | %s | %s | %s | %s | %+.1f us |\n", c.Name, us(minf(mins)),
+			m := medianOf(c.Runs, func(c cyclicResult) float64 { return c.P50 })
+			p("| %s | %s | %s | %s | %s | %s | %+.1f us | %+.1f us |\n", c.Name, us(minf(mins)),
 				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.Avg }), us),
-				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.P99 }), us), us(maxf(maxs)), (a-ba)/1e3)
+				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.P50 }), us),
+				spread(valuesOf(c.Runs, func(c cyclicResult) float64 { return c.P99 }), us), us(maxf(maxs)), (a-ba)/1e3, (m-bm)/1e3)
 		}
 		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
 	}
