@@ -23,4 +23,11 @@ static __always_inline __u8 rts_prio_byte(int prio)
 	return prio < 0 ? 255 : (__u8)prio;
 }
 
+/* Copy a task's 16-byte comm from a BTF pointer: two plain 8-byte loads. */
+static __always_inline void rts_copy_comm(char *dst, const char *src)
+{
+	((__u64 *)dst)[0] = ((const __u64 *)src)[0];
+	((__u64 *)dst)[1] = ((const __u64 *)src)[1];
+}
+
 #endif

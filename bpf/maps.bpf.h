@@ -50,6 +50,7 @@ struct rts_task_state {
 	__u64 run_irq_ns;      /* CPU's IRQ+softirq time at that switch-in */
 	__u64 oncpu;           /* on-CPU time of the current activation, IRQs removed */
 	__u8 fentry_seen;      /* handler measured by fentry/fexit: skip the scheduler-based one */
+	__s32 waiting_cpu;     /* CPU whose waiting_tid names this task, -1: none */
 };
 
 struct {
@@ -75,6 +76,7 @@ struct rts_slo {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, struct rts_slo);
@@ -105,7 +107,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 256 * 1024); /* ~4600 notices between two polls */
 } notices SEC(".maps");
 
 /*
@@ -115,7 +117,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 512);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, 32 * sizeof(__u64));
 } stacks SEC(".maps");
@@ -123,6 +125,7 @@ struct {
 /* What to track: by tid, by process (tgid), by name. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct rts_target);
@@ -130,6 +133,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, struct rts_target);
@@ -137,6 +141,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 256);
 	__type(key, char[RTS_COMM_LEN]);
 	__type(value, struct rts_target);

@@ -33,14 +33,14 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 	struct rts_task_stats *s = rts_stats(st);
 	if (!s)
 		return;
-	s->policy = BPF_CORE_READ(t, policy);
-	s->prio = BPF_CORE_READ(t, prio);
-	s->rt_priority = BPF_CORE_READ(t, rt_priority);
-	s->cpus_mask = BPF_CORE_READ(t, cpus_mask.bits[0]);
-	s->nr_cpus_allowed = BPF_CORE_READ(t, nr_cpus_allowed);
+	s->policy = t->policy;
+	s->prio = t->prio;
+	s->rt_priority = t->rt_priority;
+	s->cpus_mask = t->cpus_mask.bits[0];
+	s->nr_cpus_allowed = t->nr_cpus_allowed;
 	s->last_cpu = cpu;
-	s->start_time = BPF_CORE_READ(t, start_time);
-	bpf_probe_read_kernel(s->comm, sizeof(s->comm), t->comm);
+	s->start_time = t->start_time;
+	rts_copy_comm(s->comm, t->comm);
 }
 
 /* IRQ threads are named irq/N-name (irq/N-s-name for secondary handlers). */
@@ -73,6 +73,7 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	if (is_irq_thread(t))
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = BPF_CORE_READ(t, prio);
+	st->waiting_cpu = -1;
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
 }
 
@@ -91,6 +92,17 @@ static __always_inline struct rts_target *wanted(struct task_struct *t)
 	return w;
 }
 
+/* The task no longer waits where it was marked (it runs, or moved). */
+static __always_inline void clear_waiting(struct rts_task_state *st)
+{
+	if (st->waiting_cpu < 0)
+		return;
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
+	if (cs && cs->waiting_tid == st->tid)
+		cs->waiting_tid = 0;
+	st->waiting_cpu = -1;
+}
+
 /*
  * Remember that a tracked task waits for `cpu`: timer interrupts there then
  * sample the kernel stack of whatever runs instead (the blocking thread).
@@ -99,9 +111,12 @@ static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
 {
 	if (!trace_enabled || !sleep_stacks)
 		return;
+	clear_waiting(st);
 	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
-	if (cs)
+	if (cs) {
 		cs->waiting_tid = st->tid;
+		st->waiting_cpu = cpu;
+	}
 }
 
 /* Record the kernel stack of `cur` (interrupted by a timer) while tracked task `waiting` waits. */
@@ -149,17 +164,18 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		}
 	}
 
+	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
 	if (e) {
-		e->a = BPF_CORE_READ(prev, pid);
-		e->b = BPF_CORE_READ(next, pid);
+		e->a = prev->pid;
+		e->b = next->pid;
 		e->c = prev_state;
 		e->flags = preempt;
-		e->prio_a = rts_prio_byte(BPF_CORE_READ(prev, prio));
-		e->prio_b = rts_prio_byte(BPF_CORE_READ(next, prio));
-		e->pol_a = BPF_CORE_READ(prev, policy);
-		e->pol_b = BPF_CORE_READ(next, policy);
-		bpf_probe_read_kernel(e->comm, sizeof(e->comm), next->comm);
+		e->prio_a = rts_prio_byte(prev->prio);
+		e->prio_b = rts_prio_byte(next->prio);
+		e->pol_a = prev->policy;
+		e->pol_b = next->policy;
+		rts_copy_comm(e->comm, next->comm);
 	}
 
 	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
@@ -167,10 +183,10 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
-	if (ns && cs && cs->waiting_tid == ns->tid)
-		cs->waiting_tid = 0;
+	if (ns && ns->waiting_cpu >= 0)
+		clear_waiting(ns);
 	if (ns) {
-		ns->prio = BPF_CORE_READ(next, prio);
+		ns->prio = next->prio;
 		if (rts_on_switch_in(ns, now, cpu, irq_ns))
 			refresh_identity(ns, next, cpu);
 	}
@@ -206,7 +222,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	__u32 who;
 	__u64 timer_fn = 0, expiry = 0, cb_entry = 0;
 	struct task_struct *cur = bpf_get_current_task_btf();
-	who = BPF_CORE_READ(cur, pid);
+	who = cur->pid;
 	if (cs->cb_function[1]) {
 		ctxk = RTS_WAKER_TIMER;
 		timer_fn = cs->cb_function[1];
@@ -227,38 +243,38 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
 	if (e) {
-		e->a = BPF_CORE_READ(p, pid);
+		e->a = p->pid;
 		e->b = who;
-		e->c = BPF_CORE_READ(p, thread_info.cpu);
+		e->c = p->thread_info.cpu;
 		e->flags = ctxk;
-		e->prio_a = rts_prio_byte(BPF_CORE_READ(p, prio));
-		e->prio_b = rts_prio_byte(BPF_CORE_READ(cur, prio));
-		e->pol_a = BPF_CORE_READ(p, policy);
-		e->pol_b = BPF_CORE_READ(cur, policy);
+		e->prio_a = rts_prio_byte(p->prio);
+		e->prio_b = rts_prio_byte(cur->prio);
+		e->pol_a = p->policy;
+		e->pol_b = cur->policy;
 		if (ctxk == RTS_WAKER_TIMER) {
 			e->x = timer_fn;
 			e->y = expiry;
 		} else {
-			bpf_probe_read_kernel(e->comm, sizeof(e->comm), cur->comm);
+			rts_copy_comm(e->comm, cur->comm);
 		}
 	}
 
 	struct rts_task_state *st = tracked(p);
 	if (!st)
 		return 0;
-	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && BPF_CORE_READ(cur, prio) > st->prio) {
+	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
 			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
 	}
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
 	if (st->state == RTS_TS_WOKEN) {
-		mark_waiting(st, BPF_CORE_READ(p, thread_info.cpu));
+		mark_waiting(st, p->thread_info.cpu);
 		/*
 		 * A timer releases a tracked task on a busy CPU: the stack of the
 		 * task its interrupt stopped is rtla's "blocking thread" evidence.
 		 */
-		__u32 cur_tid = BPF_CORE_READ(cur, pid);
+		__u32 cur_tid = cur->pid;
 		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid)
 			stack_event(ctx, cs, cpu, now, cur, st->tid);
 	}
@@ -349,6 +365,7 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 		refresh_identity(st, p, cpu);
 		s->exited = 1;
 	}
+	clear_waiting(st);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
 	if (e)
 		e->a = st->tid;

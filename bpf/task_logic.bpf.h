@@ -67,13 +67,11 @@ static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32
 }
 
 /* Add one sample of a metric; a new maximum asks user space to keep its window. */
-static __always_inline void rts_record(struct rts_task_state *st, __u32 metric, __u64 value,
-				       __u64 start, __u64 end, __u32 cpu_start, __u32 cpu)
+static __always_inline void rts_record(struct rts_task_state *st, struct rts_task_stats *s,
+				       __u32 metric, __u64 value, __u64 start, __u64 end,
+				       __u32 cpu_start, __u32 cpu)
 {
-	if (metric >= RTS_M_COUNT)
-		return;
-	struct rts_task_stats *s = bpf_map_lookup_elem(&stats, &st->id);
-	if (!s)
+	if (metric >= RTS_M_COUNT || !s)
 		return;
 	struct rts_metric_stats *m = &s->m[metric];
 	m->count++;
@@ -107,8 +105,8 @@ static __always_inline struct rts_task_stats *rts_stats(struct rts_task_state *s
  * wakeup ran inside an hrtimer callback: a timer release, whose callback
  * started at cb_entry on cpu.
  */
-static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now, __u32 cpu,
-					    __u64 timer_expiry, __u64 cb_entry)
+static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rts_task_stats *s,
+					    __u64 now, __u32 cpu, __u64 timer_expiry, __u64 cb_entry)
 {
 	st->state = RTS_TS_WOKEN;
 	st->wake_ts = now;
@@ -116,7 +114,6 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
 	st->resp_start = now;
 	st->release_pending = 0;
 
-	struct rts_task_stats *s = rts_stats(st);
 	if (s)
 		s->wakeups++;
 	if (!timer_expiry)
@@ -126,14 +123,14 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
 	if (s)
 		s->timer_releases++;
 	__u64 irq_lat = cb_entry > timer_expiry ? cb_entry - timer_expiry : 0;
-	rts_record(st, RTS_M_TIMER_IRQ, irq_lat, timer_expiry, cb_entry, cpu, cpu);
+	rts_record(st, s, RTS_M_TIMER_IRQ, irq_lat, timer_expiry, cb_entry, cpu, cpu);
 	st->release_pending = 1;
 	st->release_expiry = timer_expiry;
 	st->release_cpu = cpu;
 
 	if (st->cycle_start && st->sleep_ts > st->cycle_start) {
 		__u64 cycle = st->sleep_ts - st->cycle_start;
-		rts_record(st, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
+		rts_record(st, s, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
 			   st->cpu);
 		if (s && st->nominal_period && cycle > st->nominal_period)
 			s->overruns++;
@@ -146,8 +143,8 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
 		st->nominal_period = nominal;
 		if (s)
 			s->nominal_period = nominal;
-		rts_record(st, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
-		rts_record(st, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
+		rts_record(st, s, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
+		rts_record(st, s, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
 	}
 	st->cycle_start = now;
 	st->cycle_cpu = cpu;
@@ -160,7 +157,7 @@ static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, 
 {
 	switch (st->state) {
 	case RTS_TS_SLEEPING:
-		rts_wakeup_core(st, now, cpu, timer_expiry, cb_entry);
+		rts_wakeup_core(st, rts_stats(st), now, cpu, timer_expiry, cb_entry);
 		break;
 	case RTS_TS_RUNNING:
 		/*
@@ -199,14 +196,14 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 	if (s)
 		s->switches_voluntary++;
 	if (st->resp_start && now >= st->resp_start) {
-		rts_record(st, RTS_M_RESPONSE, now - st->resp_start, st->resp_start, now,
+		rts_record(st, s, RTS_M_RESPONSE, now - st->resp_start, st->resp_start, now,
 			   st->wake_cpu, cpu);
 		/*
 		 * An IRQ thread's activation is one run of its handler(s): without
 		 * fentry on the threaded handler, its on-CPU time is the handler time.
 		 */
 		if ((st->flags & RTS_TF_IRQ_THREAD) && !st->fentry_seen)
-			rts_record(st, RTS_M_HANDLER, st->oncpu, st->resp_start, now, st->wake_cpu, cpu);
+			rts_record(st, s, RTS_M_HANDLER, st->oncpu, st->resp_start, now, st->wake_cpu, cpu);
 	}
 	st->oncpu = 0;
 	st->resp_start = 0;
@@ -220,6 +217,8 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 					     __u64 irq_ns)
 {
 	bool woken = false;
+	/* Stats are needed only when this switch-in ends a wakeup. */
+	struct rts_task_stats *s = 0;
 
 	st->run_start = now;
 	st->run_irq_ns = irq_ns;
@@ -227,17 +226,20 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 	if (st->state == RTS_TS_SLEEPING && st->pending_ts) {
 		/* The wakeup raced with the switch-out: it counts from the sleep. */
 		__u64 ts = st->pending_ts > st->sleep_ts ? st->pending_ts : st->sleep_ts;
-		rts_wakeup_core(st, ts, st->pending_cpu, st->pending_expiry, st->pending_cb_entry);
+		s = rts_stats(st);
+		rts_wakeup_core(st, s, ts, st->pending_cpu, st->pending_expiry, st->pending_cb_entry);
 	}
 	st->pending_ts = 0;
 
 	if (st->state == RTS_TS_WOKEN) {
 		woken = true;
+		if (!s)
+			s = rts_stats(st);
 		if (now >= st->wake_ts)
-			rts_record(st, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
+			rts_record(st, s, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
 				   st->wake_cpu, cpu);
 		if (st->release_pending && now >= st->release_expiry)
-			rts_record(st, RTS_M_TIMER_THREAD, now - st->release_expiry,
+			rts_record(st, s, RTS_M_TIMER_THREAD, now - st->release_expiry,
 				   st->release_expiry, now, st->release_cpu, cpu);
 	}
 	st->state = RTS_TS_RUNNING;
@@ -251,8 +253,9 @@ static __always_inline void rts_on_user_return(struct rts_task_state *st, __u64 
 	if (!st->release_pending)
 		return;
 	st->release_pending = 0;
+	struct rts_task_stats *s = rts_stats(st);
 	if (now >= st->release_expiry)
-		rts_record(st, RTS_M_TIMER_USER, now - st->release_expiry, st->release_expiry, now,
+		rts_record(st, s, RTS_M_TIMER_USER, now - st->release_expiry, st->release_expiry, now,
 			   st->release_cpu, cpu);
 }
 
@@ -279,7 +282,8 @@ static __always_inline void rts_on_handler_exit(struct rts_task_state *st, __u64
 	/* Hard IRQs and softirqs (e.g. run by the closing local_bh_enable()) are not the handler's. */
 	__u64 stolen = irq_ns > st->handler_irq_ns ? irq_ns - st->handler_irq_ns : 0;
 	__u64 v = wall > stolen ? wall - stolen : 0;
-	rts_record(st, RTS_M_HANDLER, v, st->handler_start, now, cpu, cpu);
+	struct rts_task_stats *s = rts_stats(st);
+	rts_record(st, s, RTS_M_HANDLER, v, st->handler_start, now, cpu, cpu);
 }
 
 /*

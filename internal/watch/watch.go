@@ -50,15 +50,16 @@ type Options struct {
 }
 
 type session struct {
-	o        Options
-	eng      *engine.Engine
-	names    *trace.Names
-	tasks    map[uint64]*report.Task               // by tracking id, live and exited
-	traces   map[uint64]map[metric.ID]*trace.Trace // worst windows
-	final    map[uint64]bool                       // final report printed
-	lost     report.Lost
-	lostSeen uint64 // lost notices already swept for
-	started  time.Time
+	o         Options
+	eng       *engine.Engine
+	names     *trace.Names
+	tasks     map[uint64]*report.Task               // by tracking id, live and exited
+	traces    map[uint64]map[metric.ID]*trace.Trace // worst windows
+	final     map[uint64]bool                       // final report printed
+	lost      report.Lost
+	lostSeen  uint64    // lost notices already swept for
+	lastSweep time.Time // sweeps are full scans: at most two a second
+	started   time.Time
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -177,7 +178,7 @@ loop:
 			if err := s.poll(); err != nil {
 				return nil, err
 			}
-			if err := s.sweep(); err != nil {
+			if err := s.sweep(false); err != nil {
 				return nil, err
 			}
 			if len(s.tasks) > 0 {
@@ -208,7 +209,7 @@ loop:
 	if err := s.poll(); err != nil {
 		return nil, err
 	}
-	if err := s.sweep(); err != nil {
+	if err := s.sweep(true); err != nil {
 		return nil, err
 	}
 	s.refresh()
@@ -314,11 +315,12 @@ func (s *session) poll() error {
 
 // sweep finds what notices could not say (the notice ring was full): tasks
 // never announced, and exits never announced.
-func (s *session) sweep() error {
-	if s.eng.Counters()[engine.CounterNoticeLost] == s.lostSeen {
+func (s *session) sweep(force bool) error {
+	lost := s.eng.Counters()[engine.CounterNoticeLost]
+	if lost == s.lostSeen || (!force && time.Since(s.lastSweep) < 500*time.Millisecond) {
 		return nil
 	}
-	s.lostSeen = s.eng.Counters()[engine.CounterNoticeLost]
+	s.lostSeen, s.lastSweep = lost, time.Now()
 	all, err := s.eng.AllStats()
 	if err != nil {
 		return err
