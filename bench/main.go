@@ -30,6 +30,7 @@ type bench struct {
 	rtscope  string
 	alt      string
 	timedDir string
+	version  string
 	runqlat  string
 	btScript string
 	self     string
@@ -77,6 +78,7 @@ func main() {
 	defer stats.Close()
 
 	b.res.Machine = describeMachine()
+	b.res.Version = b.version
 	b.res.Quick = b.quick
 	b.res.Reps = b.reps
 	want := map[string]bool{}
@@ -150,10 +152,21 @@ func (b *bench) setup() error {
 	if _, err := os.Stat(b.rtscope); err != nil {
 		return fmt.Errorf("no rtscope binary at %s: run make build first", b.rtscope)
 	}
+	if b.tmp, err = os.MkdirTemp("", "rtscope-bench-"); err != nil {
+		return err
+	}
+	// Measure a private copy: a `make build` elsewhere in the tree during
+	// the run must not swap the binary under test halfway.
+	if b.rtscope, err = snapshot(b.rtscope, filepath.Join(b.tmp, "rtscope")); err != nil {
+		return err
+	}
 	if b.alt != "" {
-		if b.alt, err = filepath.Abs(b.alt); err != nil {
+		if b.alt, err = snapshot(b.alt, filepath.Join(b.tmp, "rtscope-alt")); err != nil {
 			return err
 		}
+	}
+	if out, err := exec.Command(b.rtscope, "version").Output(); err == nil {
+		b.version = strings.TrimSpace(string(out))
 	}
 	if b.self, err = os.Executable(); err != nil {
 		return err
@@ -174,9 +187,6 @@ func (b *bench) setup() error {
 	}
 	if b.runqlat == "" {
 		return fmt.Errorf("libbpf-tools runqlat is not installed (make bench installs it)")
-	}
-	if b.tmp, err = os.MkdirTemp("", "rtscope-bench-"); err != nil {
-		return err
 	}
 	b.btScript = filepath.Join(b.tmp, "runqlat.bt")
 	return os.WriteFile(b.btScript, []byte(bpftraceRunqlat), 0o644)
@@ -357,3 +367,12 @@ func minf(v []float64) float64 {
 }
 
 var _ = runtime.NumCPU
+
+// snapshot copies the executable src to dst.
+func snapshot(src, dst string) (string, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	return dst, os.WriteFile(dst, b, 0o755)
+}

@@ -44,6 +44,7 @@ type results struct {
 	Start       *startRow
 	Timed       *timedResult
 	Alt         string
+	Version     string // rtscope version output of the binary under test
 }
 
 type machine struct {
@@ -255,6 +256,7 @@ func (r *results) markdown() string {
 	p("# rtscope benchmark, %s\n\n", m.Date)
 	p("Produced by `make bench`%s (bench/, %d repetition(s) per configuration, interleaved), in %v.\n\n",
 		map[bool]string{true: " with BENCH_QUICK=1", false: ""}[r.Quick], r.Reps, r.Duration.Round(time.Second))
+	p("rtscope under test: `%s`.\n\n", orDash(r.Version))
 	p("## Machine\n\n| | |\n|---|---|\n")
 	p("| CPU | %s, %d CPUs |\n| virtualisation | %s |\n| memory | %s |\n| kernel | %s |\n| preemption | %s |\n| tools | %s |\n| load at start | %s (load average); %s |\n\n",
 		m.CPU, m.CPUs, orDash(m.Virt), m.Memory, m.Kernel, m.Preempt, m.Tools, m.Load, m.Foreign)
