@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -127,6 +129,9 @@ func (r *running) stop() (*lost, error) {
 		return nil, err
 	}
 	if r.json == "" {
+		if r.m.kind == "rtscope" {
+			return summaryLost(r.log), nil
+		}
 		return nil, nil
 	}
 	b, err := os.ReadFile(r.json)
@@ -141,6 +146,24 @@ func (r *running) stop() (*lost, error) {
 	}
 	os.Remove(r.json)
 	return &doc.Lost, nil
+}
+
+var lostRe = regexp.MustCompile(`lost: (\d+) notices, (\d+) tasks not tracked, (\d+) stacks, (\d+) truncated traces`)
+
+// summaryLost reads the lost counters from the last line of rtscope
+// watch's text report (the JSON report can be huge with many tasks).
+func summaryLost(log string) *lost {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return nil
+	}
+	m := lostRe.FindAllSubmatch(b, -1)
+	if len(m) == 0 {
+		return nil
+	}
+	last := m[len(m)-1]
+	n := func(i int) uint64 { v, _ := strconv.ParseUint(string(last[i]), 10, 64); return v }
+	return &lost{Notices: n(1), TasksNotTracked: n(2), Stacks: n(3), TracesTruncated: n(4)}
 }
 
 func tail(s string, n int) string {

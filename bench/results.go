@@ -424,7 +424,7 @@ func (r *results) details(w *strings.Builder) {
 				lt = append(lt, float64(l.TracesTruncated))
 			}
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, spread(s.AvgNs, ns), spread(s.SwitchNs, ns), spread(s.CPUPct, pct),
-				spread(s.Memlock, mib), mib(float64(s.StorageB)), spread(s.RSS, mib), spread(s.StopS, ms), spread(ln, count0), spread(lt, count0))
+				spread(s.Memlock, mib), mib(float64(s.StorageB)), spread(s.RSS, mib), stopText(s), spread(ln, count0), spread(lt, count0))
 		}
 		p("\nOrigin design (paper, Table 1): 463 ns per probe with nothing tracked, +175 ns per tracked PID (997 ns with 3): at 1000 PIDs that line would reach about 175 us per probe.\n\n")
 	}
@@ -497,6 +497,19 @@ func count(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+func stopText(s *scaleRow) string {
+	t := spread(s.StopS, ms)
+	if s.Killed > 0 {
+		if len(s.StopS) == 0 {
+			t = ""
+		} else {
+			t += "; "
+		}
+		t += fmt.Sprintf("%d run(s) not stopped 60 s after SIGINT (killed)", s.Killed)
+	}
+	return t
 }
 
 func count0(v float64) string { return fmt.Sprintf("%.0f", v) }
