@@ -60,6 +60,7 @@ func runWatch(args []string) int {
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
 	fs.Usage = func() {
@@ -84,7 +85,7 @@ func runWatch(args []string) int {
 		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", fs.Arg(0)))
 	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
-		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, Show: *show, Out: os.Stdout}
+		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, Show: *show, Out: os.Stdout}
 	var err error
 	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
 		return Fail("watch", err)
@@ -128,6 +129,9 @@ func runWatch(args []string) int {
 			}
 		}
 		o.Housekeeping = cpus
+	}
+	if *traceMax < 16 {
+		return Fail("watch", fmt.Errorf("--trace-max-events %d is too small (at least 16)", *traceMax))
 	}
 	var bounds []slo.Bound
 	for _, s := range *slos {

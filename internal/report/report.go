@@ -4,6 +4,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -208,16 +209,21 @@ func (r *Report) Sort() {
 	})
 }
 
-// WriteJSON writes the report to path ("-" for stdout).
+// WriteJSON writes the report to path ("-" for stdout), compact (it is for
+// machines: `jq .` indents it), streamed to the file.
 func (r *Report) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	w := os.Stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if err := json.NewEncoder(bw).Encode(r); err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	if path == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
+	return bw.Flush()
 }

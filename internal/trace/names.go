@@ -62,6 +62,7 @@ type Names struct {
 	syms     *ksym.Table
 	stack    StackFunc
 	reloaded time.Time
+	pinned   map[uint32][]string // while decoding a Raw window
 }
 
 // NewNames makes a resolver; syms and stack may be nil.
@@ -252,27 +253,15 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			exp := int64(engine.EventX(&e)) - int64(start)
 			ev.ExpiryT = &exp
 		}
-		if n != nil && n.stack != nil && int32(e.B) >= 0 {
-			if addrs, err := n.stack(e.B); err == nil {
-				for _, a := range addrs {
-					ev.Stack = append(ev.Stack, n.Func(a))
-				}
-			}
-		}
+		ev.Stack = n.frames(e.B)
 		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
 	case evStack:
 		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
 		ev.WaitingTID = e.C
-		if n != nil && n.stack != nil && int32(e.B) >= 0 {
-			if addrs, err := n.stack(e.B); err == nil {
-				var frames []string
-				for _, a := range addrs {
-					frames = append(frames, n.Func(a))
-				}
-				ev.Stack = InterruptedFrames(frames)
-				if len(ev.Stack) == 0 {
-					ev.Reason = "user space"
-				}
+		if frames := n.frames(e.B); frames != nil {
+			ev.Stack = InterruptedFrames(frames)
+			if len(ev.Stack) == 0 {
+				ev.Reason = "user space"
 			}
 		}
 	case evUserReturn, evExit:
@@ -282,6 +271,29 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	}
 	return ev
+}
+
+// frames symbolises stack id: from the stacks pinned at cut time when
+// decoding a kept window (ids are reused), else from the stack map now.
+func (n *Names) frames(id uint32) []string {
+	if n == nil || int32(id) < 0 {
+		return nil
+	}
+	if f, ok := n.pinned[id]; ok {
+		return f
+	}
+	if n.stack == nil {
+		return nil
+	}
+	addrs, err := n.stack(id)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, n.Func(a))
+	}
+	return out
 }
 
 // irqEntries are the functions where the interrupted context's frames begin.

@@ -4,7 +4,9 @@
 package trace
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/rtscope/rtscope/internal/engine"
 )
@@ -110,6 +112,9 @@ type Window struct {
 	End      uint64
 	CPUStart int
 	CPUEnd   int
+	// MaxEvents bounds the events kept (0: no bound); the ones nearest the
+	// window's end, where the maximum was reached, are kept.
+	MaxEvents int
 }
 
 // contextBefore is how far before the window events are kept for context
@@ -132,20 +137,34 @@ type Snapshot struct {
 
 // Take copies the rings. Slots being rewritten while read are dropped (their
 // sequence number no longer matches).
-func Take(src Source) (*Snapshot, error) {
+func Take(src Source) (*Snapshot, error) { return TakeInto(src, nil) }
+
+// TakeInto is Take reusing the buffers of an earlier snapshot (nil: new
+// ones): a monitor polling a hundred times a second makes no garbage.
+// Windows cut from the earlier snapshot stay valid (they are copied).
+func TakeInto(src Source, sn *Snapshot) (*Snapshot, error) {
 	heads, err := src.Heads()
 	if err != nil {
 		return nil, err
 	}
 	n := uint64(src.FlightPerCPU())
-	sn := &Snapshot{}
+	if sn == nil {
+		sn = &Snapshot{}
+	}
+	old := sn.cpus
+	sn.cpus, sn.wrapped = sn.cpus[:0], sn.wrapped[:0]
 	for cpu := 0; cpu < len(heads) && cpu < src.NumCPU(); cpu++ {
 		head := heads[cpu]
 		first := uint64(0)
 		if head > n {
 			first = head - n
 		}
-		evs := make([]raw, 0, head-first)
+		var evs []raw
+		if cpu < len(old) && uint64(cap(old[cpu])) >= head-first {
+			evs = old[cpu][:0]
+		} else {
+			evs = make([]raw, 0, n)
+		}
 		for seq := first; seq < head; seq++ {
 			ev := src.FlightEvent(cpu, uint32(seq))
 			if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
@@ -177,7 +196,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 		return nil, err
 	}
 	sn.Learn(names)
-	return sn.Cut(w, names), nil
+	return sn.Cut(w, names).Decode(names), nil
 }
 
 // Cut extracts a window: every CPU's events in [Start, End], plus context back
@@ -185,7 +204,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 // are kept, and on other CPUs only the events naming the task. A ring that no
 // longer reaches back to the window start makes the trace truncated, with a
 // note saying so.
-func (sn *Snapshot) Cut(w Window, names *Names) *Trace {
+func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd}
 	var all []raw
@@ -235,10 +254,54 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Trace {
 		}
 		return kept[i].seq < kept[j].seq
 	})
-	for _, r := range kept {
-		tr.Events = append(tr.Events, names.decode(r.Event, w.Start))
+	if w.MaxEvents > 0 && len(kept) > w.MaxEvents {
+		drop := len(kept) - w.MaxEvents
+		tr.Truncated = true
+		tr.Note = fmt.Sprintf("window too long: %d events; the first %d (up to %s us after its start) are left out, the last %d kept (raise --trace-max-events)",
+			len(kept), drop, strconv.FormatFloat(float64(int64(kept[drop].Ts)-int64(w.Start))/1e3, 'f', 1, 64), w.MaxEvents)
+		kept = kept[drop:]
 	}
-	return tr
+	rw := &Raw{meta: *tr, events: make([]engine.Event, len(kept))}
+	for i, r := range kept {
+		rw.events[i] = r.Event
+		if (r.Type == evSleep || r.Type == evStack) && int32(r.B) >= 0 {
+			if rw.stacks == nil {
+				rw.stacks = map[uint32][]string{}
+			}
+			if _, ok := rw.stacks[r.B]; !ok {
+				rw.stacks[r.B] = names.frames(r.B)
+			}
+		}
+	}
+	return rw
+}
+
+// Raw is a cut window kept compactly (48 bytes an event) until it is shown:
+// its stacks are resolved at cut time, since stack ids are reused later.
+type Raw struct {
+	meta   Trace
+	events []engine.Event
+	stacks map[uint32][]string
+}
+
+// Value is the metric value of the window.
+func (r *Raw) Value() uint64 { return r.meta.Value }
+
+// Truncated tells whether the window's start was lost.
+func (r *Raw) Truncated() bool { return r.meta.Truncated }
+
+// Decode turns the window into readable events.
+func (r *Raw) Decode(names *Names) *Trace {
+	tr := r.meta
+	tr.Events = make([]Event, 0, len(r.events))
+	if names != nil {
+		names.pinned = r.stacks
+		defer func() { names.pinned = nil }()
+	}
+	for _, e := range r.events {
+		tr.Events = append(tr.Events, names.decode(e, r.meta.Start))
+	}
+	return &tr
 }
 
 func mentions(e engine.Event, tid uint32) bool {

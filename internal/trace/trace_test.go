@@ -126,3 +126,21 @@ func TestSleepReasonAndInterruptedFrames(t *testing.T) {
 		t.Errorf("user space interrupted: %v", got)
 	}
 }
+
+func TestCutBoundsLongWindows(t *testing.T) {
+	f := &fakeRings{per: 1024}
+	for i := 0; i < 500; i++ {
+		f.add(0, uint64(1000+i*10), evSwitch, 1, 2, "x")
+	}
+	sn, err := Take(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := sn.Cut(Window{Metric: "period", TID: 2, Start: 1000, End: 6000, MaxEvents: 100}, NewNames(nil, nil)).Decode(nil)
+	if len(tr.Events) != 100 || !tr.Truncated || !strings.Contains(tr.Note, "window too long: 500 events") {
+		t.Errorf("%d events, truncated %v, note %q", len(tr.Events), tr.Truncated, tr.Note)
+	}
+	if last := tr.Events[len(tr.Events)-1]; last.T != 4990 {
+		t.Errorf("the events nearest the end must be kept, last at %d", last.T)
+	}
+}

@@ -23,6 +23,10 @@ import (
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
+// DefaultTraceMax bounds the events kept per worst-case window: with many
+// tracked tasks, 9 windows each, reports would otherwise reach gigabytes.
+const DefaultTraceMax = 1024
+
 // Options of one watch.
 type Options struct {
 	Targets     target.Spec
@@ -33,6 +37,7 @@ type Options struct {
 	Traces      bool          // print worst-case event listings in the text report
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
+	TraceMax    int           // events kept per worst-case window (0: default)
 	SLO         slo.Set
 	JSONPath    string
 	Show        []string // report only tasks with these names (empty: all)
@@ -53,12 +58,13 @@ type session struct {
 	o         Options
 	eng       *engine.Engine
 	names     *trace.Names
-	tasks     map[uint64]*report.Task               // by tracking id, live and exited
-	traces    map[uint64]map[metric.ID]*trace.Trace // worst windows
-	final     map[uint64]bool                       // final report printed
+	tasks     map[uint64]*report.Task             // by tracking id, live and exited
+	traces    map[uint64]map[metric.ID]*trace.Raw // worst windows, decoded only for final reports
+	final     map[uint64]bool                     // final report printed
 	lost      report.Lost
-	lostSeen  uint64    // lost notices already swept for
-	lastSweep time.Time // sweeps are full scans: at most two a second
+	lostSeen  uint64          // lost notices already swept for
+	lastSweep time.Time       // sweeps are full scans: at most two a second
+	snap      *trace.Snapshot // ring copy, reused every poll
 	started   time.Time
 }
 
@@ -72,6 +78,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = time.Second
+	}
+	if o.TraceMax <= 0 {
+		o.TraceMax = DefaultTraceMax
 	}
 	if o.Poll <= 0 {
 		// Windows must be cut before the rings wrap: 8192 events per CPU
@@ -89,7 +98,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	syms, _ := ksym.Kernel()
 	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
-		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Trace{},
+		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now()}
 
 	idx := uint32(0)
@@ -293,15 +302,16 @@ func (s *session) poll() error {
 		}
 	}
 	if s.eng.Tracing() && len(order) > 0 {
-		snap, err := trace.Take(s.eng)
+		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err == nil {
+			s.snap = snap
 			snap.Learn(s.names)
 			for _, k := range order {
 				n := latest[k]
 				tr := snap.Cut(trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid, Value: n.Value,
-					Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu)}, s.names)
+					Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names)
 				if s.traces[n.Id] == nil {
-					s.traces[n.Id] = map[metric.ID]*trace.Trace{}
+					s.traces[n.Id] = map[metric.ID]*trace.Raw{}
 				}
 				s.traces[n.Id][metric.ID(n.Metric)] = tr
 			}
@@ -349,6 +359,7 @@ func (s *session) finish(id uint64) {
 	s.attach(t)
 	s.tasks[id] = t
 	s.final[id] = true
+	delete(s.traces, id) // decoded into t
 	s.eng.Forget(id)
 	if s.visible(t) {
 		report.Final(s.o.Out, t, s.o.Traces)
@@ -367,18 +378,19 @@ func (s *session) refresh() {
 		}
 		t := report.FromStats(st)
 		s.names.SetComm(st.Tid, t.Comm)
-		s.attach(t)
 		s.tasks[st.Id] = t
 	}
 }
 
-// attach adds the worst-case traces (and their analysis) to t.
+// attach adds the worst-case traces (and their analysis) to t: for final
+// reports only, decoding is the expensive part.
 func (s *session) attach(t *report.Task) {
-	for m, tr := range s.traces[t.ID()] {
+	for m, raw := range s.traces[t.ID()] {
 		rm := t.Metrics[m.String()]
 		if rm == nil {
 			continue
 		}
+		tr := raw.Decode(s.names)
 		rm.Worst = tr
 		if s.o.Analyze != nil {
 			rm.Verdict, rm.Analysis = s.o.Analyze(t, m, tr)
@@ -434,6 +446,11 @@ func (s *session) build() *report.Report {
 		rep.Features.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
 	}
 	rep.Tasks = s.shown(false)
+	for _, t := range rep.Tasks {
+		if !s.final[t.ID()] {
+			s.attach(t) // exited tasks got theirs in their final report
+		}
+	}
 	for _, t := range rep.Tasks {
 		for _, m := range t.Metrics {
 			if m.Worst != nil && m.Worst.Truncated {
