@@ -3,8 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/trace"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -59,10 +63,21 @@ func writeTimerlatJSON(path string, res *timerlat.Result, o *timerlat.Options) e
 	return f.Close()
 }
 
-// timerlatStopHook is the single place where the auto-analysis of a stop is
-// wired in (issue 4: the analysis library, internal/analysis, working on the
-// window that internal/trace cut). Until that library exists it returns nil:
-// a stop then prints the offending sample, and -t still saves its window.
+// timerlatStopHook explains a stop with the analysis library (the same one
+// as watch's worst cases), on the window that internal/trace cut.
 func timerlatStopHook() timerlat.StopHook {
-	return nil
+	return func(tr *trace.Trace, st *timerlat.Stop, w io.Writer) error {
+		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric}
+		// The measuring thread's identity, as the trace saw it.
+		for _, e := range tr.Events {
+			if e.Type == "switch" && e.NextTID == uint32(st.TID) {
+				subj.Comm, subj.KPrio, subj.Sched = e.NextComm, e.NextKPrio, e.NextSched
+				subj.Policy, _, _ = strings.Cut(e.NextSched, " ")
+			}
+		}
+		res := analysis.Explain(tr, subj)
+		fmt.Fprintf(w, "## auto-analysis of the CPU %d stop (%s)\n", st.CPU, tr.Metric)
+		res.WriteText(w, "  ")
+		return nil
+	}
 }
