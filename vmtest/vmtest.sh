@@ -12,6 +12,7 @@
 #   VMTEST_ONLY    run only the guest tests whose name matches this ERE
 #   VMTEST_STRICT  1: a skipped test fails the run
 #   VMTEST_QEMU_ARGS  extra QEMU arguments
+#   VMTEST_APPEND  extra kernel command line
 #   VMTEST_KEEP    1: keep the initramfs staging trees for inspection
 #
 # Needs root (apt-get, mknod for /dev/console in the initramfs) and the
@@ -277,7 +278,7 @@ boot() {
 	MODS=
 	[ "$arch" = amd64 ] && modules "$guest"
 	initramfs "$guest" "$arch"
-	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.only=${VMTEST_ONLY:-}"
+	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.only=${VMTEST_ONLY:-} ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
 		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
 		append="console=ttyAMA0 $append"
@@ -295,7 +296,7 @@ boot() {
 	log "booting $guest ($KVER, timeout ${tmo}s, log $logf)"
 	start=$SECONDS
 	set +e
-	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$logf" | sed -u "s/^/[$guest] /"
+	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$logf" | sed -u "s/^/[$guest] /"
 	rc=${PIPESTATUS[0]}
 	set -e
 	log "$guest ran $((SECONDS - start))s"

@@ -99,28 +99,64 @@ cyclictest_over() {
 	echo "    samples >= $t us: $OVER, max $MAX us"
 }
 
-# rtla_over THRESH_US ARGS...: run `rtla timerlat hist` on CPU 1 and set
-# IRQ_OVER and THR_OVER (IRQ and thread latency samples >= THRESH_US) and
-# IRQ_MAX, THR_MAX.
-rtla_over() {
-	t=$1
-	shift
+# timerlat_over TOOL THRESH_US ARGS...: run `rtla timerlat hist` or
+# `rtscope timerlat hist` (same layout) on CPU 1 with 100 us buckets and
+# set IRQ_OVER and THR_OVER (IRQ and thread latency samples >= THRESH_US),
+# IRQ_MAX and THR_MAX (us).
+timerlat_over() {
+	tool=$1
+	t=$2
+	shift 2
 	IRQ_OVER=null
 	THR_OVER=null
-	rtla timerlat hist -c 1 -b 100 -E 200 "$@" >/tmp/rtla.out 2>&1 || {
-		sed 's/^/    /' /tmp/rtla.out
+	$tool timerlat hist -c 1 -b 100 -E 200 "$@" >/tmp/tl.out 2>&1 || {
+		tail -20 /tmp/tl.out | sed 's/^/    /'
 		return 0
 	}
+	grep -v '^[0-9]' /tmp/tl.out | sed 's/^/    /'
 	set -- $(awk -v t="$t" '
-		$1 == "over:" { io += $2; to += $3; next }
+		$1 == "over:" && !done { io += $2; to += $3; done = 1; next }
 		$1 == "max:" { im = $2; tm = $3; next }
-		$1 ~ /^[0-9]+$/ && NF == 3 && $1 + 0 >= t { io += $2; to += $3 }
-		END { print io + 0, to + 0, im, tm }' /tmp/rtla.out)
+		!done && $1 ~ /^[0-9]+$/ && NF >= 3 && $1 + 0 >= t { io += $2; to += $3 }
+		END { print io + 0, to + 0, im, tm }' /tmp/tl.out)
 	IRQ_OVER=$1
 	THR_OVER=$2
 	IRQ_MAX=$3
 	THR_MAX=$4
-	echo "    rtla timerlat: samples >= $t us: IRQ $IRQ_OVER, thread $THR_OVER; max IRQ $IRQ_MAX us, thread $THR_MAX us"
+	echo "    $tool timerlat: samples >= $t us: IRQ $IRQ_OVER, thread $THR_OVER; max IRQ $IRQ_MAX us, thread $THR_MAX us"
+}
+
+# timerlat_side EXPECT: the side the last timerlat_over run puts the
+# latency on: "irq" (the timer IRQ came late), "thread" (on-time IRQ, late
+# thread: the thread-only excess) or "none", against EXPECT injections.
+# Host noise delays IRQ and thread alike, so it adds no thread-only excess.
+timerlat_side() {
+	if [ $((THR_OVER - IRQ_OVER)) -ge $(($1 / 2)) ]; then
+		echo thread
+	elif [ "$IRQ_OVER" -ge $(($1 / 2)) ]; then
+		echo irq
+	else
+		echo none
+	fi
+}
+
+# watch_json FILE ARGS...: rtscope watch -q --json FILE ARGS; on failure
+# print the start and end of its output (a verifier log is long) and fail.
+watch_json() {
+	f=$1
+	shift
+	rm -f "$f"
+	rtscope watch -q --json "$f" "$@" >/tmp/watch.out 2>&1
+	rc=$?
+	if [ $rc != 0 ] || [ ! -s "$f" ]; then
+		head -4 /tmp/watch.out | cut -c1-300 | sed 's/^/    /'
+		echo "    ..."
+		tail -4 /tmp/watch.out | cut -c1-300 | sed 's/^/    /'
+		bad "rtscope watch $* (exit status $rc)"
+		return 1
+	fi
+	grep -E '^== |worst|verdict|rtscope watch:' /tmp/watch.out | cut -c1-200 | sed 's/^/    /'
+	return 0
 }
 
 # jget FILE PATH: a value from a JSON file (vmkit get), "missing" if absent.

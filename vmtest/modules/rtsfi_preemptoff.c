@@ -4,9 +4,9 @@
  * Interrupts still run, so a victim's timer fires and wakes it on time,
  * but the scheduler cannot switch to it until preempt_enable(): the
  * latency shows up after the wakeup, while the lower-priority kthread
- * rtsfi_preemptoff/N keeps the CPU.
+ * rtsfi_preempt/N (its comm) keeps the CPU.
  */
-#define RTSFI_NAME "rtsfi_preemptoff"
+#define RTSFI_NAME "rtsfi_preempt"
 #include "rtsfi_kthread.h"
 
 static void rtsfi_section(void)

@@ -36,10 +36,11 @@ func cmdGet(args []string) error {
 }
 
 // lookup walks a dot-separated path. Each step is an object key, an array
-// index, "#" (length of an array or object), or an array filter
-// "KEY=VALUE" (first element whose KEY equals VALUE), "KEY^=PREFIX" (first
-// whose KEY starts with PREFIX). A filter may follow a key in brackets:
-// "tasks[comm=cyclictest].metrics.latency.max_ns".
+// index, "#" (length of an array or object), or an array filter: the
+// first element meeting every condition of "KEY=VALUE" (KEY equals VALUE)
+// and "KEY^=PREFIX" (KEY starts with PREFIX) joined by "&". A filter may
+// follow a key in brackets: "tasks[comm=cyclictest].metrics.latency.max_ns",
+// "events[type=switch&next_tid=42].prev_comm".
 func lookup(doc any, path string) (any, error) {
 	cur := doc
 	for _, step := range splitPath(path) {
@@ -102,21 +103,12 @@ func stepInto(cur any, step string) (any, error) {
 			}
 			return c[i], nil
 		}
-		key, want, prefix, ok := parseFilter(step)
-		if !ok {
-			return nil, fmt.Errorf("%q is not an index or KEY=VALUE filter", step)
+		conds, err := parseFilter(step)
+		if err != nil {
+			return nil, err
 		}
 		for _, e := range c {
-			m, ok := e.(map[string]any)
-			if !ok {
-				continue
-			}
-			got, ok := m[key]
-			if !ok {
-				continue
-			}
-			s := format(got)
-			if s == want || (prefix && strings.HasPrefix(s, want)) {
+			if m, ok := e.(map[string]any); ok && matches(m, conds) {
 				return e, nil
 			}
 		}
@@ -126,14 +118,38 @@ func stepInto(cur any, step string) (any, error) {
 	}
 }
 
-func parseFilter(step string) (key, value string, prefix, ok bool) {
-	if i := strings.Index(step, "^="); i > 0 {
-		return step[:i], step[i+2:], true, true
+type cond struct {
+	key, value string
+	prefix     bool
+}
+
+// parseFilter reads "KEY=VALUE" or "KEY^=PREFIX" conditions joined by "&".
+func parseFilter(step string) ([]cond, error) {
+	var conds []cond
+	for _, part := range strings.Split(step, "&") {
+		if i := strings.Index(part, "^="); i > 0 {
+			conds = append(conds, cond{part[:i], part[i+2:], true})
+		} else if i := strings.Index(part, "="); i > 0 {
+			conds = append(conds, cond{part[:i], part[i+1:], false})
+		} else {
+			return nil, fmt.Errorf("%q is not an index or KEY=VALUE filter", step)
+		}
 	}
-	if i := strings.Index(step, "="); i > 0 {
-		return step[:i], step[i+1:], false, true
+	return conds, nil
+}
+
+func matches(m map[string]any, conds []cond) bool {
+	for _, c := range conds {
+		got, ok := m[c.key]
+		if !ok {
+			return false
+		}
+		s := format(got)
+		if s != c.value && !(c.prefix && strings.HasPrefix(s, c.value)) {
+			return false
+		}
 	}
-	return "", "", false, false
+	return true
 }
 
 func format(v any) string {

@@ -24,6 +24,7 @@ func TestLookup(t *testing.T) {
 		"tasks[comm=cyclictest].metrics.latency.min_ns": "null",
 		"tasks[comm^=irq/].metrics.handler.count":       "3",
 		"tasks[tid=7].comm":                             "irq/4-ttyS0",
+		"tasks[tid=9&comm^=cyc].metrics.latency.count":  "10",
 		"tasks.0.metrics.handler":                       `{"count":3,"max_ns":12000}`,
 	} {
 		got, err := lookup(v, path)
@@ -35,7 +36,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s = %s, want %s", path, s, want)
 		}
 	}
-	for _, path := range []string{"nope", "tasks.5", "tasks[comm=x]", "schema.x", "tasks[bad]"} {
+	for _, path := range []string{"nope", "tasks.5", "tasks[comm=x]", "schema.x", "tasks[bad]", "tasks[tid=7&comm=cyclictest]", "tasks[tid=7&x]"} {
 		if _, err := lookup(v, path); err == nil {
 			t.Errorf("%s: want an error", path)
 		}

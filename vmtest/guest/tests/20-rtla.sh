@@ -9,21 +9,14 @@
 # guests: rt
 # timeout: 90
 EXPECT=75
-rtla_over 2000 -d 3
+timerlat_over rtla 2000 -d 3
 echo "  baseline: IRQ $IRQ_OVER, thread $THR_OVER samples >= 2000 us"
 for m in rtsfi_hardirq rtsfi_irqoff rtsfi_preemptoff; do
 	modload $m len_us=4000 period_us=40000 cpu=1 || continue
-	fired_during $m rtla_over 2000 -d 3
+	fired_during $m timerlat_over rtla 2000 -d 3
 	rmmod $m
 	ge "$m injections during the run" "$FIRED" $((EXPECT / 2))
-	# The side rtla puts the cause on: IRQ (the timer fired late) or
-	# thread (on-time IRQ, late thread: the thread-only excess).
-	side=none
-	if [ $((THR_OVER - IRQ_OVER)) -ge $((EXPECT / 2)) ]; then
-		side=thread
-	elif [ "$IRQ_OVER" -ge $((EXPECT / 2)) ]; then
-		side=irq
-	fi
+	side=$(timerlat_side $EXPECT)
 	want=irq
 	[ $m = rtsfi_preemptoff ] && want=thread
 	check "rtla puts $m on the $want side (IRQ $IRQ_OVER, thread-only $((THR_OVER - IRQ_OVER)) of $EXPECT injections): $side" [ $side = $want ]
