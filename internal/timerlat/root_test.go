@@ -208,8 +208,10 @@ func TestHousekeepingDMAPriority(t *testing.T) {
 		f, err := os.Open("/dev/cpu_dma_latency")
 		if err == nil {
 			var v int32
-			if binary.Read(f, binary.LittleEndian, &v) != nil || v != 7 {
-				problems = append(problems, "cpu_dma_latency is "+strconv.Itoa(int(v)))
+			// The kernel reads back the minimum of every holder's request
+			// (cyclictest elsewhere may hold 0): ours guarantees at most 7.
+			if binary.Read(f, binary.LittleEndian, &v) != nil || v > 7 {
+				problems = append(problems, "cpu_dma_latency is "+strconv.Itoa(int(v))+", above the requested 7")
 			}
 			f.Close()
 		}
