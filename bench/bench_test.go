@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestReadCyclic(t *testing.T) {
+	// cyclictest --json layout (rt-tests 2.x): 100 cycles, 98 at 10 us,
+	// 1 at 50 us, 1 beyond the histogram (max 3000 us).
+	js := `{"thread": {"0": {"histogram": {"10": 98, "50": 1}, "cycles": 100, "min": 10, "max": 3000, "avg": 40.5}}}`
+	p := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(p, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := readCyclic(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cyclicResult{Min: 10e3, Avg: 40.5e3, P50: 10e3, P99: 50e3, Max: 3000e3, Cycles: 100}
+	if r != want {
+		t.Fatalf("got %+v, want %+v", r, want)
+	}
+	// Fewer than 99% of the cycles in the histogram: p99 is the maximum.
+	js = `{"thread": {"0": {"histogram": {"10": 97}, "cycles": 100, "min": 10, "max": 3000, "avg": 100}}}`
+	os.WriteFile(p, []byte(js), 0o644)
+	if r, _ := readCyclic(p); r.P99 != 3000e3 {
+		t.Fatalf("p99 with overflows: got %v, want the maximum", r.P99)
+	}
+}
+
+func TestSummaryLost(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	os.WriteFile(p, []byte("report...\nrtscope watch: 3 task(s) reported, 5s; lost: 1 notices, 2 tasks not tracked, 3 stacks, 4 truncated traces\n"), 0o644)
+	l := summaryLost(p)
+	if l == nil || *l != (lost{Notices: 1, TasksNotTracked: 2, Stacks: 3, TracesTruncated: 4}) {
+		t.Fatalf("got %+v", l)
+	}
+	os.WriteFile(p, []byte("no summary"), 0o644)
+	if summaryLost(p) != nil {
+		t.Fatal("a log without a summary gave counters")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	// 1000 runs: 20 of at least 128 ns, 2 of at least 256 ns, none longer.
+	tm := benchTiming{Max: 300, Count: 1000, Ge: [10]uint64{20, 2}}
+	if q := tm.quantile(0.99); q != 256 {
+		t.Fatalf("p99: got %v, want 256 (20 runs >= 128 ns are more than 1%%)", q)
+	}
+	if q := tm.quantile(0.999); q != 512 {
+		t.Fatalf("p99.9: got %v, want 512", q)
+	}
+	if q := (&benchTiming{}).quantile(0.99); q != 0 {
+		t.Fatalf("no runs: got %v", q)
+	}
+}
+
+func TestProgLines(t *testing.T) {
+	src := "#include \"timed.h\"\nSEC(\"tp_btf/sched_switch\")\nint BPF_PROG(on_switch, bool preempt,\n\t     struct task_struct *prev)\n{\n}\nint BPF_PROG(on_wake)\n"
+	p := filepath.Join(t.TempDir(), "x.bpf.c")
+	os.WriteFile(p, []byte(src), 0o644)
+	ls, err := progLines(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]string{}
+	for _, l := range ls {
+		if _, ok := got[l.line]; !ok {
+			got[l.line] = l.name
+		}
+	}
+	// Either line of a two-line BPF_PROG names its program.
+	if got[3] != "on_switch" || got[4] != "on_switch" || got[7] != "on_wake" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestDeltaAndSum(t *testing.T) {
+	a := map[uint32]ProgStat{1: {ID: 1, Name: "x", Runtime: 100, Count: 10}}
+	b := map[uint32]ProgStat{1: {ID: 1, Name: "x", Runtime: 400, Count: 13}, 2: {ID: 2, Name: "y", Runtime: 50, Count: 5}}
+	d := Delta(a, b)
+	if len(d) != 2 || d[0].Name != "x" || d[0].Runtime != 300 || d[0].Count != 3 {
+		t.Fatalf("got %+v", d)
+	}
+	if rt, n, _ := Sum(d); rt != 350 || n != 8 {
+		t.Fatalf("sum: %d ns, %d runs", rt, n)
+	}
+	if sw, ok := switchProg([]ProgStat{{Name: "on_sched_switch_legacy"}, {Name: "floor_sched_swi", Count: 1}}); !ok || sw.Name != "floor_sched_swi" {
+		t.Fatalf("switchProg: %+v %v", sw, ok)
+	}
+}
