@@ -51,6 +51,7 @@ struct rts_task_state {
 	__u64 oncpu;           /* on-CPU time of the current activation, IRQs removed */
 	__u8 fentry_seen;      /* handler measured by fentry/fexit: skip the scheduler-based one */
 	__s32 waiting_cpu;     /* CPU whose waiting_tid names this task, -1: none */
+	__u64 last_stack;      /* time of its last sleep stack (rate limit) */
 };
 
 struct {

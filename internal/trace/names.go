@@ -361,7 +361,7 @@ func SleepReason(stack []string, timerArmed bool, state uint32) string {
 	case timerArmed:
 		return "timer sleep"
 	case len(stack) == 0:
-		return "sleep"
+		return "sleep (no stack sample)"
 	}
 	return "other wait (" + stack[0] + ")"
 }
