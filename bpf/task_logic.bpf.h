@@ -83,8 +83,11 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 	if (m->slo && value > m->slo)
 		m->violations++;
 	__u32 b = rts_hist_bucket(value);
+	/* Keep the bounds check on the register used for the access: older
+	 * verifiers (Linux 6.1) lose the bound when clang rearranges them. */
+	asm volatile("" : "+r"(b));
 	if (b < RTS_HIST_BUCKETS)
-		m->hist[b]++;
+		m->hist[b & 511]++;
 	if (m->count == 1 || value > m->max) {
 		m->max = value;
 		m->max_start = start;
