@@ -13,7 +13,6 @@
 #   VMTEST_STRICT  1: a skipped test fails the run
 #   VMTEST_QEMU_ARGS  extra QEMU arguments
 #   VMTEST_APPEND  extra kernel command line
-#   VMTEST_KEEP    1: keep the initramfs staging trees for inspection
 #
 # Needs root (apt-get, mknod for /dev/console in the initramfs) and the
 # binaries of `make build` and `make build GOARCH=arm64` (./rtscope,
@@ -202,15 +201,14 @@ copy_with_libs() {
 	done
 }
 
-# initramfs GUEST ARCH: build $CACHE/initramfs-GUEST.cpio.gz. Sets INITRD.
+# initramfs GUEST ARCH: build $RUN/initramfs-GUEST.cpio.gz. Sets INITRD.
 initramfs() {
 	local guest=$1 arch=$2 stage bin busybox
-	stage=$CACHE/stage-$guest
+	stage=$RUN/stage-$guest
 	rm -rf "$stage"
 	mkdir -p "$stage"/{bin,dev,proc,sys,tmp,usr/bin,lib/modules,vmtest}
 	if [ "$arch" = arm64 ]; then
 		bin=$ROOT/rtscope-arm64
-		extract "$(fetch busybox-static:arm64)" "$CACHE/busybox-arm64" ./bin/busybox
 		busybox=$CACHE/busybox-arm64/bin/busybox
 	else
 		bin=$ROOT/rtscope
@@ -221,7 +219,7 @@ initramfs() {
 	[ -x "$bin" ] || die "$bin is missing: run make build${arch:+ GOARCH=$arch} first"
 	install -m 755 "$busybox" "$stage/bin/busybox"
 	install -m 755 "$bin" "$stage/bin/rtscope"
-	install -m 755 "$CACHE/bin/vmkit-$arch" "$stage/bin/vmkit"
+	install -m 755 "$RUN/vmkit-$arch" "$stage/bin/vmkit"
 	if [ -n "${MODS:-}" ]; then
 		cp "$MODS"/*.ko "$stage/lib/modules/"
 	fi
@@ -232,16 +230,15 @@ initramfs() {
 	"$ROOT/rtscope" version >"$stage/vmtest/host-version"
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mknod -m 666 "$stage/dev/null" c 1 3
-	INITRD=$CACHE/initramfs-$guest.cpio.gz
+	INITRD=$RUN/initramfs-$guest.cpio.gz
 	(cd "$stage" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$INITRD"
-	[ "${VMTEST_KEEP:-0}" = 1 ] || rm -rf "$stage"
+	rm -rf "$stage"
 }
 
 vmkit() {
 	local arch
-	mkdir -p "$CACHE/bin"
 	for arch in amd64 arm64; do
-		(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -o "$CACHE/bin/vmkit-$arch" ./vmtest/cmd/vmkit)
+		(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -o "$RUN/vmkit-$arch" ./vmtest/cmd/vmkit)
 	done
 }
 
@@ -274,9 +271,17 @@ RESULTS=()
 boot() {
 	local guest=$1 arch=amd64 qemu append logf tmo start rc t
 	[ "$guest" = arm64 ] && arch=arm64
+	# The cache is shared with concurrent runs (several `make test` of the
+	# same checkout): downloads, unpacking and module builds under a lock.
+	flock 9
 	kernel "$guest"
 	MODS=
-	[ "$arch" = amd64 ] && modules "$guest"
+	if [ "$arch" = amd64 ]; then
+		modules "$guest"
+	else
+		extract "$(fetch busybox-static:arm64)" "$CACHE/busybox-arm64" ./bin/busybox
+	fi
+	flock -u 9
 	initramfs "$guest" "$arch"
 	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.only=${VMTEST_ONLY:-} ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
@@ -290,10 +295,9 @@ boot() {
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
-	logf=$CACHE/logs/$guest.log
-	mkdir -p "$CACHE/logs"
+	logf=$RUN/$guest.log
 	tmo=$(budget "$guest")
-	log "booting $guest ($KVER, timeout ${tmo}s, log $logf)"
+	log "booting $guest ($KVER, timeout ${tmo}s, log $CACHE/logs/$guest.log)"
 	start=$SECONDS
 	set +e
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$logf" | sed -u "s/^/[$guest] /"
@@ -324,7 +328,15 @@ boot() {
 
 [ "$(id -u)" = 0 ] || die "needs root (apt-get, mknod)"
 T0=$SECONDS
+mkdir -p "$CACHE/logs"
+exec 9>"$CACHE/.lock"
+RUN=$(mktemp -d "$CACHE/run.XXXXXX")
+# Logs of the last run stay in $CACHE/logs; the run's other files go.
+trap 'cp "$RUN"/*.log "$CACHE/logs/" 2>/dev/null; rm -rf "$RUN"' EXIT
+trap 'exit 143' TERM INT
+flock 9
 host_tools
+flock -u 9
 vmkit
 for g in "${GUESTS[@]}"; do
 	boot "$g"

@@ -2,8 +2,9 @@
 # 1. PREEMPT_RT forces the serial port's handler into irq/4-ttyS0; writing
 #    to the console makes it work: its handler time, wakeup latency and
 #    response time are reported.
-# 2. rtsfi_slowirq's threaded handler spins len_us: every handler sample is
-#    at least that long, by construction (same clock).
+# 2. rtsfi_slowirq's threaded handler spins len_us: its handler time is
+#    that long, by construction (same clock), less the hard IRQs that
+#    interrupt it.
 # guests: rt std
 # timeout: 200
 if [ "$GUEST" = rt ]; then
@@ -35,7 +36,10 @@ irq=$(modparam rtsfi_slowirq irq)
 if watch_json /tmp/h.json -d 12s --comm "irq/$irq-slowirq"; then
 	T="tasks[comm=irq/$irq-slowirq]"
 	ge "irq/$irq-slowirq handler count" "$(jget /tmp/h.json "$T.metrics.handler.count")" 50
-	ge "irq/$irq-slowirq handler min (ns), the module spins 2000 us" "$(jget /tmp/h.json "$T.metrics.handler.min_ns")" 2000000
+	# rtscope counts the handler's own time: hard IRQs that interrupt the
+	# 2000 us spin are not in it, so allow 10%.
+	ge "irq/$irq-slowirq handler p50 (ns), the module spins 2000 us" "$(jget /tmp/h.json "$T.metrics.handler.p50_ns")" 1800000
+	ge "irq/$irq-slowirq handler max (ns)" "$(jget /tmp/h.json "$T.metrics.handler.max_ns")" 1800000
 	ge "irq/$irq-slowirq response count" "$(jget /tmp/h.json "$T.metrics.response.count")" 50
 	check "irq/$irq-slowirq is FIFO 50" [ "$(jget /tmp/h.json "$T.policy") $(jget /tmp/h.json "$T.priority")" = "FIFO 50" ]
 fi
