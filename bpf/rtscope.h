@@ -75,7 +75,7 @@ struct rts_task_stats {
 	__u64 switches_preempted;
 	__u64 timer_releases;
 	__u64 overruns;        /* cycle longer than the nominal period */
-	__u64 nominal_period;  /* last expiry spacing seen */
+	__u64 nominal_period;  /* smallest expiry spacing seen (the loop's period) */
 	__u64 hygiene[RTS_H_COUNT];
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];

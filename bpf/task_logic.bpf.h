@@ -143,9 +143,12 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 		__u64 period = now - st->cycle_start;
 		__u64 nominal = timer_expiry - st->last_expiry;
 		__u64 jitter = period > nominal ? period - nominal : nominal - period;
-		st->nominal_period = nominal;
+		/* The loop's period is the smallest expiry spacing: a loop that
+		 * falls behind skips deadlines (larger spacings) but never shortens one. */
+		if (!st->nominal_period || nominal < st->nominal_period)
+			st->nominal_period = nominal;
 		if (s)
-			s->nominal_period = nominal;
+			s->nominal_period = st->nominal_period;
 		rts_record(st, s, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
 		rts_record(st, s, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
 	}

@@ -207,6 +207,13 @@ func TestTwinOverrun(t *testing.T) {
 	if s.Overruns != 1 {
 		t.Errorf("overruns %d, want 1", s.Overruns)
 	}
+	// A loop that falls behind skips a deadline (spacing 4000): its period stays 2000.
+	tw.switchTo(5600, 0, idle, 100, false, 0)
+	tw.switchTo(5700, 0, 100, idle, true, 0)
+	tw.timerWakeup(9000, 0, 100, 9000, 9000)
+	if s := tw.stats(100); s.NominalPeriod != 2000 {
+		t.Errorf("nominal period %d after a skipped deadline, want 2000", s.NominalPeriod)
+	}
 }
 
 // A tid reused by a new task gets a new id and fresh statistics; the old
