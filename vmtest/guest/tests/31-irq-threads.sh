@@ -5,7 +5,7 @@
 # 2. rtsfi_slowirq's threaded handler spins len_us: its handler time is
 #    that long, by construction (same clock), less the hard IRQs that
 #    interrupt it.
-# guests: rt std
+# guests: rt
 # timeout: 200
 if [ "$GUEST" = rt ]; then
 	rtscope watch -q -d 14s --json /tmp/s.json --comm irq/4-ttyS0 >/tmp/watch.out 2>&1 &
