@@ -2,39 +2,44 @@
 # case, and the worst-case window shows the culprit (the auto-analysis
 # verdict is printed when rtscope has one). Victim: vmkit periodic, 1 ms,
 # FIFO 80 on CPU 1 (FIFO 40 for the slow IRQ thread, which runs at FIFO 50).
-# Injection: 20 ms every 400 ms (10 in the victim's 4 s), long enough to
+# Injection: 20 ms every 400 ms (7 in the victim's 3 s), long enough to
 # stand out of the emulator's usual stalls; the wake-up due in the first
 # millisecond of an injection is >= 19 ms late.
 # Under TCG, attaching the engine stalls the guest for up to seconds: the
-# victim is created 8 s after rtscope started (--comm tracks later tasks),
+# victim is created 7 s after rtscope started (--comm tracks later tasks),
 # so its samples start once the engine has settled. Host noise can still
 # make a longer worst case elsewhere: one retry.
 # guests: rt std
 # timeout: 400
 
-# victim_watch PRIO: watch a 4 s victim created once the engine settled.
+# victim_watch PRIO: watch a 3 s victim created once the engine settled.
 # Exec'd as "victim" so that the name is there from exec on (rtscope does
 # not pick up a later prctl(PR_SET_NAME) rename); only the measuring thread
 # is SCHED_FIFO.
 victim_watch() {
 	ln -sf /bin/vmkit /tmp/victim
-	(sleep 8 && exec /tmp/victim periodic -n victim -i 1ms -p "$1" -cpu 1 -d 4s >/tmp/victim.out) &
-	watch_json /tmp/v.json -d 15s --comm victim
+	(sleep 7 && exec /tmp/victim periodic -n victim -i 1ms -p "$1" -cpu 1 -d 3s >/tmp/victim.out) &
+	watch_json /tmp/v.json -d 12s --comm victim
 	r=$?
 	wait
 	sed 's/^/    /' /tmp/victim.out
 	return $r
 }
 
-# culprit METRIC FILTER: does the victim's worst METRIC (>= 19 ms) window
-# have an event matching FILTER (vmkit filter syntax)?
+# culprit METRIC FILTER...: does the victim's worst METRIC (>= 19 ms) window
+# have an event matching one of the FILTERs (vmkit filter syntax)?
 culprit() {
 	V='tasks[comm=victim&policy=FIFO]'
 	max=$(jget /tmp/v.json "$V.metrics.$1.max_ns")
 	echo "    worst $1: $max ns; verdict: $(jget /tmp/v.json "$V.metrics.$1.verdict")"
 	case $max in '' | null | missing) return 1 ;; esac
 	[ "$max" -ge 19000000 ] || return 1
-	[ "$(jget /tmp/v.json "$V.metrics.$1.worst.events[$2].type")" != missing ]
+	metric=$1
+	shift
+	for f in "$@"; do
+		[ "$(jget /tmp/v.json "$V.metrics.$metric.worst.events[$f].type")" != missing ] && return 0
+	done
+	return 1
 }
 
 # inject MODULE PRIO METRIC FILTER DESC
@@ -44,7 +49,8 @@ inject() {
 	found=no
 	for try in 1 2; do
 		victim_watch "$2" || break
-		if culprit "$3" "$4"; then
+		# shellcheck disable=SC2086 # several filters, split on spaces
+		if culprit "$3" $4; then
 			found=yes
 			break
 		fi
@@ -56,7 +62,7 @@ inject() {
 }
 
 inject rtsfi_hardirq 80 timer-irq 'type=timer_entry&function=rtsfi_hardirq_fn' "the hrtimer callback rtsfi_hardirq_fn"
-inject rtsfi_irqoff 80 timer-irq 'type=stack&comm=rtsfi_irqoff/1' "rtsfi_irqoff/1 on the CPU (its stack)"
+inject rtsfi_irqoff 80 timer-irq 'type=stack&comm=rtsfi_irqoff/1 type=switch&next_comm=rtsfi_irqoff/1' "rtsfi_irqoff/1 on the CPU (its stack, or the switch to it)"
 inject rtsfi_preemptoff 80 latency 'type=switch&prev_comm=rtsfi_preempt/1&next_comm=victim' "the switch from rtsfi_preempt/1 to the victim"
 modload rtsfi_slowirq len_us=1000 period_us=200000 cpu=1 && {
 	irq=$(modparam rtsfi_slowirq irq)
