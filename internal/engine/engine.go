@@ -307,17 +307,14 @@ func legacySchedSwitch() (bool, error) {
 }
 
 // Attach attaches every loaded program. Links die with the process: nothing
-// stays attached after exit, even after SIGKILL.
+// stays attached after exit, even after SIGKILL. An optional program that
+// loads but cannot attach (arm64 kernels without BPF trampolines) costs its
+// feature only.
 func (e *Engine) Attach() error {
 	progs := []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate,
 		e.objs.OnSchedFork, e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename,
 		e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry, e.objs.OnHrtimerExpireExit,
 		e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit}
-	for _, c := range e.optional[1:] {
-		for _, p := range c.Programs {
-			progs = append(progs, p)
-		}
-	}
 	for _, p := range progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
@@ -326,7 +323,43 @@ func (e *Engine) Attach() error {
 		}
 		e.links = append(e.links, l)
 	}
+	for _, c := range e.optional[1:] {
+		var links []link.Link
+		var failed error
+		for name, p := range c.Programs {
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				failed = fmt.Errorf("attaching %s: %w", name, err)
+				break
+			}
+			links = append(links, l)
+		}
+		if failed != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			e.optionalFailed(c, failed)
+			continue
+		}
+		e.links = append(e.links, links...)
+	}
 	return nil
+}
+
+// optionalFailed records which feature an unattachable optional collection costs.
+func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
+	for name := range c.Programs {
+		switch name {
+		case "on_nanosleep_exit":
+			e.Features.UserReturnFexit = false
+		case "on_rseq_update":
+			if !e.Features.UserReturnFexit {
+				e.Features.UserReturn = err
+			}
+		default:
+			e.Features.ThreadedIRQFentry = err
+		}
+	}
 }
 
 func (e *Engine) detach() {
