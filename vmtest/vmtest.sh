@@ -12,6 +12,7 @@
 #   VMTEST_ONLY    run only the guest tests whose name matches this ERE
 #   VMTEST_STRICT  1: a skipped test fails the run
 #   VMTEST_QEMU_ARGS  extra QEMU arguments
+#   VMTEST_TCG_THREAD single (default) or multi (MTTCG, see boot())
 #   VMTEST_APPEND  extra kernel command line
 #
 # Needs root (apt-get, mknod for /dev/console in the initramfs) and the
@@ -292,7 +293,10 @@ boot() {
 		qemu=(qemu-system-x86_64 -cpu max)
 		append="console=ttyS0 $append"
 	fi
-	qemu+=(-accel tcg -smp 2 -m 1024 -nodefaults -nographic -no-reboot -serial stdio
+	# Single-threaded TCG: with one host thread per vCPU (MTTCG), kernel
+	# text patching (BPF attach/detach toggling tracepoint static keys) left
+	# both vCPUs looping forever on a stale int3 at try_to_wake_up+0x9e.
+	qemu+=(-accel "tcg,thread=${VMTEST_TCG_THREAD:-single}" -smp 2 -m 1024 -nodefaults -nographic -no-reboot -serial stdio
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
