@@ -61,7 +61,7 @@ type watchMetric struct {
 func watchScenario(t *testing.T, show string, args ...string) map[string]*watchTask {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs (CI runs as root)")
+		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
 	// One RT test package at a time (the scenario tests take the same lock),
 	// held from the first scenario to the end of the test binary.

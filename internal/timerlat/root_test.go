@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs (CI runs as root)")
+		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
 }
 
