@@ -96,7 +96,10 @@ cyclictest_over() {
 		$1 + 0 >= t { for (i = 2; i <= NF; i++) n += $i }
 		END { print n + 0 }' /tmp/cyc.hist)
 	MAX=$(awk '/^# Max Latencies:/ { m = 0; for (i = 4; i <= NF; i++) if ($i + 0 > m) m = $i + 0; print m }' /tmp/cyc.hist)
-	echo "    samples >= $t us: $OVER, max $MAX us"
+	echo "    samples >= $t us: $OVER, max $MAX us; by ms from 1 ms: $(awk '
+		/^#/ { next }
+		$1 + 0 >= 1000 { for (i = 2; i <= NF; i++) h[int($1 / 1000)] += $i }
+		END { for (k = 1; k < 20; k++) printf "%d ", h[k] }' /tmp/cyc.hist)"
 }
 
 # timerlat_over TOOL THRESH_US ARGS...: run `rtla timerlat hist` or

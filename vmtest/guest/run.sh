@@ -1,14 +1,18 @@
 # Guest test runner: runs every /vmtest/tests/*.sh whose "# guests:" line
-# names this guest, each under its "# timeout:" (seconds), and prints one
+# names this guest and whose "# tcg:" mode (multi by default) is this
+# boot's, each under its "# timeout:" (seconds), and prints one
 # machine-readable line per test for the host:
 #   VMTEST PASS name | VMTEST FAIL name: why | VMTEST SKIP name: why
 # then "VMTEST DONE". Tests print readable details as they go.
 guest=$1
-only=$2
-echo "vmtest guest $guest: $(uname -r) $(uname -m), $(nproc) CPUs, $(uname -v)"
+tcg=$2
+only=$3
+echo "vmtest guest $guest (TCG $tcg): $(uname -r) $(uname -m), $(nproc) CPUs, $(uname -v)"
 for t in /vmtest/tests/*.sh; do
 	name=$(basename "$t" .sh)
 	grep -Eq "^# guests:.* $guest( |\$)" "$t" || continue
+	mode=$(sed -n 's/^# tcg: *//p' "$t")
+	[ "${mode:-multi}" = "$tcg" ] || continue
 	if [ -n "$only" ] && ! echo "$name" | grep -Eq "$only"; then
 		continue
 	fi

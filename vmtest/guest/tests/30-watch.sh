@@ -6,6 +6,7 @@
 # period (from the timer expiries, not from timing), IRQ part <= thread
 # part, the worst-case window naming the task, no task or notice lost.
 # guests: rt std arm64
+# tcg: single
 # timeout: 150
 watch_json /tmp/w.json -d 40s -- sh -c 'sleep 4; exec vmkit periodic -n vmper -i 2ms -p 80 -cpu 1 -d 3s' || finish
 T='tasks[comm=vmper]'

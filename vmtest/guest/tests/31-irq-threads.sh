@@ -6,6 +6,7 @@
 #    that long, by construction (same clock), less the hard IRQs that
 #    interrupt it.
 # guests: rt
+# tcg: single
 # timeout: 200
 if [ "$GUEST" = rt ]; then
 	rtscope watch -q -d 14s --json /tmp/s.json --comm irq/4-ttyS0 >/tmp/watch.out 2>&1 &

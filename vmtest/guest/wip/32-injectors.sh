@@ -10,6 +10,7 @@
 # so its samples start once the engine has settled. Host noise can still
 # make a longer worst case elsewhere: one retry.
 # guests: rt std
+# tcg: single
 # timeout: 400
 
 # victim_watch PRIO: watch a 3 s victim created once the engine settled.

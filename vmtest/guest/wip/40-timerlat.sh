@@ -4,6 +4,7 @@
 # preemption-off section); the maxima are recorded, not compared (see
 # 20-rtla and lib.sh for the counting).
 # guests: rt
+# tcg: single
 # timeout: 300
 EXPECT=75
 for tool in rtla rtscope; do
