@@ -236,12 +236,12 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	} else if (cs->irq_depth) {
 		ctxk = RTS_WAKER_HARDIRQ;
 		who = cs->irq_nr;
-	} else if (cs->cb_function[0]) {
+	} else if (cs->cb_function[0] && cs->cb_soft_tid == who) {
 		ctxk = RTS_WAKER_TIMER;
 		timer_fn = cs->cb_function[0];
 		expiry = cs->cb_expiry[0];
 		cb_entry = cs->cb_entry[0];
-	} else if (cs->softirq_vec) {
+	} else if (cs->softirq_vec && cs->softirq_tid == who) {
 		ctxk = RTS_WAKER_SOFTIRQ;
 		who = cs->softirq_vec - 1;
 	}
@@ -433,6 +433,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;
+	if (!slot)
+		cs->cb_soft_tid = bpf_get_current_pid_tgid() & 0xffffffff;
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_TIMER_ENTRY);
 	if (e) {
 		e->flags = slot;
@@ -546,6 +548,7 @@ int BPF_PROG(on_softirq_entry, unsigned int vec)
 	if (!cs)
 		return 0;
 	cs->softirq_vec = vec + 1;
+	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
 	cs->softirq_entry = now;
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_ENTRY);
 	if (e)

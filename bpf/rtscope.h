@@ -165,6 +165,15 @@ struct rts_cpu_state {
 	__u64 cb_function[2];
 	__u64 cb_expiry[2];    /* soft expiry, converted to CLOCK_MONOTONIC */
 	__u64 cb_entry[2];
+	/*
+	 * The task in whose context the soft callback or softirq runs. On
+	 * PREEMPT_RT both run in preemptible threads (ktimers/N, ksoftirqd/N,
+	 * or a task's local_bh_enable()): while one is preempted, the
+	 * per-CPU state above stays set, and only wakeups from that task
+	 * belong to it.
+	 */
+	__u64 cb_soft_tid;
+	__u64 softirq_tid;
 	__u64 waiting_tid;     /* a tracked task runnable on this CPU and not running (0: none) */
 };
 
