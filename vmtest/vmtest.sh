@@ -254,7 +254,7 @@ tests_for() {
 	for t in "$ROOT"/vmtest/guest/tests/*.sh; do
 		grep -Eq "^# guests:.* $1( |\$)" "$t" || continue
 		mode=$(sed -n 's/^# tcg: *//p' "$t")
-		[ "${mode:-multi}" = "$2" ] || continue
+		[ "${mode:-single}" = "$2" ] || continue
 		t=$(basename "$t" .sh)
 		if [ -n "${VMTEST_ONLY:-}" ] && ! [[ $t =~ $VMTEST_ONLY ]]; then
 			continue
@@ -275,18 +275,15 @@ budget() {
 }
 
 RESULTS=()
-# boot GUEST TCG: boot GUEST with TCG threading TCG (multi: a host thread
-# per vCPU, the guest's timing as it is; single: one host thread for all
-# vCPUs). Tests that attach rtscope's programs ask for single ("# tcg:
-# single"): with MTTCG, the kernel text patching of BPF attach/detach
-# (tracepoint static keys and calls) sometimes left both vCPUs looping
-# forever on a stale int3 (try_to_wake_up+0x9e, seen with the QEMU
-# monitor; QEMU 7.2). Single-threaded TCG serialises the vCPUs, which
-# blurs cross-CPU timing (what rtla's IRQ/thread split shows), so timing
-# tests without rtscope keep MTTCG.
+# boot GUEST TCG: boot GUEST with TCG threading TCG. Tests run under
+# single-threaded TCG unless they say "# tcg: multi" (a host thread per
+# vCPU): with MTTCG, live kernel text patching (BPF attach/detach, rtla
+# enabling its tracer, insmod) sometimes left both vCPUs looping forever
+# on a stale int3 (try_to_wake_up+0x9e, seen with the QEMU monitor; QEMU
+# 7.2).
 boot() {
 	local guest=$1 tcg=$2 name=$1 arch=amd64 qemu append logf tmo start rc t
-	[ "$tcg" = single ] && name=$guest-single
+	[ "$tcg" = multi ] && name=$guest-multi
 	[ "$guest" = arm64 ] && arch=arm64
 	# The cache is shared with concurrent runs (several `make test` of the
 	# same checkout): downloads, unpacking and module builds under a lock.

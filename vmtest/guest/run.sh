@@ -12,7 +12,7 @@ for t in /vmtest/tests/*.sh; do
 	name=$(basename "$t" .sh)
 	grep -Eq "^# guests:.* $guest( |\$)" "$t" || continue
 	mode=$(sed -n 's/^# tcg: *//p' "$t")
-	[ "${mode:-multi}" = "$tcg" ] || continue
+	[ "${mode:-single}" = "$tcg" ] || continue
 	if [ -n "$only" ] && ! echo "$name" | grep -Eq "$only"; then
 		continue
 	fi
