@@ -36,7 +36,8 @@ struct rts_task_state {
 	__u32 cycle_cpu;
 	__u32 pad;
 	__u64 last_expiry;     /* expiry of the previous timer release */
-	__u64 nominal_period;  /* spacing of the last two timer expiries */
+	__u64 last_spacing;    /* spacing of the previous two timer expiries */
+	__u64 nominal_period;  /* smallest spacing seen twice in a row */
 	__u64 release_expiry;  /* expiry of the pending timer release */
 	__u64 pending_ts;      /* wakeup seen while still on CPU (wakeup/switch race) */
 	__u64 pending_expiry;

@@ -17,7 +17,7 @@ enum rts_metric {
 	RTS_M_RESPONSE,      /* wakeup -> first voluntary switch-out */
 	RTS_M_CYCLE,         /* timer wakeup -> switch-out into the next timer sleep */
 	RTS_M_PERIOD,        /* timer wakeup -> next timer wakeup */
-	RTS_M_JITTER,        /* |period - nominal period (expiry spacing)| */
+	RTS_M_JITTER,        /* |period - spacing of its timer expiries| */
 	RTS_M_HANDLER,       /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
 	RTS_M_COUNT,
 };
@@ -75,7 +75,7 @@ struct rts_task_stats {
 	__u64 switches_preempted;
 	__u64 timer_releases;
 	__u64 overruns;        /* cycle longer than the nominal period */
-	__u64 nominal_period;  /* smallest expiry spacing seen (the loop's period) */
+	__u64 nominal_period;  /* smallest expiry spacing seen twice in a row (the loop's period) */
 	__u64 hygiene[RTS_H_COUNT];
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];

@@ -131,6 +131,28 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	st->release_expiry = timer_expiry;
 	st->release_cpu = cpu;
 
+	__u64 spacing = 0;
+	if (st->cycle_start && st->last_expiry && timer_expiry > st->last_expiry &&
+	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
+		spacing = timer_expiry - st->last_expiry;
+		/*
+		 * The loop's period is the smallest expiry spacing seen twice in a
+		 * row: a loop that falls behind skips deadlines (larger spacings)
+		 * but never shortens one, and a lone timed sleep outside the loop
+		 * (start-up, a timed futex wait) does not repeat its spacing.
+		 * Absolute-time loops repeat it exactly; 1/64 leaves room for
+		 * relative-sleep loops.
+		 */
+		__u64 d = spacing > st->last_spacing ? spacing - st->last_spacing
+						     : st->last_spacing - spacing;
+		if (st->last_spacing && d <= spacing >> 6 &&
+		    (!st->nominal_period || spacing < st->nominal_period))
+			st->nominal_period = spacing;
+		if (s)
+			s->nominal_period = st->nominal_period;
+	}
+	st->last_spacing = spacing;
+
 	if (st->cycle_start && st->sleep_ts > st->cycle_start) {
 		__u64 cycle = st->sleep_ts - st->cycle_start;
 		rts_record(st, s, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
@@ -138,17 +160,9 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 		if (s && st->nominal_period && cycle > st->nominal_period)
 			s->overruns++;
 	}
-	if (st->cycle_start && st->last_expiry && timer_expiry > st->last_expiry &&
-	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
+	if (spacing) {
 		__u64 period = now - st->cycle_start;
-		__u64 nominal = timer_expiry - st->last_expiry;
-		__u64 jitter = period > nominal ? period - nominal : nominal - period;
-		/* The loop's period is the smallest expiry spacing: a loop that
-		 * falls behind skips deadlines (larger spacings) but never shortens one. */
-		if (!st->nominal_period || nominal < st->nominal_period)
-			st->nominal_period = nominal;
-		if (s)
-			s->nominal_period = st->nominal_period;
+		__u64 jitter = period > spacing ? period - spacing : spacing - period;
 		rts_record(st, s, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
 		rts_record(st, s, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
 	}
