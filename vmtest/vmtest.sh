@@ -247,14 +247,17 @@ vmkit() {
 
 # ------------------------------------------------------------------- booting
 
-# tests_for GUEST TCG: names of the guest tests that run on GUEST in a boot
-# with TCG mode TCG ("# tcg:" line of the test, multi by default), in order.
+# tests_for GUEST TCG CPUS: names of the guest tests that run on GUEST in a
+# boot with TCG mode TCG ("# tcg:" line of the test, single by default) and
+# CPUS vCPUs ("# cpus:" line, 2 by default), in order.
 tests_for() {
-	local t mode
+	local t mode cpus
 	for t in "$ROOT"/vmtest/guest/tests/*.sh; do
 		grep -Eq "^# guests:.* $1( |\$)" "$t" || continue
 		mode=$(sed -n 's/^# tcg: *//p' "$t")
 		[ "${mode:-single}" = "$2" ] || continue
+		cpus=$(sed -n 's/^# cpus: *//p' "$t")
+		[ "${cpus:-2}" = "$3" ] || continue
 		t=$(basename "$t" .sh)
 		if [ -n "${VMTEST_ONLY:-}" ] && ! [[ $t =~ $VMTEST_ONLY ]]; then
 			continue
@@ -263,11 +266,11 @@ tests_for() {
 	done
 }
 
-# budget GUEST TCG: boot timeout in seconds, from the tests' "# timeout:" lines
-# (guest seconds; a loaded host runs the guest slower than the wall clock).
+# budget GUEST TCG CPUS: boot timeout in seconds, from the tests' "# timeout:"
+# lines (guest seconds; a loaded host runs the guest slower than the wall clock).
 budget() {
 	local t sum=0 n
-	for t in $(tests_for "$1" "$2"); do
+	for t in $(tests_for "$1" "$2" "$3"); do
 		n=$(sed -n 's/^# timeout: *//p' "$ROOT/vmtest/guest/tests/$t.sh")
 		sum=$((sum + ${n:-60}))
 	done
@@ -275,15 +278,19 @@ budget() {
 }
 
 RESULTS=()
-# boot GUEST TCG: boot GUEST with TCG threading TCG. Tests run under
-# single-threaded TCG unless they say "# tcg: multi" (a host thread per
-# vCPU): with MTTCG, live kernel text patching (BPF attach/detach, rtla
-# enabling its tracer, insmod) sometimes left both vCPUs looping forever
-# on a stale int3 (try_to_wake_up+0x9e, seen with the QEMU monitor; QEMU
-# 7.2).
+# boot GUEST TCG CPUS: boot GUEST with TCG threading TCG and CPUS vCPUs.
+# Tests run under single-threaded TCG unless they say "# tcg: multi" (a
+# host thread per vCPU): with MTTCG, live kernel text patching (BPF
+# attach/detach, rtla enabling its tracer, insmod) sometimes left both
+# vCPUs looping forever on a stale int3 (try_to_wake_up+0x9e, seen with
+# the QEMU monitor; QEMU 7.2). Single-threaded TCG runs the vCPUs in turn
+# and switches away from a busy one only every 100 ms (its kick timer):
+# while one vCPU spins, the other's interrupts wait up to that long.
+# Tests whose worst case must be the injected one say "# cpus: 1".
 boot() {
-	local guest=$1 tcg=$2 name=$1 arch=amd64 qemu append logf tmo start rc t
-	[ "$tcg" = multi ] && name=$guest-multi
+	local guest=$1 tcg=$2 cpus=$3 name=$1 arch=amd64 qemu append logf tmo start rc t
+	[ "$tcg" = multi ] && name=$name-multi
+	[ "$cpus" = 2 ] || name=$name-${cpus}cpu
 	[ "$guest" = arm64 ] && arch=arm64
 	# The cache is shared with concurrent runs (several `make test` of the
 	# same checkout): downloads, unpacking and module builds under a lock.
@@ -297,7 +304,7 @@ boot() {
 	fi
 	flock -u 9
 	initramfs "$guest" "$arch"
-	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.only=${VMTEST_ONLY:-} ${VMTEST_APPEND:-}"
+	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.cpus=$cpus vmtest.only=${VMTEST_ONLY:-} ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
 		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
 		append="console=ttyAMA0 $append"
@@ -305,13 +312,13 @@ boot() {
 		qemu=(qemu-system-x86_64 -cpu max)
 		append="console=ttyS0 $append"
 	fi
-	qemu+=(-accel "tcg,thread=$tcg" -smp 2 -m 1024 -nodefaults -nographic -no-reboot -serial stdio
+	qemu+=(-accel "tcg,thread=$tcg" -smp "$cpus" -m 1024 -nodefaults -nographic -no-reboot -serial stdio
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
 	logf=$RUN/$name.log
-	tmo=$(budget "$guest" "$tcg")
-	log "booting $name ($KVER, TCG $tcg, timeout ${tmo}s, log $CACHE/logs/$name.log)"
+	tmo=$(budget "$guest" "$tcg" "$cpus")
+	log "booting $name ($KVER, TCG $tcg, $cpus vCPUs, timeout ${tmo}s, log $CACHE/logs/$name.log)"
 	start=$SECONDS
 	set +e
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$logf" | sed -u "s/^/[$name] /"
@@ -325,7 +332,7 @@ boot() {
 	else
 		RESULTS+=("FAIL $name: the guest stopped before the end of its tests (qemu status $rc)")
 	fi
-	for t in $(tests_for "$guest" "$tcg"); do
+	for t in $(tests_for "$guest" "$tcg" "$cpus"); do
 		if grep -q "^VMTEST PASS $t\$" "$logf"; then
 			RESULTS+=("PASS $guest/$t")
 		elif grep -q "^VMTEST SKIP $t" "$logf"; then
@@ -354,9 +361,11 @@ flock -u 9
 vmkit
 for g in "${GUESTS[@]}"; do
 	for tcg in multi single; do
-		if [ -n "$(tests_for "$g" $tcg)" ]; then
-			boot "$g" $tcg
-		fi
+		for cpus in 2 1; do
+			if [ -n "$(tests_for "$g" $tcg $cpus)" ]; then
+				boot "$g" $tcg $cpus
+			fi
+		done
 	done
 done
 

@@ -107,7 +107,7 @@ func metric(t *testing.T, task *report.Task, name string) *report.Metric {
 	if w := m.Worst; w != nil {
 		worst = fmt.Sprintf("worst window %s, %d events", Us(int64(w.Value)), len(w.Events))
 		if w.Truncated {
-			worst += " (truncated)"
+			worst += " (truncated: " + w.Note + ")"
 		}
 	}
 	t.Logf("%s %s: n=%d p50 %s p90 %s p99 %s max %s; %s", task.Comm, name, m.Count, us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.MaxNs), worst)

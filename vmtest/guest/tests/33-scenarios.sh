@@ -5,9 +5,12 @@
 # hrtimer callbacks and softirqs run in preemptible threads: the
 # event-driven task, woken by another task while ktimers/N was preempted in
 # a callback, must still get no timer-release (cycle) samples. Hard-IRQ
-# noise and preemption-off are left out here: under TCG, emulator stalls of
-# 40-150 ms outgrow any injection and take the worst window (32-injectors
-# checks those causes with the kernel-module injectors).
+# noise and preemption-off are left out here: with two vCPUs, emulator
+# stalls of 40-150 ms outgrow any injection and take the worst window; with
+# one vCPU the injection was the worst case, but rtscope's reader fell
+# behind and the recorder had overwritten its window (reported truncated),
+# and with a 64k-event recorder the guest stopped answering. 32-injectors
+# checks those causes with the kernel-module injectors on one vCPU.
 # guests: rt
 # tcg: single
 # timeout: 300
