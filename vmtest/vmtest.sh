@@ -278,6 +278,12 @@ budget() {
 }
 
 RESULTS=()
+FAILED_CHECKS=()
+
+# test_section LOG TEST: the lines a guest test printed.
+test_section() {
+	awk -v t="$2" '$0 == "=== " t { on = 1 } on { print } on && $0 ~ "^--- " t " " { exit }' "$1"
+}
 # boot GUEST TCG CPUS: boot GUEST with TCG threading TCG and CPUS vCPUs.
 # Tests run under single-threaded TCG unless they say "# tcg: multi" (a
 # host thread per vCPU): with MTTCG, live kernel text patching (BPF
@@ -338,7 +344,10 @@ boot() {
 		elif grep -q "^VMTEST SKIP $t" "$logf"; then
 			RESULTS+=("SKIP $guest/$t:$(sed -n "s/^VMTEST SKIP $t:\?//p" "$logf" | head -1)")
 		elif grep -q "^VMTEST FAIL $t" "$logf"; then
-			RESULTS+=("FAIL $guest/$t")
+			RESULTS+=("FAIL $guest/$t:$(sed -n "s/^VMTEST FAIL $t:\?//p" "$logf" | head -1)")
+			# The failed checks, for the summary: CI logs are often read
+			# from the end.
+			FAILED_CHECKS+=("$guest/$t:" "$(test_section "$logf" "$t" | grep -E '^  FAIL ' | head -8)")
 		else
 			RESULTS+=("FAIL $guest/$t: no result")
 		fi
@@ -379,6 +388,10 @@ for r in "${RESULTS[@]}"; do
 	SKIP*) [ "${VMTEST_STRICT:-0}" = 1 ] && fail=1 ;;
 	esac
 done
+if [ ${#FAILED_CHECKS[@]} -gt 0 ]; then
+	echo "failed checks:"
+	printf '  %s\n' "${FAILED_CHECKS[@]}"
+fi
 if [ $fail = 1 ]; then
 	echo "vmtest: FAILED (guest logs in $CACHE/logs)"
 	exit 1

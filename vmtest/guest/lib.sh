@@ -133,8 +133,9 @@ timerlat_over() {
 # latency on: "irq" (the timer IRQ came late), "thread" (on-time IRQ, late
 # thread: the thread-only excess) or "none", against EXPECT injections.
 # Host noise delays IRQ and thread alike, so it adds no thread-only excess.
-# A late timer IRQ leaves most injections on the IRQ side (68-97 of 75
-# were seen); a preemption-off section leaves thread-only excess with some
+# A late timer IRQ leaves most injections on the IRQ side (21-26 of 30 with
+# 20 ms hard-IRQ loops every 200.137 ms: the others started between a
+# timerlat IRQ and its thread, see 20-rtla); a preemption-off section leaves thread-only excess with some
 # IRQ-side noise (IRQ 39-44, thread-only 39-56 were seen under TCG).
 timerlat_side() {
 	thr_only=$((THR_OVER - IRQ_OVER))

@@ -6,7 +6,9 @@
 # hold the other's interrupts for up to 100 ms, longer than an injection.
 # Injection: 20 ms every 400 ms (7 in the victim's 3 s), long enough to
 # stand out of the emulator's usual stalls; the wake-up due in the first
-# millisecond of an injection is >= 19 ms late.
+# millisecond of an injection is >= 19 ms late. The period is 400.137 ms,
+# not a whole number of the victim's periods, so that the injections do not
+# all start at the same point of its cycle (see 20-rtla).
 # Under TCG, attaching the engine stalls the guest for up to seconds: the
 # victim is created 7 s after rtscope started (--comm tracks later tasks),
 # so its samples start once the engine has settled. Host noise can still
@@ -54,7 +56,7 @@ culprit() {
 # pattern VERDICT (the cause, named).
 inject() {
 	m=$1
-	modload $m len_us=20000 period_us=400000 cpu="$CPU" || return
+	modload $m len_us=20000 period_us=400137 cpu="$CPU" || return
 	found=no
 	for try in 1 2; do
 		victim_watch "$2" || break

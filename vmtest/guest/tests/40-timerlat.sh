@@ -9,7 +9,9 @@
 # then fired on time and only its thread waited (rtla put a hard-IRQ loop
 # on the thread side). Injections of 20 ms every 200 ms put ~19 timerlat
 # expiries inside each loop: the first one after it is IRQ-late by
-# >= 10 ms once per injection (30 in 6 s).
+# >= 10 ms once per injection (30 in 6 s). The period is 200.137 ms so
+# that injections do not all start in the same place of the 1 ms cycle
+# (see 20-rtla).
 # guests: rt
 # tcg: single
 # timeout: 300
@@ -21,7 +23,7 @@ done
 for m in rtsfi_hardirq rtsfi_preemptoff; do
 	want=irq
 	[ $m = rtsfi_preemptoff ] && want=thread
-	modload $m len_us=20000 period_us=200000 cpu=1 || continue
+	modload $m len_us=20000 period_us=200137 cpu=1 || continue
 	# rtscope's engine stalls the emulated guest while it attaches: let
 	# it settle with a first run (not counted).
 	rtscope timerlat -q -c 1 -d 1 >/dev/null 2>&1
