@@ -310,7 +310,7 @@ boot() {
 	fi
 	flock -u 9
 	initramfs "$guest" "$arch"
-	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.cpus=$cpus vmtest.only=${VMTEST_ONLY:-} ${VMTEST_APPEND:-}"
+	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.tests=$(tests_for "$guest" "$tcg" "$cpus" | paste -sd, -) ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
 		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
 		append="console=ttyAMA0 $append"
