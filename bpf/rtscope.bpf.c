@@ -115,6 +115,7 @@ static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
 	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
 	if (cs) {
 		cs->waiting_tid = st->tid;
+		cs->waiting_since = rts_wait_start(st);
 		st->waiting_cpu = cpu;
 	}
 }
@@ -153,7 +154,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			e->a = ps->tid;
 			long sid = -1;
 			/*
-			 * A stack walk costs 1-1.5 us: a timer sleep's reason is known
+			 * A stack walk costs 1-20 us: a timer sleep's reason is known
 			 * without it, and other sleeps get one stack per ms at most.
 			 */
 			if (sleep_stacks && !ps->armed_expiry && now - ps->last_stack > 1000000) {
@@ -276,11 +277,14 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	if (st->state == RTS_TS_WOKEN) {
 		mark_waiting(st, p->thread_info.cpu);
 		/*
-		 * A timer releases a tracked task on a busy CPU: the stack of the
-		 * task its interrupt stopped is rtla's "blocking thread" evidence.
+		 * A timer releases a tracked task late on a busy CPU: the stack of
+		 * the task its interrupt stopped is rtla's "blocking thread"
+		 * evidence (what kept interrupts off). An on-time release skips
+		 * it: the task is about to run, and would wait for the walk.
 		 */
 		__u32 cur_tid = cur->pid;
-		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid)
+		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
+		    rts_stack_due(now, expiry))
 			stack_event(ctx, cs, cpu, now, cur, st->tid);
 	}
 	return 0;
@@ -441,8 +445,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 		e->x = fn;
 		e->y = expiry;
 	}
-	/* A tracked task waits here: whose kernel code does this interrupt stop? */
-	if (slot == 1 && cs->waiting_tid && sleep_stacks) {
+	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
+	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
 		struct task_struct *cur = bpf_get_current_task_btf();
 		__u32 tid = BPF_CORE_READ(cur, pid);
 		if (tid != 0 && tid != cs->waiting_tid)

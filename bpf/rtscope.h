@@ -175,6 +175,7 @@ struct rts_cpu_state {
 	__u64 cb_soft_tid;
 	__u64 softirq_tid;
 	__u64 waiting_tid;     /* a tracked task runnable on this CPU and not running (0: none) */
+	__u64 waiting_since;   /* when its wait began (its timer's expiry, or its wakeup) */
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */

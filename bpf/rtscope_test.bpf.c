@@ -100,3 +100,11 @@ int BPF_PROG(test_id, __u64 tid)
 	struct rts_task_state *st = task(tid);
 	return st ? (int)st->id : 0;
 }
+
+/* 1 if a stack of what keeps woken tid waiting would be taken at now. */
+SEC("raw_tp")
+int BPF_PROG(test_stack_due, __u64 now, __u64 tid)
+{
+	struct rts_task_state *st = task(tid);
+	return st && rts_stack_due(now, rts_wait_start(st));
+}

@@ -171,6 +171,20 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	st->last_expiry = timer_expiry;
 }
 
+/* When the current wait of a woken task began: its timer's expiry for a timer release. */
+static __always_inline __u64 rts_wait_start(struct rts_task_state *st)
+{
+	if (st->release_pending && st->release_expiry && st->release_expiry < st->wake_ts)
+		return st->release_expiry;
+	return st->wake_ts;
+}
+
+/* Is a stack of what keeps a task waiting since `since` worth its cost at `now`? */
+static __always_inline bool rts_stack_due(__u64 now, __u64 since)
+{
+	return now >= since && now - since >= stack_min_wait_ns;
+}
+
 /* sched_waking of a tracked task, in the waker's context on `cpu`. */
 static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
 					  __u64 timer_expiry, __u64 cb_entry)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/cpuset"
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -61,6 +62,8 @@ func runWatch(args []string) int {
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
+	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
+		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
 	fs.Usage = func() {
@@ -84,8 +87,15 @@ func runWatch(args []string) int {
 	if fs.NArg() > 0 {
 		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", fs.Arg(0)))
 	}
+	if *stackAfter < 0 {
+		return Fail("watch", fmt.Errorf("--stack-after %v: want a duration >= 0", *stackAfter))
+	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, Show: *show, Out: os.Stdout}
+	o.StackAfter = *stackAfter
+	if o.StackAfter == 0 {
+		o.StackAfter = -1 // always
+	}
 	var err error
 	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
 		return Fail("watch", err)

@@ -20,9 +20,17 @@ type twin struct {
 }
 
 func newTwin(t *testing.T, slo map[metric.ID]uint64) *twin {
+	return newTwinStack(t, slo, 0)
+}
+
+// newTwinStack: twins whose stacks wait stackMinWait ns (stack_min_wait_ns).
+func newTwinStack(t *testing.T, slo map[metric.ID]uint64, stackMinWait uint64) *twin {
 	t.Helper()
 	spec, err := loadTwin()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables["stack_min_wait_ns"].Set(stackMinWait); err != nil {
 		t.Fatal(err)
 	}
 	var bounds [metric.Count]uint64
@@ -339,5 +347,53 @@ func TestTwinSLOAndNewMaxNotices(t *testing.T) {
 	}
 	if total != 5 || s.M[metric.Latency].Hist[metric.Bucket(700)] != 1 {
 		t.Errorf("histogram total %d", total)
+	}
+}
+
+// A stack of what keeps a woken task off its CPU is taken only once it has
+// waited stack_min_wait_ns: since its timer's expiry for a timer release
+// (a late timer interrupt counts), since its wakeup otherwise. An on-time
+// release on a busy CPU takes none (the walk would delay the task).
+func TestTwinStackOnlyAfterMinWait(t *testing.T) {
+	const minWait = 100_000
+	tw := newTwinStack(t, nil, minWait)
+	due := func(now uint64, tid uint32) bool { return tw.run(tw.objs.TestStackDue, now, uint64(tid)) == 1 }
+
+	tw.track(7, true, false)
+	// Timer release: expiry 1_000_000, interrupt 10 us late, woken at 1_012_000.
+	tw.timerWakeup(1_012_000, 0, 7, 1_000_000, 1_010_000)
+	if due(1_012_000, 7) {
+		t.Error("stack due at an on-time release (12 us after the expiry)")
+	}
+	if due(1_099_999, 7) {
+		t.Error("stack due 1 ns before the minimum wait")
+	}
+	if !due(1_100_000, 7) {
+		t.Error("no stack 100 us after the expiry")
+	}
+
+	// Late release: the interrupt came 150 us after the expiry.
+	tw.track(8, true, false)
+	tw.timerWakeup(2_160_000, 0, 8, 2_000_000, 2_150_000)
+	if !due(2_160_000, 8) {
+		t.Error("no stack at a release 160 us after the expiry")
+	}
+
+	// Plain wakeup: the wait starts at the wakeup.
+	tw.track(9, true, false)
+	tw.wakeup(3_000_000, 0, 9)
+	if due(3_050_000, 9) {
+		t.Error("stack due 50 us after a plain wakeup")
+	}
+	if !due(3_100_000, 9) {
+		t.Error("no stack 100 us after a plain wakeup")
+	}
+
+	// stack_min_wait_ns 0: always, as before.
+	tw0 := newTwinStack(t, nil, 0)
+	tw0.track(7, true, false)
+	tw0.timerWakeup(1_012_000, 0, 7, 1_000_000, 1_010_000)
+	if tw0.run(tw0.objs.TestStackDue, 1_012_000, 7) != 1 {
+		t.Error("stack_min_wait_ns 0: no stack at the release")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/rtscope/rtscope/internal/engine"
 )
 
 // Options of `rtscope timerlat top|hist`, with rtla's names and units.
@@ -53,6 +55,19 @@ func (o *Options) Analysis() bool {
 // notices, which the stop thresholds use) is needed.
 func (o *Options) Tracing() bool {
 	return o.IRQStopUs > 0 || o.ThreadStopUs > 0 || o.TraceFile != ""
+}
+
+// stackMinWait is how long (ns) a measuring thread waits before the stack
+// of what runs instead is taken: the lower stop threshold, at most
+// engine.DefaultStackMinWait.
+func (o *Options) stackMinWait() uint64 {
+	w := uint64(engine.DefaultStackMinWait)
+	for _, us := range []uint64{o.IRQStopUs, o.ThreadStopUs} {
+		if us > 0 && us*1000 < w {
+			w = us * 1000
+		}
+	}
+	return w
 }
 
 // DefaultTraceFile is where -t and -a save the trace, as rtla.

@@ -113,8 +113,11 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 
 	// With an analysis or a saved trace, the engine also samples the kernel
 	// stack of whatever runs while a measuring thread waits (the blocking
-	// thread, as rtla prints it).
-	eng, err := engine.Load(engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != ""})
+	// thread, as rtla prints it), once it has waited as long as the lower
+	// stop threshold (at most engine.DefaultStackMinWait): the walk delays
+	// the thread, which on-time releases must not pay.
+	eng, err := engine.Load(engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != "",
+		StackMinWait: o.stackMinWait()})
 	if err != nil {
 		return nil, err
 	}

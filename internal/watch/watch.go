@@ -38,9 +38,13 @@ type Options struct {
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
 	TraceMax    int           // events kept per worst-case window (0: default)
-	SLO         slo.Set
-	JSONPath    string
-	Show        []string // report only tasks with these names (empty: all)
+	// StackAfter: a tracked task waits this long for its CPU before the
+	// kernel stack of what runs instead is taken (0: the default,
+	// engine.DefaultStackMinWait; negative: at once).
+	StackAfter time.Duration
+	SLO        slo.Set
+	JSONPath   string
+	Show       []string // report only tasks with these names (empty: all)
 	// Housekeeping CPUs for rtscope's own threads (empty: no pinning). On a
 	// kernel without full preemption, rtscope's time in the kernel (reading
 	// maps) cannot be preempted by the tasks it watches.
@@ -87,7 +91,13 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		// last ~40 ms even at 200,000 scheduler events per second and CPU.
 		o.Poll = 10 * time.Millisecond
 	}
-	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, FlightPerCPU: o.TraceEvents,
+	stackAfter := uint64(engine.DefaultStackMinWait)
+	if o.StackAfter < 0 {
+		stackAfter = 0
+	} else if o.StackAfter > 0 {
+		stackAfter = uint64(o.StackAfter)
+	}
+	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
 		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID})
 	if err != nil {
 		return nil, err
