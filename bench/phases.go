@@ -404,6 +404,13 @@ func (b *bench) phaseCyclictest() error {
 		{name: "cyclictest tracked", kind: "rtscope", args: []string{"--comm", "cyclictest"}, expect: 0},
 		{name: "cyclictest + 3 tasks tracked", kind: "rtscope", args: append([]string{"--comm", "cyclictest"}, h.tidArgs(3)...), expect: 3},
 		{name: "cyclictest + 100 tasks tracked", kind: "rtscope", args: append([]string{"--comm", "cyclictest"}, h.tidArgs(100)...), expect: 100},
+		// What the tracked cost is made of: the flight recorder and trace
+		// cutting, and rtscope's own threads sharing cyclictest's CPU.
+		{name: "cyclictest tracked, --no-trace", kind: "rtscope", args: []string{"--comm", "cyclictest", "--no-trace"}, expect: 0},
+	}
+	if cpu > 0 {
+		cfgs = append(cfgs, monitor{name: "cyclictest tracked, rtscope's threads on CPU 0 (-H 0)", kind: "rtscope",
+			args: []string{"--comm", "cyclictest", "-H", "0"}, expect: 0})
 	}
 	rows := make([]*cycRow, len(cfgs))
 	for rep := 0; rep < reps; rep++ {
