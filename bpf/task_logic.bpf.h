@@ -174,9 +174,7 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 /* When the current wait of a woken task began: its timer's expiry for a timer release. */
 static __always_inline __u64 rts_wait_start(struct rts_task_state *st)
 {
-	if (st->release_pending && st->release_expiry && st->release_expiry < st->wake_ts)
-		return st->release_expiry;
-	return st->wake_ts;
+	return st->release_pending ? st->release_expiry : st->wake_ts;
 }
 
 /* Is a stack of what keeps a task waiting since `since` worth its cost at `now`? */

@@ -266,11 +266,11 @@ tests_for() {
 	done
 }
 
-# budget GUEST TCG CPUS: boot timeout in seconds, from the tests' "# timeout:"
+# budget TESTS...: boot timeout in seconds, from the tests' "# timeout:"
 # lines (guest seconds; a loaded host runs the guest slower than the wall clock).
 budget() {
 	local t sum=0 n
-	for t in $(tests_for "$1" "$2" "$3"); do
+	for t in "$@"; do
 		n=$(sed -n 's/^# timeout: *//p' "$ROOT/vmtest/guest/tests/$t.sh")
 		sum=$((sum + ${n:-60}))
 	done
@@ -284,6 +284,7 @@ FAILED_CHECKS=()
 test_section() {
 	awk -v t="$2" '$0 == "=== " t { on = 1 } on { print } on && $0 ~ "^--- " t " " { exit }' "$1"
 }
+
 # boot GUEST TCG CPUS: boot GUEST with TCG threading TCG and CPUS vCPUs.
 # Tests run under single-threaded TCG unless they say "# tcg: multi" (a
 # host thread per vCPU): with MTTCG, live kernel text patching (BPF
@@ -294,7 +295,8 @@ test_section() {
 # while one vCPU spins, the other's interrupts wait up to that long.
 # Tests whose worst case must be the injected one say "# cpus: 1".
 boot() {
-	local guest=$1 tcg=$2 cpus=$3 name=$1 arch=amd64 qemu append logf tmo start rc t
+	local guest=$1 tcg=$2 cpus=$3 name=$1 arch=amd64 qemu append logf tmo start rc t tests
+	tests=$(tests_for "$guest" "$tcg" "$cpus")
 	[ "$tcg" = multi ] && name=$name-multi
 	[ "$cpus" = 2 ] || name=$name-${cpus}cpu
 	[ "$guest" = arm64 ] && arch=arm64
@@ -310,7 +312,7 @@ boot() {
 	fi
 	flock -u 9
 	initramfs "$guest" "$arch"
-	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.tests=$(tests_for "$guest" "$tcg" "$cpus" | paste -sd, -) ${VMTEST_APPEND:-}"
+	append="quiet loglevel=4 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.tests=$(echo $tests | tr ' ' ,) ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
 		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
 		append="console=ttyAMA0 $append"
@@ -323,7 +325,8 @@ boot() {
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
 	logf=$RUN/$name.log
-	tmo=$(budget "$guest" "$tcg" "$cpus")
+	# shellcheck disable=SC2086 # one test name per word
+	tmo=$(budget $tests)
 	log "booting $name ($KVER, TCG $tcg, $cpus vCPUs, timeout ${tmo}s, log $CACHE/logs/$name.log)"
 	start=$SECONDS
 	set +e
@@ -338,7 +341,7 @@ boot() {
 	else
 		RESULTS+=("FAIL $name: the guest stopped before the end of its tests (qemu status $rc)")
 	fi
-	for t in $(tests_for "$guest" "$tcg" "$cpus"); do
+	for t in $tests; do
 		if grep -q "^VMTEST PASS $t\$" "$logf"; then
 			RESULTS+=("PASS $guest/$t")
 		elif grep -q "^VMTEST SKIP $t" "$logf"; then

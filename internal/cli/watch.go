@@ -91,11 +91,8 @@ func runWatch(args []string) int {
 		return Fail("watch", fmt.Errorf("--stack-after %v: want a duration >= 0", *stackAfter))
 	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
-		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, Show: *show, Out: os.Stdout}
-	o.StackAfter = *stackAfter
-	if o.StackAfter == 0 {
-		o.StackAfter = -1 // always
-	}
+		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
+		Show: *show, Out: os.Stdout}
 	var err error
 	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
 		return Fail("watch", err)

@@ -39,9 +39,9 @@ type Options struct {
 	TraceEvents uint32        // flight recorder events per CPU
 	TraceMax    int           // events kept per worst-case window (0: default)
 	// StackAfter: a tracked task waits this long for its CPU before the
-	// kernel stack of what runs instead is taken (0: the default,
-	// engine.DefaultStackMinWait; negative: at once).
-	StackAfter time.Duration
+	// kernel stack of what runs instead is taken (nil:
+	// engine.DefaultStackMinWait; 0: at once).
+	StackAfter *time.Duration
 	SLO        slo.Set
 	JSONPath   string
 	Show       []string // report only tasks with these names (empty: all)
@@ -92,10 +92,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		o.Poll = 10 * time.Millisecond
 	}
 	stackAfter := uint64(engine.DefaultStackMinWait)
-	if o.StackAfter < 0 {
-		stackAfter = 0
-	} else if o.StackAfter > 0 {
-		stackAfter = uint64(o.StackAfter)
+	if o.StackAfter != nil {
+		stackAfter = uint64(*o.StackAfter)
 	}
 	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
 		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID})
