@@ -30,4 +30,29 @@ static __always_inline void rts_copy_comm(char *dst, const char *src)
 	((__u64 *)dst)[1] = ((const __u64 *)src)[1];
 }
 
+/*
+ * Hypervisor steal time of the CPU t is on (cumulative ns), as the scheduler
+ * accounted it at its last clock update: rq->prev_steal_time_rq, kept by
+ * update_rq_clock_task() with CONFIG_PARAVIRT_TIME_ACCOUNTING; it matched
+ * /proc/stat's steal column to the jiffy on a KVM guest. Reached through a
+ * task's cfs_rq (CONFIG_FAIR_GROUP_SCHED) because the per-CPU `runqueues`
+ * and KVM's `steal_time` are data symbols that a __ksym cannot resolve
+ * without CONFIG_KALLSYMS_ALL ("ldimm64 failed to find the address"). Read
+ * at a context switch, where __schedule() has just updated the clock.
+ * Returns 0 where the kernel has neither field (no steal clock readable).
+ */
+static __always_inline __u64 rts_steal_ns(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(struct rq, prev_steal_time_rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
+		return 0;
+	struct cfs_rq *cfs = t->se.cfs_rq;
+	if (!cfs)
+		return 0;
+	struct rq *rq = cfs->rq;
+	if (!rq)
+		return 0;
+	return rq->prev_steal_time_rq;
+}
+
 #endif

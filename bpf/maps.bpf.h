@@ -192,4 +192,27 @@ static __always_inline struct rts_event *rts_flight(struct rts_cpu_state *cs, __
 	return e;
 }
 
+/*
+ * Record hypervisor steal of this CPU when it grew since the previous
+ * reading: the event says how much time between the two readings the vCPU
+ * was not running, which the analysis charges to the hypervisor instead of
+ * whatever was current (a stall looks like an IRQs-off section, a slow
+ * callback or an idle exit otherwise). Unchanged steal costs no event.
+ */
+static __always_inline void rts_steal_update(struct rts_cpu_state *cs, __u32 cpu, __u64 now,
+					     __u64 steal)
+{
+	if (!trace_enabled || !cs)
+		return;
+	if (steal != cs->steal_seen && cs->steal_read_at && steal > cs->steal_seen) {
+		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_STEAL);
+		if (e) {
+			e->x = steal - cs->steal_seen;
+			e->y = cs->steal_read_at;
+		}
+	}
+	cs->steal_seen = steal;
+	cs->steal_read_at = now;
+}
+
 #endif

@@ -170,6 +170,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		}
 	}
 
+	/* Steal first: the time it covers ends before this switch. */
+	rts_steal_update(cs, cpu, now, rts_steal_ns(next));
+
 	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
 	if (e) {

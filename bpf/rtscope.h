@@ -99,6 +99,7 @@ enum rts_event_type {
 	RTS_EV_HANDLER_EXIT,   /* a=tid b=irq */
 	RTS_EV_EXIT,           /* a=tid: task exits */
 	RTS_EV_STACK,          /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
+	RTS_EV_STEAL,          /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
 };
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */
@@ -176,6 +177,8 @@ struct rts_cpu_state {
 	__u64 softirq_tid;
 	__u64 waiting_tid;     /* a tracked task runnable on this CPU and not running (0: none) */
 	__u64 waiting_since;   /* when its wait began (its timer's expiry, or its wakeup) */
+	__u64 steal_seen;      /* cumulative hypervisor steal at the last reading */
+	__u64 steal_read_at;   /* when it was read (0: never) */
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */

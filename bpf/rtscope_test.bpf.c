@@ -108,3 +108,12 @@ int BPF_PROG(test_stack_due, __u64 now, __u64 tid)
 	struct rts_task_state *st = task(tid);
 	return st && rts_stack_due(now, rts_wait_start(st));
 }
+
+/* A context switch reads the CPU's cumulative steal: rts_steal_update on CPU 0's state. */
+SEC("raw_tp")
+int BPF_PROG(test_steal, __u64 now, __u64 steal)
+{
+	struct rts_cpu_state *cs = rts_cpu();
+	rts_steal_update(cs, 0, now, steal);
+	return 0;
+}

@@ -40,8 +40,22 @@ struct thread_info {
 	u32 cpu;
 };
 
+/* Hypervisor steal time as the scheduler accounts it (see rts_steal_ns). */
+struct rq {
+	u64 prev_steal_time_rq;
+};
+
+struct cfs_rq {
+	struct rq *rq;
+};
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
+	struct sched_entity se;
 	unsigned int __state;
 	int on_cpu;
 	int prio;

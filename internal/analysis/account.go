@@ -102,6 +102,12 @@ func mergeNames(a, b []string) []string {
 // ctxItem accounts [from, to) of a CPU context to the phase.
 func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 	switch c.kind {
+	case ctxSteal:
+		// Whatever phase: the vCPU did not run, so nothing on it ran.
+		if it := a.add(Item{Phase: phase, Kind: KindHypervisor, CPU: cpu, key: fmt.Sprint("steal", cpu),
+			Label: fmt.Sprintf("hypervisor: CPU %d's vCPU was not running (steal)", cpu)}, from, to); it != nil {
+			a.tl.steal[cpu] += uint64(to - from)
+		}
 	case ctxTask, ctxIdle:
 		if phase == PhaseRunning || (c.thr != nil && c.thr.TID == a.s.TID) {
 			a.add(Item{Phase: PhaseRunning, Kind: KindExecution, Label: "own execution", CPU: cpu, key: "exec"}, from, to)
@@ -340,6 +346,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 		res.Notes = append(res.Notes, note)
 	}
 	tl := build(tr.Events)
+	tl.stealClock = tr.StealClock
 	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}}
 	segs, migs := tl.taskTimeline(s.TID)
 	lost := 0
@@ -432,8 +439,42 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 			res.FutexWaitsNoPI++
 		}
 	}
+	stealSummary(res, tl, tr, w)
 	verdict(res, tl, s, segs)
 	return res
+}
+
+// stealSummary sets the window's steal and notes steal on CPUs that have
+// none of the window's items: a stall of one CPU can hold kernel code on
+// another (waiting for a callback or a lock there).
+func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
+	var total uint64
+	for _, ns := range tl.steal {
+		total += ns
+	}
+	if tr.StealClock || total > 0 {
+		res.StealNs = &total
+	}
+	other := map[int]uint64{}
+	for _, e := range tr.Events {
+		if e.Type != "steal" || e.SinceT == nil || tl.steal[e.CPU] > 0 {
+			continue
+		}
+		if a, b := max(*e.SinceT, 0), min(e.T, w); b > a {
+			other[e.CPU] += min(e.StealNs, uint64(b-a))
+		}
+	}
+	cpus := make([]int, 0, len(other))
+	for cpu := range other {
+		cpus = append(cpus, cpu)
+	}
+	sort.Ints(cpus)
+	for _, cpu := range cpus {
+		if ns := other[cpu]; ns*10 >= uint64(w) && w > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("CPU %d lost up to %s to the hypervisor (steal) during this window: "+
+				"a stalled CPU can hold kernel code on another one (waiting for a callback or a lock there)", cpu, us(ns)))
+		}
+	}
 }
 
 // isRT: a real-time priority (including a boosted normal task).
@@ -586,12 +627,14 @@ func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (string, *Threa
 			}
 		case ctxSoftIRQ:
 			by["softirq"] += t - f
+		case ctxSteal:
+			by["hypervisor (steal)"] += t - f
 		default:
 			by["unknown"] += t - f
 		}
 	})
 	best, bestNs := "unknown", int64(-1)
-	for _, k := range []string{"idle", "hard IRQ", "softirq", "task (interrupts off)", "unknown"} {
+	for _, k := range []string{"idle", "hard IRQ", "softirq", "task (interrupts off)", "hypervisor (steal)", "unknown"} {
 		if by[k] > bestNs {
 			best, bestNs = k, by[k]
 		}

@@ -50,6 +50,7 @@ const (
 	KindSleep        = "sleep"        // the task slept
 	KindPeriodSleep  = "period-sleep" // the task slept until its next period: expected
 	KindUnknown      = "unknown"      // no events tell (CPU not recorded, truncated trace)
+	KindHypervisor   = "hypervisor"   // the vCPU was not running: hypervisor steal time
 )
 
 // Thread is a task seen in the window.
@@ -137,7 +138,9 @@ type Result struct {
 	// Cause is the dominant cause, for machines: execution, interference,
 	// priority-misconfiguration, cpu-hog, blocking, non-preemptible,
 	// priority-inversion, internal-blocking, hardirq, softirq, irq-off,
-	// exit-from-idle, migration, release, inconclusive.
+	// exit-from-idle, migration, release, hypervisor (steal time),
+	// cpu-unavailable (the CPU recorded nothing and no steal clock or
+	// stack tells why), inconclusive.
 	Cause   string `json:"cause"`
 	Verdict string `json:"verdict"`
 	// Breakdown: every nanosecond of the window, each in one item, percentages adding up to 100.
@@ -153,8 +156,16 @@ type Result struct {
 	Preemption string `json:"preemption_model"`
 	// FutexWaitsNoPI counts the task's futex waits without priority
 	// inheritance in the window (an RT task only).
-	FutexWaitsNoPI int      `json:"futex_waits_without_pi"`
-	Notes          []string `json:"notes,omitempty"`
+	FutexWaitsNoPI int `json:"futex_waits_without_pi"`
+	// StealNs is the time of the window the hypervisor took from the CPUs
+	// it is accounted on (the hypervisor items); null when the kernel's
+	// steal clock was not readable, so that none is known.
+	StealNs *uint64 `json:"steal_ns"`
+	// Culprit names the dominant cause's evidence in a few words (a
+	// thread, an IRQ, a callback): with Cause, the key of the cause
+	// histogram of SLO violations.
+	Culprit string   `json:"culprit,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 // PhaseTotals are the time of the window per phase.

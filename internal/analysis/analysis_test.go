@@ -231,8 +231,7 @@ func TestExitFromIdle(t *testing.T) {
 	wantCause(t, r, "exit-from-idle", "exit from idle", "idle when the timer expired")
 }
 
-// The timer interrupt arrives late while a task runs with no other event: interrupts off.
-func TestInterruptsOff(t *testing.T) {
+func interruptsOffTrace(stealClock bool) *trace.Trace {
 	tr := window("timer-thread", control, us1(3360),
 		sw(us1(-800), 1, control, "S", other),
 		timerIn(us1(3350), 1, "hrtimer_wakeup", 0),
@@ -240,11 +239,33 @@ func TestInterruptsOff(t *testing.T) {
 		timerOut(us1(3356), 1, "hrtimer_wakeup"),
 		sw(us1(3360), 1, other, "R+", control),
 	)
-	r := explain(tr, subject(control, "timer-thread"), "none")
+	tr.StealClock = stealClock
+	return tr
+}
+
+// The timer interrupt arrives late while a task runs with no other event,
+// and the steal clock says the hypervisor took nothing: interrupts off.
+func TestInterruptsOff(t *testing.T) {
+	r := explain(interruptsOffTrace(true), subject(control, "timer-thread"), "none")
 	checkSums(t, r)
 	wantCause(t, r, "irq-off", "interrupts were disabled", "editor/130")
 	if it := item(r, PhaseRelease, KindIRQOff, other.tid); it == nil || it.Ns != uint64(us1(3350)) {
 		t.Errorf("irq-off item %+v", it)
+	}
+	if r.StealNs == nil || *r.StealNs != 0 {
+		t.Errorf("steal %v, want 0 (a steal clock, no steal)", r.StealNs)
+	}
+}
+
+// The same window where no steal clock exists and no stack was sampled:
+// nothing tells interrupts off from a CPU that did not run, so the task
+// that happened to be current is not blamed.
+func TestInterruptsOffOrCPUNotRunning(t *testing.T) {
+	r := explain(interruptsOffTrace(false), subject(control, "timer-thread"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "cpu-unavailable", "CPU 1 recorded nothing for 3350.0 us", "not running", "no stack sample nothing in the trace tells which")
+	if r.StealNs != nil {
+		t.Errorf("steal %d, want unknown (no steal clock)", *r.StealNs)
 	}
 }
 

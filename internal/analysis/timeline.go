@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"sort"
 
 	"github.com/rtscope/rtscope/internal/trace"
 )
@@ -15,6 +16,7 @@ const (
 	ctxTickGap        // inside the timer interrupt between two callbacks
 	ctxTimer          // an hrtimer callback (hard or soft)
 	ctxSoftIRQ        // a softirq vector
+	ctxSteal          // the hypervisor ran something else: this vCPU was not running
 )
 
 // cpuCtx is what a CPU runs. Frames of IRQs are shared by the segments
@@ -65,6 +67,10 @@ type timelines struct {
 	threads map[uint32]*Thread
 	// stack samples per tid
 	stacks map[uint32][]trace.Event
+	// stealClock: steal events would have been recorded (their absence
+	// means none); steal: ns charged to the hypervisor per CPU.
+	stealClock bool
+	steal      map[int]uint64
 }
 
 func threadOfNext(e *trace.Event) *Thread {
@@ -76,7 +82,8 @@ func threadOfPrev(e *trace.Event) *Thread {
 }
 
 func build(events []trace.Event) *timelines {
-	tl := &timelines{events: events, cpus: map[int][]ctxSeg{}, threads: map[uint32]*Thread{}, stacks: map[uint32][]trace.Event{}}
+	tl := &timelines{events: events, cpus: map[int][]ctxSeg{}, threads: map[uint32]*Thread{}, stacks: map[uint32][]trace.Event{},
+		steal: map[int]uint64{}}
 	byCPU := map[int][]int{}
 	for i := range events {
 		e := &events[i]
@@ -98,7 +105,66 @@ func build(events []trace.Event) *timelines {
 	for cpu, idx := range byCPU {
 		tl.cpus[cpu] = cpuTimeline(events, idx)
 	}
+	for i := range events {
+		if e := &events[i]; e.Type == "steal" && e.StealNs > 0 && e.SinceT != nil {
+			tl.cpus[e.CPU] = carveSteal(tl.cpus[e.CPU], *e.SinceT, e.T, int64(e.StealNs))
+		}
+	}
 	return tl
+}
+
+// carveSteal charges ns of hypervisor steal, known only to lie somewhere in
+// (since, at], to the CPU's timeline: into its longest stretches without an
+// event first, at their ends. A vCPU that is not running records nothing,
+// so a stall shows as a gap; and what it delays is the event after the gap
+// (a late timer interrupt, a late switch), so the stolen time is placed just
+// before that event. Steal never exceeds the clock time between two readings
+// (the kernel caps it), so it always fits.
+func carveSteal(segs []ctxSeg, since, at int64, ns int64) []ctxSeg {
+	type piece struct {
+		seg  int
+		a, b int64
+	}
+	var ps []piece
+	for i, sg := range segs {
+		if sg.c.kind == ctxSteal {
+			continue
+		}
+		a, b := max(sg.from, since), min(sg.to, at)
+		if b > a {
+			ps = append(ps, piece{i, a, b})
+		}
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].b-ps[i].a > ps[j].b-ps[j].a })
+	carve := map[int][2]int64{} // segment -> stolen [a, b)
+	for _, p := range ps {
+		if ns <= 0 {
+			break
+		}
+		take := min(ns, p.b-p.a)
+		carve[p.seg] = [2]int64{p.b - take, p.b}
+		ns -= take
+	}
+	if len(carve) == 0 {
+		return segs
+	}
+	stolen := &cpuCtx{kind: ctxSteal}
+	out := make([]ctxSeg, 0, len(segs)+2*len(carve))
+	for i, sg := range segs {
+		c, ok := carve[i]
+		if !ok {
+			out = append(out, sg)
+			continue
+		}
+		if c[0] > sg.from {
+			out = append(out, ctxSeg{sg.from, c[0], sg.c})
+		}
+		out = append(out, ctxSeg{c[0], c[1], stolen})
+		if sg.to > c[1] {
+			out = append(out, ctxSeg{c[1], sg.to, sg.c})
+		}
+	}
+	return out
 }
 
 func frameOf(e *trace.Event) *cpuCtx {

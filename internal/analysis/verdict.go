@@ -103,6 +103,10 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	sort.SliceStable(delay, func(i, j int) bool { return delay[i].ns > delay[j].ns })
 	res.BlockingThread = blockingThread(res)
 	res.RuledOut = ruledOut(res, groups, segs)
+	if tl.stealClock && groups[KindHypervisor] == nil {
+		res.RuledOut = append(res.RuledOut, "hypervisor (no steal time)")
+	}
+	defer stealSuffix(res, groups)
 
 	noun := "window"
 	switch s.Metric {
@@ -167,6 +171,16 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 		explainGroup(res, tl, s, segs, dom, noun)
 	}
 	addMigration(res)
+}
+
+// stealSuffix adds the hypervisor's share to a verdict that names another
+// cause: how much of the worst case is the platform's fault.
+func stealSuffix(res *Result, groups map[string]*group) {
+	g := groups[KindHypervisor]
+	if g == nil || res.Cause == "hypervisor" || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
+		return
+	}
+	res.Verdict += fmt.Sprintf("; the hypervisor took %s (%s) of it (steal time)", us(g.ns), pct(g.ns, res.WindowNs))
 }
 
 func addMigration(res *Result) {
@@ -317,6 +331,8 @@ func releaseCause(r *Release) string {
 		return "softirq"
 	case "task (interrupts off)":
 		return "irq-off"
+	case "hypervisor (steal)":
+		return "hypervisor"
 	}
 	return "release"
 }
@@ -329,6 +345,8 @@ func stateWords(r *Release) string {
 		return "running " + who(r.Task) + " (interrupts off)"
 	case "hard IRQ", "softirq":
 		return "in " + r.CPUState + " context"
+	case "hypervisor (steal)":
+		return "not running (the hypervisor took it: steal time)"
 	}
 	return r.CPUState
 }
@@ -347,7 +365,16 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	cpu := top.CPU
 	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
 	rt := isRT(s)
+	res.Culprit = culprit(top)
+	if platformStall(res, tl, g, top, share) {
+		return
+	}
 	switch g.kind {
+	case KindHypervisor:
+		res.Cause = "hypervisor"
+		res.Culprit = "hypervisor"
+		res.Verdict = fmt.Sprintf("hypervisor: CPU %d's vCPU was not running for %s (hypervisor steal time): "+
+			"the host ran something else; dedicated or pinned vCPUs, or a bare-metal host, remove it", cpu, share)
 	case KindInterference:
 		t := top.Thread
 		tRT := t.KPrio >= -1 && t.KPrio < 100
@@ -418,6 +445,16 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 				"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
 			return
 		}
+		if !t.Sampled && !tl.stealClock && delay >= cpuUnavailableNs {
+			// No stack puts the task in the kernel, and no steal clock
+			// can clear the hypervisor: do not blame the task.
+			res.Cause = "cpu-unavailable"
+			res.Culprit = "CPU not running, or " + who(t) + " with interrupts off"
+			res.Verdict = fmt.Sprintf("CPU %d recorded nothing for %s after the timer expired while %s was current: either the CPU was not running "+
+				"(a hypervisor or firmware stall: this machine has no readable steal clock) or that task kept interrupts off; "+
+				"with no stack sample nothing in the trace tells which", cpu, us(delay), who(t))
+			return
+		}
 		res.Cause = "irq-off"
 		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
 			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
@@ -476,6 +513,58 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		res.Cause = "inconclusive"
 		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
 	}
+}
+
+// culprit names an item's evidence in a few words: the key of the
+// cause histogram of SLO violations.
+func culprit(it *Item) string {
+	switch {
+	case it.Thread != nil:
+		return who(it.Thread)
+	case it.Kind == KindSleep:
+		return it.Reason + ", " + wakerLabel(it.Waker)
+	}
+	return it.Label
+}
+
+// shortCallbacks are timer callbacks that take microseconds: a task's own
+// one that "took" milliseconds is the CPU not running, not the callback.
+var shortCallbacks = map[string]bool{"hrtimer_wakeup": true, "tick_nohz_handler": true, "tick_sched_timer": true,
+	"it_real_fn": true, "posix_timer_fn": true, "timerfd_tmrproc": true, "hrtimer_wakeup_fn": true}
+
+// cpuUnavailableNs: a gap this long inside a short kernel path is a CPU
+// that was not running. The longest hard-IRQ callbacks of a healthy machine
+// are tens of microseconds.
+const cpuUnavailableNs = 1_000_000
+
+// platformStall decides (true) windows whose dominant cause is time the
+// CPU did not run, that no steal event explains: a callback known to take
+// microseconds that "took" milliseconds, or a timer interrupt held up while
+// user space ran (user space cannot keep interrupts off). Without a steal
+// clock nothing in the trace tells a hypervisor stall from firmware (SMI).
+func platformStall(res *Result, tl *timelines, g *group, top *Item, share string) bool {
+	why := ""
+	switch {
+	case top.Kind == KindOwnTimer && top.HardIRQ && shortCallbacks[top.Function] && top.Ns >= cpuUnavailableNs && !tl.stealClock:
+		// Its own sleeper's callback: nothing else runs in it (another
+		// task's callback may carry a tracing program, as rtscope's
+		// irq-noise injector does). With a steal clock, steal events
+		// have already taken the stall out.
+		why = fmt.Sprintf("the timer callback %s, which takes microseconds, spanned %s", top.Function, us(top.Ns))
+	case top.Kind == KindIRQOff && top.Thread != nil && top.Thread.Sampled && top.Thread.UserSpace && top.Ns >= cpuUnavailableNs:
+		why = fmt.Sprintf("the timer interrupt came %s late while %s was in user space, which cannot keep interrupts off",
+			us(releaseDelay(res, top)), who(top.Thread))
+	default:
+		return false
+	}
+	res.Cause = "cpu-unavailable"
+	res.Culprit = "CPU not running"
+	clock := "this machine has no readable steal clock, so nothing in the trace tells a hypervisor stall from firmware (SMI)"
+	if tl.stealClock {
+		clock = "no hypervisor steal was recorded for it, so firmware (SMI) or a hypervisor stall it does not account"
+	}
+	res.Verdict = fmt.Sprintf("CPU %d was not running: %s (%s); %s", top.CPU, why, share, clock)
+	return true
 }
 
 func firstN(s []string, n int) []string {

@@ -75,6 +75,7 @@ type Features struct {
 	ThreadedIRQFentry error // nil: handler time exact from fentry/fexit, else scheduler-based
 	LegacySwitch      bool  // sched_switch without prev_state (kernel < 5.18)
 	HrtimerWakeup     bool  // hrtimer_wakeup address known: timer sleeps classified
+	Steal             StealClock
 }
 
 // Engine is a loaded and attached set of rtscope programs.
@@ -170,6 +171,7 @@ func Load(cfg Config) (*Engine, error) {
 	syms, _ := ksym.Kernel()
 	wake := syms.Addr("hrtimer_wakeup")
 	e.Features.HrtimerWakeup = wake != 0
+	e.Features.Steal = stealClock()
 	set := func(name string, v any) error {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)

@@ -397,3 +397,59 @@ func TestTwinStackOnlyAfterMinWait(t *testing.T) {
 		t.Error("stack_min_wait_ns 0: no stack at the release")
 	}
 }
+
+// Steal is read at every context switch; an event is written only when it
+// grew since the CPU's previous reading, saying how much and since when.
+func TestTwinStealOnlyWhenItGrows(t *testing.T) {
+	spec, err := loadTwin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots = 64
+	if err := spec.Variables["trace_enabled"].Set(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables["flight_per_cpu"].Set(uint32(slots)); err != nil {
+		t.Fatal(err)
+	}
+	spec.Maps["flight"].MaxEntries = slots
+	var objs twinObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatalf("loading twins: %v", err)
+	}
+	defer objs.Close()
+	// The per-CPU state must be one CPU's: run every program on CPU 0.
+	run := func(now, steal uint64) {
+		t.Helper()
+		if _, err := objs.TestSteal.Run(&ebpf.RunOptions{Context: []uint64{now, steal}, CPU: 0, Flags: 1 /* BPF_F_TEST_RUN_ON_CPU */}); err != nil {
+			t.Fatalf("test run: %v", err)
+		}
+	}
+	run(1_000, 7_000)      // first reading: a baseline, no event
+	run(2_000, 7_000)      // unchanged
+	run(3_000, 12_000)     // +5000 since 2000
+	run(4_000, 12_000)     // unchanged
+	run(9_000, 4_000_000)  // +3988000 since 4000
+	run(10_000, 4_000_000) // unchanged
+	var got []Event
+	for i := uint32(0); i < slots; i++ {
+		var e Event
+		if err := objs.Flight.Lookup(i, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type != 0 {
+			got = append(got, e)
+		}
+	}
+	type steal struct{ ts, ns, since uint64 }
+	want := []steal{{3_000, 5_000, 2_000}, {9_000, 3_988_000, 4_000}}
+	if len(got) != len(want) {
+		t.Fatalf("%d flight events, want %d steal events: %+v", len(got), len(want), got)
+	}
+	for i, e := range got {
+		s := steal{e.Ts, EventX(&e), EventY(&e)}
+		if e.Type != 16 /* RTS_EV_STEAL */ || s != want[i] {
+			t.Errorf("event %d: type %d %+v, want steal %+v", i, e.Type, s, want[i])
+		}
+	}
+}

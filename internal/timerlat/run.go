@@ -457,7 +457,7 @@ func cutStop(eng *engine.Engine, st *Stop, workers []*worker) (*trace.Trace, err
 	if st.Context == Thread {
 		m = metric.TimerThread
 	}
-	return trace.Cut(eng, trace.Window{Metric: m.String(), TID: uint32(st.TID), Value: st.Value,
+	return trace.Cut(eng, trace.Window{Metric: m.String(), TID: uint32(st.TID), Value: st.Value, StealClock: eng.Features.Steal.Readable,
 		Start: st.Start, End: st.End, CPUStart: st.CPUStart, CPUEnd: st.CPU}, names)
 }
 

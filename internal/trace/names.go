@@ -30,6 +30,7 @@ const (
 	evHandlerExit
 	evExit
 	evStack
+	evSteal
 )
 
 var typeNames = map[uint8]string{
@@ -37,7 +38,7 @@ var typeNames = map[uint8]string{
 	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
 	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
 	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
-	evExit: "exit", evStack: "stack",
+	evExit: "exit", evStack: "stack", evSteal: "steal",
 }
 
 // Waker contexts (enum rts_waker_ctx).
@@ -264,6 +265,10 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 				ev.Reason = "user space"
 			}
 		}
+	case evSteal:
+		ev.StealNs = engine.EventX(&e)
+		since := int64(engine.EventY(&e)) - int64(start)
+		ev.SinceT = &since
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 	case evHandlerEntry, evHandlerExit:

@@ -64,6 +64,12 @@ type Event struct {
 	State  string   `json:"state,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Stack  []string `json:"stack,omitempty"`
+
+	// steal: the hypervisor did not run this CPU for StealNs somewhere
+	// between SinceT (the CPU's previous reading, relative to the window
+	// start) and T.
+	StealNs uint64 `json:"steal_ns,omitempty"`
+	SinceT  *int64 `json:"since_t_ns,omitempty"`
 }
 
 // Waker says who made a task runnable.
@@ -82,17 +88,20 @@ type Waker struct {
 
 // Trace is the window of one worst case.
 type Trace struct {
-	Metric    string  `json:"metric"`
-	TID       uint32  `json:"tid"`
-	Value     uint64  `json:"value_ns"`
-	Start     uint64  `json:"start_ns"` // CLOCK_MONOTONIC
-	End       uint64  `json:"end_ns"`
-	CPUStart  int     `json:"cpu_start"`
-	CPUEnd    int     `json:"cpu_end"`
-	CPUs      []int   `json:"cpus"`
-	Truncated bool    `json:"truncated"`
-	Note      string  `json:"note,omitempty"`
-	Events    []Event `json:"events"`
+	Metric    string `json:"metric"`
+	TID       uint32 `json:"tid"`
+	Value     uint64 `json:"value_ns"`
+	Start     uint64 `json:"start_ns"` // CLOCK_MONOTONIC
+	End       uint64 `json:"end_ns"`
+	CPUStart  int    `json:"cpu_start"`
+	CPUEnd    int    `json:"cpu_end"`
+	CPUs      []int  `json:"cpus"`
+	Truncated bool   `json:"truncated"`
+	Note      string `json:"note,omitempty"`
+	// StealClock tells whether the kernel's steal clock was readable, so
+	// that the absence of steal events means no steal (not: unknown).
+	StealClock bool    `json:"steal_clock"`
+	Events     []Event `json:"events"`
 }
 
 // Source is where events come from: the engine, or a fake in tests.
@@ -112,6 +121,8 @@ type Window struct {
 	End      uint64
 	CPUStart int
 	CPUEnd   int
+	// StealClock: the engine reads hypervisor steal (Trace.StealClock).
+	StealClock bool
 	// MaxEvents bounds the events kept (0: no bound); the ones nearest the
 	// window's end, where the maximum was reached, are kept.
 	MaxEvents int
@@ -206,7 +217,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 // note saying so.
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
-		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd}
+		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
 	var all []raw
 	var missing []int
 	for cpu, evs := range sn.cpus {
@@ -224,6 +235,16 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			missing = append(missing, cpu)
 		}
 		all = append(all, evs[ctx:hi]...)
+		// Steal is read at context switches: time the hypervisor took
+		// inside the window shows at the CPU's first switch after it.
+		for i := hi; i < len(evs) && evs[i].Ts-w.End <= contextBefore; i++ {
+			if evs[i].Type == evSteal {
+				all = append(all, evs[i])
+			}
+			if evs[i].Type == evSwitch {
+				break
+			}
+		}
 	}
 	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
 	for _, r := range all {
@@ -310,6 +331,10 @@ func mentions(e engine.Event, tid uint32) bool {
 		return e.A == tid || e.B == tid
 	case evWakeup, evMigrate, evSleep, evUserReturn, evHandlerEntry, evHandlerExit, evExit:
 		return e.A == tid
+	case evSteal:
+		// Kept from every CPU: a stall of one CPU can hold kernel code on
+		// another (waiting for a callback or a lock there).
+		return true
 	}
 	return false
 }

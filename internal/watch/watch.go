@@ -316,7 +316,7 @@ func (s *session) poll() error {
 			snap.Learn(s.names)
 			for _, k := range order {
 				n := latest[k]
-				tr := snap.Cut(trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid, Value: n.Value,
+				tr := snap.Cut(trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
 					Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names)
 				if s.traces[n.Id] == nil {
 					s.traces[n.Id] = map[metric.ID]*trace.Raw{}
