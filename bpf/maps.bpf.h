@@ -60,6 +60,7 @@ struct rts_task_state {
 	__u8 fentry_seen;      /* handler measured by fentry/fexit: skip the scheduler-based one */
 	__s32 waiting_cpu;     /* CPU whose waiting_tid names this task, -1: none */
 	__u64 last_stack;      /* time of its last sleep stack (rate limit) */
+	__u64 viol_notice_ts;  /* end of the window of its last SLO-violation notice */
 };
 
 struct {

@@ -137,7 +137,18 @@ enum rts_notice_type {
 	RTS_N_TASK_START = 1,  /* a task became tracked */
 	RTS_N_TASK_EXIT,       /* a tracked task exited: its stats are final */
 	RTS_N_NEW_MAX,         /* new maximum of a metric: capture its window */
+	RTS_N_SLO_VIOLATION,   /* a sample over its SLO (not a new maximum): explain its window */
 };
+
+/* Notice flags */
+#define RTS_NF_SLO_VIOLATED 1  /* the sample is over its SLO (new maxima too) */
+
+/*
+ * SLO-violation notices of one task are at least this far apart: a bound
+ * set below a task's usual value would otherwise queue a notice per sample.
+ * Violations in between are counted, not explained (user space says so).
+ */
+#define RTS_VIOL_NOTICE_GAP_NS 1000000ULL
 
 struct rts_notice {
 	__u32 type;
@@ -149,7 +160,7 @@ struct rts_notice {
 	__u64 start;
 	__u64 end;
 	__u32 cpu_start;       /* CPU at the start of the window */
-	__u32 pid;
+	__u32 flags;           /* RTS_NF_* */
 };
 
 /* Per-CPU state of the engine (value of the `cpus` per-CPU array). */

@@ -43,9 +43,9 @@ static __always_inline __u32 rts_hist_bucket(__u64 v)
 	       (__u32)((v >> (msb - RTS_HIST_SUB_BITS)) & (RTS_HIST_SUB - 1));
 }
 
-static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32 tid,
-				       __u64 value, __u64 start, __u64 end,
-				       __u32 cpu_start, __u32 cpu)
+static __always_inline void rts_notice_flags(__u32 type, __u32 metric, __u64 id, __u32 tid,
+					     __u64 value, __u64 start, __u64 end,
+					     __u32 cpu_start, __u32 cpu, __u32 flags)
 {
 	struct rts_notice *n = bpf_ringbuf_reserve(&notices, sizeof(*n), 0);
 	if (!n) {
@@ -61,9 +61,16 @@ static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32
 	n->start = start;
 	n->end = end;
 	n->cpu_start = cpu_start;
-	n->pid = 0;
+	n->flags = flags;
 	/* No wakeup: user space polls, so no irq_work lands on a traced CPU. */
 	bpf_ringbuf_submit(n, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32 tid,
+				       __u64 value, __u64 start, __u64 end,
+				       __u32 cpu_start, __u32 cpu)
+{
+	rts_notice_flags(type, metric, id, tid, value, start, end, cpu_start, cpu, 0);
 }
 
 /* Add one sample of a metric; a new maximum asks user space to keep its window. */
@@ -80,8 +87,11 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 	m->last_end = end;
 	if (m->count == 1 || value < m->min)
 		m->min = value;
-	if (m->slo && value > m->slo)
+	__u32 flags = 0;
+	if (m->slo && value > m->slo) {
 		m->violations++;
+		flags = RTS_NF_SLO_VIOLATED;
+	}
 	__u32 b = rts_hist_bucket(value);
 	/* Keep the bounds check on the register used for the access: older
 	 * verifiers (Linux 6.1) lose the bound when clang rearranges them. */
@@ -92,9 +102,17 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 		m->max = value;
 		m->max_start = start;
 		m->max_end = end;
-		if (trace_enabled)
-			rts_notice(RTS_N_NEW_MAX, metric, st->id, st->tid, value, start, end,
-				   cpu_start, cpu);
+		if (trace_enabled) {
+			rts_notice_flags(RTS_N_NEW_MAX, metric, st->id, st->tid, value, start, end,
+					 cpu_start, cpu, flags);
+			if (flags)
+				st->viol_notice_ts = end;
+		}
+	} else if (flags && trace_enabled && end - st->viol_notice_ts >= RTS_VIOL_NOTICE_GAP_NS) {
+		/* Every violation is explained, not only the worst (rate-limited). */
+		st->viol_notice_ts = end;
+		rts_notice_flags(RTS_N_SLO_VIOLATION, metric, st->id, st->tid, value, start, end,
+				 cpu_start, cpu, flags);
 	}
 }
 

@@ -704,3 +704,107 @@ func TestLateInterruptWithSwitches(t *testing.T) {
 	checkSums(t, r)
 	wantCause(t, r, "release", "timer slack", "OTHER nice 0")
 }
+
+func stealEv(t int64, cpu int, ns uint64, since int64) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "steal", StealNs: ns, SinceT: i64(since)}
+}
+
+// The stalls this project's VM showed, each misjudged before the steal
+// clock was read: the hypervisor took the vCPU, and the verdict says so
+// instead of blaming whatever was current.
+func TestHypervisorSteal(t *testing.T) {
+	spinner := th{150, "spinner", "FIFO 40", 59}
+	cases := []struct {
+		name   string
+		metric string
+		subj   th
+		tr     *trace.Trace
+		words  []string
+	}{{
+		// "a user-space spinner (FIFO 40) is blamed for interrupts were
+		// disabled during a 9407 us timer-interrupt delay"
+		name: "late timer interrupt", metric: "timer-thread", subj: control,
+		tr: window("timer-thread", control, us1(9420),
+			sw(us1(-800), 1, control, "S", spinner),
+			timerIn(us1(9407), 1, "hrtimer_wakeup", 0),
+			wakeTimer(us1(9410), 1, control, 0),
+			stack(us1(9410), 1, spinner, control),
+			timerOut(us1(9412), 1, "hrtimer_wakeup"),
+			stealEv(us1(9420), 1, uint64(us1(9300)), us1(-800)),
+			sw(us1(9420), 1, spinner, "R+", control),
+		),
+		words: []string{"hypervisor", "CPU 1's vCPU was not running", "9300.0 us", "dedicated or pinned vCPUs"},
+	}, {
+		// "its own timer callback hrtimer_wakeup took 7165.2 us (99%)"
+		name: "own timer callback", metric: "timer-thread", subj: control,
+		tr: window("timer-thread", control, us1(7240),
+			sw(us1(-500), 1, control, "S", idle),
+			timerIn(us1(20), 1, "hrtimer_wakeup", 0),
+			wakeTimer(us1(7185), 1, control, 0),
+			timerOut(us1(7190), 1, "hrtimer_wakeup"),
+			stealEv(us1(7240), 1, uint64(us1(7150)), us1(-500)),
+			sw(us1(7240), 1, idle, "R", control),
+		),
+		words: []string{"hypervisor", "7150.0 us"},
+	}, {
+		// "CPU 1 kept running task-M (FIFO 50) in the kernel for 3496.3 us
+		// ... with preemption disabled"
+		name: "non-preemptible section", metric: "latency", subj: taskH,
+		tr: window("latency", taskH, us1(3500),
+			sw(us1(-60), 1, idle, "R", taskM),
+			wakeBy(0, 1, taskH, taskL),
+			stealEv(us1(3500), 1, uint64(us1(3450)), us1(-60)),
+			sw(us1(3500), 1, taskM, "R+", taskH),
+		),
+		words: []string{"hypervisor", "3450.0 us"},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.tr.StealClock = true
+			r := explain(c.tr, subject(c.subj, c.metric), "none")
+			checkSums(t, r)
+			wantCause(t, r, "hypervisor", c.words...)
+			if r.StealNs == nil || *r.StealNs == 0 || r.Culprit != "hypervisor" {
+				t.Errorf("steal %v culprit %q, want the window's steal and culprit hypervisor", r.StealNs, r.Culprit)
+			}
+		})
+	}
+}
+
+// Steal that is only part of the window is placed in its longest eventless
+// stretch (where the stall left its gap) and named beside the real cause.
+func TestStealBesideAnotherCause(t *testing.T) {
+	tr := window("latency", control, us1(4000),
+		sw(us1(-100), 1, idle, "R", background),
+		wakeBy(0, 1, control, peer),
+		timerIn(us1(1000), 1, "tick_nohz_handler", us1(1000)),
+		timerOut(us1(1002), 1, "tick_nohz_handler"),
+		stealEv(us1(4000), 1, uint64(us1(1500)), us1(-100)),
+		sw(us1(4000), 1, background, "R+", control),
+	)
+	tr.StealClock = true
+	r := explain(tr, subject(control, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "background/101", "the hypervisor took 1500.0 us (38%) of it")
+	h := item(r, PhaseRunnable, KindHypervisor, 0)
+	if h == nil || h.Ns != uint64(us1(1500)) || h.FirstT != us1(2500) {
+		t.Errorf("hypervisor item %+v, want 1500 us at the end of the longest gap (from 2500 us)", h)
+	}
+}
+
+// Steal on a CPU outside the window's items is a note: a stall of one CPU
+// can hold kernel code on another.
+func TestStealOnAnotherCPU(t *testing.T) {
+	tr := preemptOffTrace("hrtimer_try_to_cancel", "hrtimer_cancel", "do_epoll_wait")
+	tr.Events = append(tr.Events, stealEv(us1(2900), 0, uint64(us1(2800)), us1(-10)))
+	tr.StealClock = true
+	r := explain(tr, subject(control, "latency"), "full")
+	checkSums(t, r)
+	found := false
+	for _, n := range r.Notes {
+		found = found || strings.Contains(n, "CPU 0 lost up to 2800.0 us to the hypervisor")
+	}
+	if !found || r.StealNs == nil || *r.StealNs != 0 {
+		t.Errorf("notes %q, steal %v; want a note on CPU 0's steal and none on the window's CPU", r.Notes, r.StealNs)
+	}
+}

@@ -31,6 +31,11 @@ func (r *Result) WriteText(w io.Writer, indent string) {
 		fmt.Fprintf(w, "%s  %-9s %-*s %10s %6.1f%%\n", indent, it.Phase, width, label, units.Us(it.Ns), it.Percent)
 	}
 	fmt.Fprintf(w, "%s  %-9s %-*s %10s %6.1f%%\n", indent, "total", width, "", units.Us(r.WindowNs), 100.0)
+	if r.StealNs == nil {
+		fmt.Fprintf(w, "%s  hypervisor steal in the window: unknown (no steal clock)\n", indent)
+	} else {
+		fmt.Fprintf(w, "%s  hypervisor steal in the window: %s us\n", indent, units.Us(*r.StealNs))
+	}
 	if t := r.BlockingThread; t != nil {
 		fmt.Fprintf(w, "%s  blocking thread: %s", indent, who(t))
 		switch {

@@ -35,7 +35,7 @@ func SubjectOf(t *report.Task, m string) Subject {
 // ForWatch returns the watch.Options.Analyze hook: it explains each worst
 // case once (a trace is analysed again only when a new maximum replaced it)
 // and keeps the task's hygiene counters derived from traces and /proc.
-func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) (string, any) {
+func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
 	type key struct {
 		id uint64
 		m  metric.ID
@@ -48,7 +48,7 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) (string, any)
 	results := map[key]cached{}
 	futex := map[uint64]map[uint64]bool{} // task id -> timestamps of futex waits without PI
 	procs := map[uint64]map[string]uint64{}
-	return func(t *report.Task, m metric.ID, tr *trace.Trace) (string, any) {
+	return func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
 		mu.Lock()
 		defer mu.Unlock()
 		k := key{t.ID(), m}
@@ -81,8 +81,19 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) (string, any)
 		for n, v := range procs[t.ID()] {
 			t.Hygiene[n] = v
 		}
-		return c.res.Verdict, c.res
+		return c.res.Explanation()
 	}
+}
+
+// ForViolation explains the window of one SLO violation of t: pure, no
+// hygiene side effects (the watch.Options.Explain hook).
+func ForViolation(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
+	return Explain(tr, SubjectOf(t, m.String())).Explanation()
+}
+
+// Explanation is the result as the report carries it.
+func (r *Result) Explanation() report.Explanation {
+	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, Detail: r}
 }
 
 func isFutexNoPI(reason string) bool {

@@ -150,6 +150,7 @@ func runWatch(args []string) int {
 	}
 	o.SLO = slo.Build(bounds)
 	o.Analyze = analyzer()
+	o.Explain = analysis.ForViolation
 	o.Ready = func() {
 		fmt.Fprintln(os.Stderr, "rtscope watch: attached and tracking; Ctrl-C to stop")
 	}
@@ -175,4 +176,4 @@ func parseIDs(kind string, vals []string) ([]int, error) {
 }
 
 // analyzer returns the worst-case explainer (internal/analysis).
-var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) (string, any) { return analysis.ForWatch() }
+var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) report.Explanation { return analysis.ForWatch() }

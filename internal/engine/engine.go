@@ -33,7 +33,17 @@ const (
 	NoticeTaskStart = 1
 	NoticeTaskExit  = 2
 	NoticeNewMax    = 3
+	// NoticeSLOViolation: a sample over its SLO that is not a new maximum
+	// (at most one a millisecond per task: RTS_VIOL_NOTICE_GAP_NS).
+	NoticeSLOViolation = 4
 )
+
+// NoticeFlagSLOViolated marks a notice whose sample is over its SLO (new maxima too).
+const NoticeFlagSLOViolated = 1
+
+// ViolationNoticeGap is the kernel's minimum spacing of one task's
+// SLO-violation notices (RTS_VIOL_NOTICE_GAP_NS).
+const ViolationNoticeGap = 1_000_000
 
 // Counters of what was lost or refused (enum rts_counter).
 const (

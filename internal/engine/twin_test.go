@@ -453,3 +453,59 @@ func TestTwinStealOnlyWhenItGrows(t *testing.T) {
 		}
 	}
 }
+
+// Every violation is noticed for explanation, not only new maxima, at most
+// one a millisecond per task (RTS_VIOL_NOTICE_GAP_NS); a new maximum over
+// the SLO carries the violated flag.
+func TestTwinSLOViolationNotices(t *testing.T) {
+	tw := newTwin(t, map[metric.ID]uint64{metric.Latency: 400})
+	rd, err := ringbuf.NewReader(tw.objs.Notices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	tw.track(100, true, false)
+	for _, s := range []struct{ base, lat uint64 }{
+		{1_000_000, 500}, // new max, over: NEW_MAX flagged
+		{1_500_000, 450}, // over, 0.5 ms after the last notice: counted only
+		{2_100_000, 450}, // over, 1.1 ms after: SLO_VIOLATION
+		{4_000_000, 300}, // under
+		{4_500_000, 420}, // over: SLO_VIOLATION
+	} {
+		tw.wakeup(s.base, 0, 100)
+		tw.switchTo(s.base+s.lat, 0, idle, 100, false, 0)
+		tw.switchTo(s.base+s.lat+10, 0, 100, idle, true, 0)
+	}
+	if v := tw.stats(100).M[metric.Latency].Violations; v != 4 {
+		t.Errorf("%d violations counted, want 4", v)
+	}
+	type got struct {
+		typ   uint32
+		value uint64
+		end   uint64
+		flags uint32
+	}
+	var ns []got
+	rd.SetDeadline(time.Now())
+	for {
+		rec, err := rd.Read()
+		if err != nil {
+			break
+		}
+		n := *(*Notice)(unsafePointer(rec.RawSample))
+		if n.Metric == uint32(metric.Latency) && (n.Type == NoticeNewMax || n.Type == NoticeSLOViolation) {
+			ns = append(ns, got{n.Type, n.Value, n.End, n.Flags})
+		}
+	}
+	want := []got{{NoticeNewMax, 500, 1_000_500, NoticeFlagSLOViolated},
+		{NoticeSLOViolation, 450, 2_100_450, NoticeFlagSLOViolated},
+		{NoticeSLOViolation, 420, 4_500_420, NoticeFlagSLOViolated}}
+	if len(ns) != len(want) {
+		t.Fatalf("notices %+v, want %+v", ns, want)
+	}
+	for i := range want {
+		if ns[i] != want[i] {
+			t.Errorf("notice %d: %+v, want %+v", i, ns[i], want[i])
+		}
+	}
+}

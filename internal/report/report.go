@@ -28,7 +28,36 @@ type Report struct {
 	DurationNs uint64   `json:"duration_ns"`
 	Features   Features `json:"features"`
 	Lost       Lost     `json:"lost"`
+	Steal      *Steal   `json:"steal"`
 	Tasks      []*Task  `json:"tasks"`
+}
+
+// Steal is the hypervisor's share of the run: how much of the worst cases
+// is the platform's fault.
+type Steal struct {
+	Readable bool   `json:"readable"` // the engine reads the kernel's steal clock
+	Clock    string `json:"clock"`    // how, or why not
+	// RunNs: steal of all CPUs over the run, from /proc/stat (jiffies).
+	RunNs    uint64   `json:"run_ns"`
+	PerCPUNs []uint64 `json:"per_cpu_ns"`
+	// Of the worst cases analysed: how many hold steal, how much in all,
+	// and how many the hypervisor (or a CPU that did not run) dominates.
+	WorstCases           uint64 `json:"worst_cases"`
+	WorstCasesWithSteal  uint64 `json:"worst_cases_with_steal"`
+	WorstCaseStealNs     uint64 `json:"worst_case_steal_ns"`
+	WorstCasesHypervisor uint64 `json:"worst_cases_hypervisor"`
+}
+
+// AddWorst counts one analysed worst case.
+func (s *Steal) AddWorst(e Explanation) {
+	s.WorstCases++
+	if e.StealNs != nil && *e.StealNs > 0 {
+		s.WorstCasesWithSteal++
+		s.WorstCaseStealNs += *e.StealNs
+	}
+	if e.Cause == "hypervisor" || e.Cause == "cpu-unavailable" {
+		s.WorstCasesHypervisor++
+	}
 }
 
 // Features says which optional measurements were available.
@@ -94,7 +123,11 @@ type Metric struct {
 	Violations *uint64      `json:"violations"` // null without an SLO
 	Worst      *trace.Trace `json:"worst"`
 	Verdict    string       `json:"verdict,omitempty"`
+	Cause      string       `json:"cause,omitempty"` // of the worst case (internal/analysis causes)
 	Analysis   any          `json:"analysis,omitempty"`
+	// ViolationCauses explains every SLO violation (rate-limited): a
+	// histogram of causes; null without an SLO or with --no-trace.
+	ViolationCauses *Violations `json:"violation_causes,omitempty"`
 
 	stats metric.Stats
 }

@@ -98,6 +98,11 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		fmt.Fprintf(w, "   real-time hygiene: %s\n", strings.Join(hy, ", "))
 	}
 	for _, id := range metric.All() {
+		if m := t.Metrics[id.String()]; m != nil && m.ViolationCauses != nil && m.SLONs != nil {
+			m.ViolationCauses.WriteText(w, id.String()+" SLO violations", *m.SLONs, "   ")
+		}
+	}
+	for _, id := range metric.All() {
 		m := t.Metrics[id.String()]
 		if m == nil || m.Worst == nil {
 			continue

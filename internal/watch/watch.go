@@ -27,6 +27,12 @@ import (
 // tracked tasks, 9 windows each, reports would otherwise reach gigabytes.
 const DefaultTraceMax = 1024
 
+// ViolationBudget bounds the SLO-violation windows explained per second,
+// all tasks together: each costs a cut, a decode and an analysis (about
+// 0.1-1 ms), and the monitor must not take a CPU from what it watches. The
+// rest are counted as not explained, with the reason.
+const ViolationBudget = 50
+
 // Options of one watch.
 type Options struct {
 	Targets     target.Spec
@@ -50,8 +56,12 @@ type Options struct {
 	// maps) cannot be preempted by the tasks it watches.
 	Housekeeping []int
 	Out          io.Writer
-	// Analyze, when set, explains a worst-case window (issue: analysis).
-	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) (verdict string, detail any)
+	// Analyze, when set, explains a worst-case window (internal/analysis).
+	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation
+	// Explain, when set, explains the window of each SLO violation
+	// (rate-limited in the kernel and by ViolationBudget) into a cause
+	// histogram per task and metric. Pure: no side effects on t.
+	Explain func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation
 	// Ready is called once every existing target is tracked (before a launched command runs).
 	Ready func()
 	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
@@ -70,6 +80,13 @@ type session struct {
 	lastSweep time.Time       // sweeps are full scans: at most two a second
 	snap      *trace.Snapshot // ring copy, reused every poll
 	started   time.Time
+	// SLO violations explained so far, per task and metric, and this
+	// second's explanation budget.
+	viol        map[uint64]map[metric.ID]*report.Violations
+	budgetStart time.Time
+	budgetUsed  int
+	steal       *report.Steal
+	stealStart  []uint64
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -107,7 +124,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	syms, _ := ksym.Kernel()
 	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
-		final: map[uint64]bool{}, started: time.Now()}
+		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
+		steal: &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method}}
+	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
 	for _, tid := range o.Targets.TIDs {
@@ -292,7 +311,7 @@ func (s *session) poll() error {
 	}
 	latest := map[key]engine.Notice{}
 	var order []key
-	var exits []engine.Notice
+	var exits, viols []engine.Notice
 	for _, n := range ns {
 		switch n.Type {
 		case engine.NoticeTaskStart:
@@ -305,11 +324,16 @@ func (s *session) poll() error {
 				order = append(order, k)
 			}
 			latest[k] = n
+			if n.Flags&engine.NoticeFlagSLOViolated != 0 {
+				viols = append(viols, n)
+			}
+		case engine.NoticeSLOViolation:
+			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
 		}
 	}
-	if s.eng.Tracing() && len(order) > 0 {
+	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err == nil {
 			s.snap = snap
@@ -323,12 +347,71 @@ func (s *session) poll() error {
 				}
 				s.traces[n.Id][metric.ID(n.Metric)] = tr
 			}
+			s.explainViolations(snap, viols)
 		}
 	}
 	for _, n := range exits {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// explainViolations explains the window of each SLO violation noticed,
+// within the budget, into its task's and metric's cause histogram.
+func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice) {
+	if s.o.Explain == nil || len(viols) == 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.budgetStart) >= time.Second {
+		s.budgetStart, s.budgetUsed = now, 0
+	}
+	for _, n := range viols {
+		m := metric.ID(n.Metric)
+		if s.viol[n.Id] == nil {
+			s.viol[n.Id] = map[metric.ID]*report.Violations{}
+		}
+		v := s.viol[n.Id][m]
+		if v == nil {
+			v = &report.Violations{}
+			s.viol[n.Id][m] = v
+		}
+		if s.budgetUsed >= ViolationBudget {
+			v.Skip(report.NotAnalysedBudget, 1)
+			continue
+		}
+		s.budgetUsed++
+		t := s.tasks[n.Id]
+		if t == nil || t.Comm == "" {
+			// Known from its start notice only: its identity is in the stats.
+			if st, err := s.eng.Stats(n.Id); err == nil {
+				t = report.FromStats(st)
+			} else {
+				t = report.Placeholder(n.Id, n.Tid)
+			}
+		}
+		tr := snap.Cut(trace.Window{Metric: m.String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
+			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
+		v.Add(s.o.Explain(t, m, tr), n.Value, tr)
+	}
+}
+
+// violations returns the cause histogram of a metric's SLO violations, or
+// nil without an SLO or violations.
+func (s *session) violations(id uint64, m metric.ID, rm *report.Metric) *report.Violations {
+	if rm.Violations == nil || *rm.Violations == 0 {
+		return nil
+	}
+	v := s.viol[id][m]
+	if v == nil {
+		v = &report.Violations{}
+	}
+	if !s.eng.Tracing() || s.o.Explain == nil {
+		c := *v
+		c.Skip(report.NotAnalysedNoTrace, *rm.Violations-v.Analysed)
+		v = &c
+	}
+	return v.Finish(*rm.Violations)
 }
 
 // sweep finds what notices could not say (the notice ring was full): tasks
@@ -401,9 +484,17 @@ func (s *session) attach(t *report.Task) {
 		tr := raw.Decode(s.names)
 		rm.Worst = tr
 		if s.o.Analyze != nil {
-			rm.Verdict, rm.Analysis = s.o.Analyze(t, m, tr)
+			e := s.o.Analyze(t, m, tr)
+			rm.Verdict, rm.Cause, rm.Analysis = e.Verdict, e.Cause, e.Detail
+			s.steal.AddWorst(e)
 		}
 	}
+	for _, m := range metric.All() {
+		if rm := t.Metrics[m.String()]; rm != nil {
+			rm.ViolationCauses = s.violations(t.ID(), m, rm)
+		}
+	}
+	delete(s.viol, t.ID())
 }
 
 func (s *session) visible(t *report.Task) bool {
@@ -459,6 +550,17 @@ func (s *session) build() *report.Report {
 			s.attach(t) // exited tasks got theirs in their final report
 		}
 	}
+	if end, err := engine.StealTotals(); err == nil {
+		for cpu, v := range end {
+			d := uint64(0)
+			if cpu < len(s.stealStart) && v > s.stealStart[cpu] {
+				d = v - s.stealStart[cpu]
+			}
+			s.steal.PerCPUNs = append(s.steal.PerCPUNs, d)
+			s.steal.RunNs += d
+		}
+	}
+	rep.Steal = s.steal
 	for _, t := range rep.Tasks {
 		for _, m := range t.Metrics {
 			if m.Worst != nil && m.Worst.Truncated {
@@ -473,4 +575,5 @@ func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated)
+	report.WriteSteal(s.o.Out, rep.Steal, rep.DurationNs)
 }

@@ -1,0 +1,210 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
+)
+
+// Explanation is what the analysis says of one window: the verdict for
+// people, the cause and culprit for machines and for cause histograms, the
+// hypervisor's share, and the full result (printed with --traces, in JSON).
+type Explanation struct {
+	Verdict string
+	Cause   string
+	Culprit string
+	StealNs *uint64 // nil: no steal clock
+	Detail  any
+}
+
+// Why a violation was not explained (Violations.NotAnalysed keys).
+const (
+	NotAnalysedKernelLimit = "not noticed: at most one notice a millisecond per task, or the notice ring was full"
+	NotAnalysedBudget      = "analysis budget: windows a second beyond the limit"
+	NotAnalysedNoTrace     = "no flight recorder (--no-trace)"
+)
+
+// maxCauses bounds the distinct causes kept per task and metric; the rest
+// are counted under "other".
+const maxCauses = 16
+
+// examplesKept: the top causes keep their example window (the others keep
+// its verdict only), to bound the report.
+const examplesKept = 3
+
+// Violations explains the SLO violations of one metric of one task: how
+// many were analysed, why the others were not, and a histogram of their
+// causes, most frequent first, each with an example. Not safe for
+// concurrent use.
+type Violations struct {
+	Total       uint64            `json:"total"`
+	Analysed    uint64            `json:"analysed"`
+	NotAnalysed map[string]uint64 `json:"not_analysed"`
+	Causes      []*ViolationCause `json:"causes"`
+}
+
+// ViolationCause is one bar of the histogram.
+type ViolationCause struct {
+	Cause   string            `json:"cause"`
+	Culprit string            `json:"culprit"`
+	Count   uint64            `json:"count"`
+	Percent float64           `json:"percent"` // of the analysed violations
+	StealNs uint64            `json:"steal_ns"` // hypervisor time inside these windows
+	Example *ViolationExample `json:"example"`
+}
+
+// ViolationExample is the largest violation of a cause.
+type ViolationExample struct {
+	ValueNs uint64       `json:"value_ns"`
+	StartNs uint64       `json:"start_ns"` // CLOCK_MONOTONIC
+	Verdict string       `json:"verdict"`
+	Window  *trace.Trace `json:"window,omitempty"` // the top causes only
+}
+
+// Add counts one explained violation of value ns whose window is tr.
+func (v *Violations) Add(e Explanation, value uint64, tr *trace.Trace) {
+	v.Analysed++
+	key := func(c *ViolationCause) bool { return c.Cause == e.Cause && c.Culprit == e.Culprit }
+	var c *ViolationCause
+	for _, x := range v.Causes {
+		if key(x) {
+			c = x
+			break
+		}
+	}
+	if c == nil {
+		if len(v.Causes) >= maxCauses {
+			for _, x := range v.Causes {
+				if x.Cause == "other" {
+					c = x
+				}
+			}
+			if c == nil {
+				c = &ViolationCause{Cause: "other", Culprit: fmt.Sprintf("causes beyond the first %d", maxCauses-1)}
+				v.Causes[len(v.Causes)-1] = c
+			}
+		} else {
+			c = &ViolationCause{Cause: e.Cause, Culprit: e.Culprit}
+			v.Causes = append(v.Causes, c)
+		}
+	}
+	c.Count++
+	if e.StealNs != nil {
+		c.StealNs += *e.StealNs
+	}
+	if c.Example == nil || value > c.Example.ValueNs {
+		c.Example = &ViolationExample{ValueNs: value, StartNs: tr.Start, Verdict: e.Verdict, Window: tr}
+	}
+}
+
+// Skip counts a violation not explained, and why.
+func (v *Violations) Skip(reason string, n uint64) {
+	if n == 0 {
+		return
+	}
+	if v.NotAnalysed == nil {
+		v.NotAnalysed = map[string]uint64{}
+	}
+	v.NotAnalysed[reason] += n
+}
+
+// Finish sets the total from the kernel's count, charges the violations
+// that never reached user space to the kernel's notice limit, orders the
+// causes and drops the windows of all but the top ones. It returns a copy;
+// v keeps counting.
+func (v *Violations) Finish(total uint64) *Violations {
+	out := &Violations{Total: total, Analysed: v.Analysed, NotAnalysed: map[string]uint64{}}
+	seen := v.Analysed
+	for k, n := range v.NotAnalysed {
+		out.NotAnalysed[k] = n
+		seen += n
+	}
+	if total > seen {
+		out.NotAnalysed[NotAnalysedKernelLimit] += total - seen
+	}
+	for _, c := range v.Causes {
+		x := *c
+		if c.Example != nil {
+			ex := *c.Example
+			x.Example = &ex
+		}
+		out.Causes = append(out.Causes, &x)
+	}
+	sort.SliceStable(out.Causes, func(i, j int) bool { return out.Causes[i].Count > out.Causes[j].Count })
+	for i, c := range out.Causes {
+		if v.Analysed > 0 {
+			c.Percent = float64(c.Count*1000/v.Analysed) / 10
+		}
+		if i >= examplesKept && c.Example != nil {
+			c.Example.Window = nil
+		}
+	}
+	return out
+}
+
+// TopCause is the most frequent cause, nil when none was analysed.
+func (v *Violations) TopCause() *ViolationCause {
+	if v == nil || len(v.Causes) == 0 {
+		return nil
+	}
+	return v.Causes[0]
+}
+
+// WriteText prints the histogram: "251 over 1000.0 us, 200 explained: 80%
+// interference: hog/12 (FIFO 90), 15% hypervisor, ...".
+func (v *Violations) WriteText(w io.Writer, metricName string, slo uint64, indent string) {
+	if v == nil || v.Total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s%s: %d over the %s us SLO, %d explained", indent, metricName, v.Total, units.Us(slo), v.Analysed)
+	var parts []string
+	for _, c := range v.Causes {
+		p := fmt.Sprintf("%.0f%% %s", c.Percent, c.Cause)
+		if c.Culprit != "" && c.Culprit != c.Cause {
+			p += ": " + c.Culprit
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	reasons := make([]string, 0, len(v.NotAnalysed))
+	for k := range v.NotAnalysed {
+		reasons = append(reasons, k)
+	}
+	sort.Strings(reasons)
+	for _, k := range reasons {
+		fmt.Fprintf(w, "%s  %d not explained (%s)\n", indent, v.NotAnalysed[k], k)
+	}
+	for i, c := range v.Causes {
+		if i >= examplesKept || c.Example == nil {
+			break
+		}
+		fmt.Fprintf(w, "%s  e.g. %s us: %s\n", indent, units.Us(c.Example.ValueNs), c.Example.Verdict)
+	}
+}
+
+// WriteSteal prints the hypervisor's share of the run and of its worst
+// cases in one line.
+func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {
+	if s == nil {
+		return
+	}
+	ncpu := uint64(len(s.PerCPUNs))
+	share := ""
+	if ncpu > 0 && durationNs > 0 {
+		share = fmt.Sprintf(" (%.1f%% of CPU time)", float64(s.RunNs)*100/float64(durationNs*ncpu))
+	}
+	fmt.Fprintf(w, "rtscope watch: hypervisor steal %s us over the run%s", units.Us(s.RunNs), share)
+	if !s.Readable {
+		fmt.Fprintf(w, "; steal inside windows unknown: %s\n", strings.TrimPrefix(s.Clock, "unreadable: "))
+		return
+	}
+	fmt.Fprintf(w, "; %d of %d worst cases hold steal (%s us), %d mostly the platform's\n",
+		s.WorstCasesWithSteal, s.WorstCases, units.Us(s.WorstCaseStealNs), s.WorstCasesHypervisor)
+}
