@@ -52,7 +52,7 @@ type ViolationCause struct {
 	Cause   string            `json:"cause"`
 	Culprit string            `json:"culprit"`
 	Count   uint64            `json:"count"`
-	Percent float64           `json:"percent"` // of the analysed violations
+	Percent float64           `json:"percent"`  // of the analysed violations
 	StealNs uint64            `json:"steal_ns"` // hypervisor time inside these windows
 	Example *ViolationExample `json:"example"`
 }

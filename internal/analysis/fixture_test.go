@@ -1,0 +1,98 @@
+package analysis
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// fixture is a window captured from a real run (testdata/windows, see the
+// README there) with the verdict it must get.
+type fixture struct {
+	Source  string `json:"source"`
+	Subject struct {
+		TID           uint32  `json:"tid"`
+		Comm          string  `json:"comm"`
+		Policy        string  `json:"policy"`
+		Sched         string  `json:"sched"`
+		Priority      *int    `json:"priority"`
+		Nice          *int    `json:"nice"`
+		NominalPeriod *uint64 `json:"nominal_period_ns"`
+	} `json:"subject"`
+	Metric     string `json:"metric"`
+	Preemption string `json:"preemption"`
+	Want       struct {
+		Cause   string   `json:"cause"`
+		Culprit string   `json:"culprit"`
+		Words   []string `json:"verdict_contains"`
+		// WithoutSteal: the cause the window got before the engine read
+		// steal (its steal events removed): the misjudgement it fixes.
+		WithoutSteal string `json:"without_steal_cause"`
+	} `json:"want"`
+	Trace *trace.Trace `json:"trace"`
+}
+
+func loadFixtures(t *testing.T) map[string]*fixture {
+	t.Helper()
+	files, err := filepath.Glob("testdata/windows/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures in testdata/windows: %v", err)
+	}
+	out := map[string]*fixture{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fx fixture
+		if err := json.Unmarshal(b, &fx); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = &fx
+	}
+	return out
+}
+
+func (fx *fixture) subject() Subject {
+	t := &report.Task{TID: fx.Subject.TID, Comm: fx.Subject.Comm, Policy: fx.Subject.Policy, Sched: fx.Subject.Sched,
+		Priority: fx.Subject.Priority, Nice: fx.Subject.Nice, NominalPeriodNs: fx.Subject.NominalPeriod}
+	return SubjectOf(t, fx.Metric)
+}
+
+// Windows from real runs on this project's machines, each with its verdict.
+func TestRecordedWindows(t *testing.T) {
+	for name, fx := range loadFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			model := fx.Preemption
+			if model == "" {
+				model = "none"
+			}
+			r := explain(fx.Trace, fx.subject(), model)
+			checkSums(t, r)
+			wantCause(t, r, fx.Want.Cause, fx.Want.Words...)
+			if fx.Want.Culprit != "" && r.Culprit != fx.Want.Culprit {
+				t.Errorf("culprit %q, want %q", r.Culprit, fx.Want.Culprit)
+			}
+			if fx.Want.WithoutSteal == "" {
+				return
+			}
+			stripped := *fx.Trace
+			stripped.StealClock = false
+			stripped.Events = nil
+			for _, e := range fx.Trace.Events {
+				if e.Type != "steal" {
+					stripped.Events = append(stripped.Events, e)
+				}
+			}
+			if r0 := explain(&stripped, fx.subject(), model); r0.Cause != fx.Want.WithoutSteal {
+				t.Errorf("without its steal events the window gets %q (%s), want %q: the fixture no longer shows what steal fixes",
+					r0.Cause, r0.Verdict, fx.Want.WithoutSteal)
+			}
+		})
+	}
+}
