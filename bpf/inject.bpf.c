@@ -30,7 +30,8 @@ struct inj_stats {
 	__u64 count;     /* spins done */
 	__u64 total_ns;  /* time spent spinning */
 	__u64 max_ns;
-	__u64 wrong_cpu; /* runs refused because they were not on the target CPU */
+	__u64 wrong_cpu;
+	__u64 min_ns;    /* shortest spin: a stall of the machine only lengthens one */ /* runs refused because they were not on the target CPU */
 };
 
 const volatile __u64 hrtimer_wakeup_fn = 0;
@@ -76,6 +77,8 @@ static __always_inline void spin(__u64 ns, __u32 kind)
 		__sync_fetch_and_add(&s->total_ns, took);
 		if (took > s->max_ns)
 			s->max_ns = took;
+		if (!s->min_ns || took < s->min_ns)
+			s->min_ns = took;
 	}
 }
 

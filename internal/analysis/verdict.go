@@ -523,6 +523,8 @@ func culprit(it *Item) string {
 		return who(it.Thread)
 	case it.Kind == KindSleep:
 		return it.Reason + ", " + wakerLabel(it.Waker)
+	case len(it.Woke) > 0:
+		return it.Label + " waking " + it.Woke[0]
 	}
 	return it.Label
 }

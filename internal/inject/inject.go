@@ -22,6 +22,7 @@ type Stats struct {
 	Count    uint64        // spins
 	Total    time.Duration // time spent spinning
 	Max      time.Duration // longest spin
+	Min      time.Duration // shortest spin: what was asked for, which stalls only lengthen
 	WrongCPU uint64        // runs refused because they were not on the target CPU
 }
 
@@ -68,7 +69,7 @@ func readStats(m *ebpf.Map, kind uint32) Stats {
 	if err := m.Lookup(kind, &s); err != nil {
 		return Stats{}
 	}
-	return Stats{Count: s.Count, Total: time.Duration(s.TotalNs), Max: time.Duration(s.MaxNs), WrongCPU: s.WrongCpu}
+	return Stats{Count: s.Count, Total: time.Duration(s.TotalNs), Max: time.Duration(s.MaxNs), Min: time.Duration(s.MinNs), WrongCPU: s.WrongCpu}
 }
 
 // IRQNoise busy-waits in hard-IRQ context each time the sleeper timer of

@@ -50,15 +50,16 @@ func victim(t *testing.T, g *workload.Group, cpu int, base int64) *workload.Peri
 
 // checkSpins: the spins happened, on the right CPU, and about one victim
 // wakeup per spin was delayed by most of the spin (it starts 100 us early).
-// Lower bounds and counts only: a shared VM adds its own delays.
+// Lower bounds, counts and the shortest spin only: a stall of the VM
+// lengthens a spin, so the average and the maxima are the platform's.
 func checkSpins(t *testing.T, st Stats, spin time.Duration, v *workload.LoopStats) {
 	t.Helper()
-	if avg := st.Total / time.Duration(max(st.Count, 1)); st.Count < 5 || avg < spin || avg > spin*3/2 || st.WrongCPU != 0 {
-		t.Errorf("injector spun %d times, avg %v (%d on a wrong CPU); want >= 5 spins of %v", st.Count, avg, st.WrongCPU, spin)
+	if st.Count < 5 || st.Min < spin || st.Min > spin*11/10 || st.WrongCPU != 0 {
+		t.Errorf("injector spun %d times, the shortest %v (%d on a wrong CPU); want >= 5 spins of %v", st.Count, st.Min, st.WrongCPU, spin)
 	}
-	if n := workload.AtLeast(&v.LateHist, int64(spin*3/4)); n < int64(st.Count)*2/3 || time.Duration(v.LateMax) < spin*85/100 {
-		t.Errorf("%d victim wakeups delayed over %v (max %v) for %d spins; want about one per spin, delayed about %v",
-			n, spin*3/4, time.Duration(v.LateMax), st.Count, spin)
+	if n := workload.AtLeast(&v.LateHist, int64(spin*3/4)); n < int64(st.Count)*2/3 {
+		t.Errorf("%d victim wakeups delayed over %v for %d spins; want about one per spin, delayed about %v",
+			n, spin*3/4, st.Count, spin)
 	}
 }
 
