@@ -1,6 +1,9 @@
-# rtscope watch catches each fault-injection module in a victim's worst
-# case, and the worst-case window shows the culprit (the auto-analysis
-# verdict is printed when rtscope has one). Victim: vmkit periodic, 1 ms,
+# rtscope watch explains every injection of each fault-injection module: a
+# victim runs with an SLO below the injection's length, every SLO violation
+# is explained, and at least 90% of the injections the module made while
+# the victim ran are attributed to it (cause and culprit). Asserting over
+# every injection, not one worst case: under TCG, the host's own stalls can
+# make a longer worst case than any injection. Victim: vmkit periodic, 1 ms,
 # FIFO 80 (FIFO 40 for the slow IRQ thread, which runs at FIFO 50), on the
 # injector's CPU. One vCPU: with two, single-threaded TCG lets a busy vCPU
 # hold the other's interrupts for up to 100 ms, longer than an injection.
@@ -11,83 +14,84 @@
 # all start at the same point of its cycle (see 20-rtla).
 # Under TCG, attaching the engine stalls the guest for up to seconds: the
 # victim is created 7 s after rtscope started (--comm tracks later tasks),
-# so its samples start once the engine has settled. Host noise can still
-# make a longer worst case elsewhere: one retry.
+# so its samples start once the engine has settled. An injection at the
+# victim's start or end may catch no wakeup: one is allowed for. A run that
+# falls short is repeated once, with the reason printed.
 # guests: rt std
 # tcg: single
 # cpus: 1
 # timeout: 400
 
 CPU=$(($(nproc) - 1))
+V='tasks[comm=victim&policy=FIFO]'
 
-# victim_watch PRIO: watch a 3 s victim created once the engine settled.
-# Exec'd as "victim" so that the name is there from exec on (rtscope does
-# not pick up a later prctl(PR_SET_NAME) rename); only the measuring thread
-# is SCHED_FIFO.
+# victim_watch MODULE PRIO METRIC: watch a 3 s victim created once the
+# engine settled, with an SLO of 15 ms on METRIC (injections are 20 ms);
+# FIRED is set to the injections MODULE made while the victim ran. The
+# victim's binary is named "victim" so that the name is there from exec on
+# (rtscope does not pick up a later prctl(PR_SET_NAME) rename); only the
+# measuring thread is SCHED_FIFO.
 victim_watch() {
 	ln -sf /bin/vmkit /tmp/victim
-	(sleep 7 && exec /tmp/victim periodic -n victim -i 1ms -p "$1" -cpu "$CPU" -d 3s >/tmp/victim.out) &
-	watch_json /tmp/v.json -d 12s --comm victim
+	rm -f /tmp/fired
+	(sleep 7 && f0=$(modparam "$1" fired) &&
+		/tmp/victim periodic -n victim -i 1ms -p "$2" -cpu "$CPU" -d 3s >/tmp/victim.out &&
+		echo $(($(modparam "$1" fired) - f0)) >/tmp/fired) &
+	watch_json /tmp/v.json -d 12s --comm victim --slo "$3=15ms"
 	r=$?
 	wait
 	sed 's/^/    /' /tmp/victim.out
+	FIRED=$(cat /tmp/fired 2>/dev/null || echo 0)
 	return $r
 }
 
-# culprit METRIC FILTER...: does the victim's worst METRIC (>= 19 ms) window
-# have an event matching one of the FILTERs (vmkit filter syntax)?
-culprit() {
-	V='tasks[comm=victim&policy=FIFO]'
-	max=$(jget /tmp/v.json "$V.metrics.$1.max_ns")
-	echo "    worst $1: $max ns; verdict: $(jget /tmp/v.json "$V.metrics.$1.verdict")"
-	case $max in '' | null | missing) return 1 ;; esac
-	[ "$max" -ge 19000000 ] || return 1
-	metric=$1
-	shift
-	for f in "$@"; do
-		[ "$(jget /tmp/v.json "$V.metrics.$metric.worst.events[$f].type")" != missing ] && return 0
+# attributed METRIC CAUSE CULPRIT: how many of the victim's explained SLO
+# violations of METRIC have CAUSE and a culprit starting with CULPRIT; the
+# histogram is printed.
+attributed() {
+	C="$V.metrics.$1.violation_causes"
+	echo "    $1 SLO violations: $(jget /tmp/v.json "$C.total"), explained $(jget /tmp/v.json "$C.analysed"); not explained: $(jget /tmp/v.json "$C.not_analysed")" >&2
+	n=$(jget /tmp/v.json "$C.causes.#")
+	case $n in '' | missing | null) n=0 ;; esac
+	sum=0
+	i=0
+	while [ $i -lt "$n" ]; do
+		c=$(jget /tmp/v.json "$C.causes.$i.cause")
+		p=$(jget /tmp/v.json "$C.causes.$i.culprit")
+		k=$(jget /tmp/v.json "$C.causes.$i.count")
+		echo "      $k x $c: $p" >&2
+		case $p in "$3"*) [ "$c" = "$2" ] && sum=$((sum + k)) ;; esac
+		i=$((i + 1))
 	done
-	return 1
+	echo $sum
 }
 
-# inject MODULE PRIO METRIC FILTER DESC VERDICT: load MODULE (20 ms every
-# 400 ms), watch a victim at FIFO PRIO; its worst METRIC window must show
-# the culprit (one of FILTER's events) and its verdict must match the shell
-# pattern VERDICT (the cause, named).
+# inject MODULE PRIO METRIC CAUSE CULPRIT DESC: load MODULE (20 ms every
+# 400 ms), watch a victim at FIFO PRIO with a METRIC SLO of 15 ms; at least
+# 90% of the injections made while it ran (one allowed for at its start or
+# end) must be explained as CAUSE by CULPRIT (a prefix of the culprit).
 inject() {
 	m=$1
 	modload $m len_us=20000 period_us=400137 cpu="$CPU" || return
-	found=no
 	for try in 1 2; do
-		victim_watch "$2" || break
-		# shellcheck disable=SC2086 # several filters, split on spaces
-		if culprit "$3" $4; then
-			found=yes
-			break
-		fi
-		echo "    (try $try: the worst $3 does not show the injection; its window:)"
-		vmkit get /tmp/v.json "tasks[comm=victim&policy=FIFO].metrics.$3.worst.events" 2>&1 | sed 's/},{/}\n{/g' | cut -c1-240 | tail -25 | sed 's/^/      /'
+		victim_watch "$m" "$2" "$3" || break
+		got=$(attributed "$3" "$4" "$5")
+		need=$(((FIRED - 1) * 9 / 10))
+		echo "    try $try: $got of $FIRED injections attributed to $4 by $5 (need $need); worst $3: $(jget /tmp/v.json "$V.metrics.$3.verdict")"
+		[ "$FIRED" -ge 5 ] && [ "$got" -ge "$need" ] && break
+		echo "    (try $try fell short: repeated once)"
 	done
 	rmmod $m
-	check "$m: the victim's worst $3 (>= 19 ms) window shows $5" [ $found = yes ]
-	verdict=$(jget /tmp/v.json "tasks[comm=victim&policy=FIFO].metrics.$3.verdict")
-	# shellcheck disable=SC2254 # the pattern is meant to glob
-	case $verdict in
-	$6) ok "$m: the verdict names the cause ($6)" ;;
-	*) bad "$m: verdict \"$verdict\", want $6" ;;
-	esac
+	ge "$m: injections while the victim ran" "$FIRED" 5
+	ge "$m: of $FIRED injections, explained as $6" "$got" "$need"
 }
 
-inject rtsfi_hardirq 80 timer-irq 'type=timer_entry&function=rtsfi_hardirq_fn' "the hrtimer callback rtsfi_hardirq_fn" \
-	'hard-IRQ noise:*rtsfi_hardirq_fn (hard IRQ)*'
-inject rtsfi_irqoff 80 timer-irq "type=stack&comm=rtsfi_irqoff/$CPU type=switch&next_comm=rtsfi_irqoff/$CPU" "rtsfi_irqoff/$CPU on the CPU (its stack, or the switch to it)" \
-	"timer interrupt delayed:*while CPU $CPU ran rtsfi_irqoff/$CPU/*interrupts were disabled*"
-inject rtsfi_preemptoff 80 latency "type=switch&prev_comm=rtsfi_preempt/$CPU&next_comm=victim" "the switch from rtsfi_preempt/$CPU to the victim" \
-	"non-preemptible kernel section:*rtsfi_preempt/$CPU/*"
+inject rtsfi_hardirq 80 timer-irq hardirq "timer callback rtsfi_hardirq_fn" "hard-IRQ noise by rtsfi_hardirq_fn"
+inject rtsfi_irqoff 80 timer-irq irq-off "rtsfi_irqoff/$CPU/" "interrupts disabled by rtsfi_irqoff/$CPU"
+inject rtsfi_preemptoff 80 latency non-preemptible "rtsfi_preempt/$CPU/" "a non-preemptible section of rtsfi_preempt/$CPU"
 modload rtsfi_slowirq len_us=1000 period_us=200000 cpu="$CPU" && {
 	irq=$(modparam rtsfi_slowirq irq)
 	rmmod rtsfi_slowirq
-	inject rtsfi_slowirq 40 latency "type=switch&prev_comm=irq/$irq-slowirq&next_comm=victim" "the switch from irq/$irq-slowirq to the victim" \
-		"interference by a higher priority: irq/$irq-slowirq/*(FIFO 50)*"
+	inject rtsfi_slowirq 40 latency interference "irq/$irq-slowirq/" "interference by irq/$irq-slowirq (FIFO 50)"
 }
 finish
