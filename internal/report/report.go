@@ -65,6 +65,7 @@ type Features struct {
 	Trace       bool   `json:"trace"`
 	UserReturn  string `json:"timer_user,omitempty"` // limits of the timer-user metric, empty when none
 	ThreadedIRQ string `json:"handler"`              // how handler time is measured
+	Steal       string `json:"steal"`                // how hypervisor steal is read, or why it is not
 }
 
 // Lost counts everything that could not be measured or kept.

@@ -529,7 +529,7 @@ func (s *session) build() *report.Report {
 		Kernel:     strings.TrimRight(string(uts.Release[:]), "\x00"),
 		Started:    s.started.UTC().Format(time.RFC3339Nano),
 		DurationNs: uint64(time.Since(s.started)),
-		Features:   report.Features{Trace: s.eng.Tracing()},
+		Features:   report.Features{Trace: s.eng.Tracing(), Steal: s.eng.Features.Steal.Method},
 		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
 			Stacks:          c[engine.CounterStackLost]},
