@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,34 +105,47 @@ func watchInjector(t *testing.T, name string, slos []string, flags ...string) (m
 // on a shared VM they may join any injected fault's.
 var platformCauses = map[string]bool{"hypervisor": true, "cpu-unavailable": true, "inconclusive": true}
 
-// attributed checks the explained SLO violations of a metric: at least 90%
-// of the injected spins are found and attributed to the injector (cause,
-// any if empty, and culprit naming it), and every other one is the
-// platform's (steal, a CPU that did not run) or inconclusive with its
-// evidence.
+// attributed checks the SLO violations of a metric against the number of
+// injected faults: the kernel counted at least 90% of them as violations;
+// at least 90% of them (or of the violations analysed, when the analysis
+// budget left some out) are attributed to the injector (cause, any if
+// empty, and culprit naming it); none names the injector with another
+// cause; and the rest are the platform's (steal, a CPU that did not run),
+// inconclusive with their evidence, or at most 10% other tasks of a shared
+// machine (a daemon's non-preemptible kernel section is a real delay).
 func attributed(t *testing.T, m *report.Metric, spins uint64, cause, culprit string) error {
 	t.Helper()
 	v := m.ViolationCauses
 	if v == nil {
-		return fmt.Errorf("no SLO violations were explained (%d spins injected)", spins)
+		return fmt.Errorf("no SLO violations were explained (%d faults injected)", spins)
 	}
-	var hit uint64
-	var others []string
+	var hit, other uint64
+	var wrong []string
 	for _, c := range v.Causes {
 		t.Logf("  %d x %s: %s (e.g. %s)", c.Count, c.Cause, c.Culprit, c.Example.Verdict)
 		switch {
 		case (cause == "" || c.Cause == cause) && strings.Contains(c.Culprit, culprit):
 			hit += c.Count
+		case strings.Contains(c.Culprit, culprit):
+			wrong = append(wrong, fmt.Sprintf("%d x %s: %s", c.Count, c.Cause, c.Culprit))
 		case !platformCauses[c.Cause]:
-			others = append(others, fmt.Sprintf("%d x %s: %s", c.Count, c.Cause, c.Culprit))
+			other += c.Count
 		}
 	}
-	t.Logf("%d violations, %d explained, %d attributed to %s by %s, not explained: %v", v.Total, v.Analysed, hit, cause, culprit, v.NotAnalysed)
-	if hit*10 < spins*9 {
-		return fmt.Errorf("%d of %d injected spins attributed to %s by %s; want at least 90%%", hit, spins, cause, culprit)
+	t.Logf("%d violations, %d explained, %d attributed to %s by %s, %d to other tasks, not explained: %v",
+		v.Total, v.Analysed, hit, cause, culprit, other, v.NotAnalysed)
+	if v.Total*10 < spins*9 {
+		return fmt.Errorf("%d SLO violations for %d injected faults; want at least 90%% of them", v.Total, spins)
 	}
-	if len(others) > 0 {
-		return fmt.Errorf("violations attributed to neither the injector nor the platform: %v", others)
+	if want := min(spins, v.Analysed); hit*10 < want*9 {
+		return fmt.Errorf("%d of %d injected faults (%d violations explained) attributed to %s by %s; want at least 90%%",
+			hit, spins, v.Analysed, cause, culprit)
+	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("violations blame %s for another cause than %s: %v", culprit, cause, wrong)
+	}
+	if other*10 > v.Analysed {
+		return fmt.Errorf("%d of %d explained violations blame neither the injector nor the platform; want at most 10%%", other, v.Analysed)
 	}
 	return nil
 }
@@ -268,31 +280,25 @@ func ns(p *uint64) int64 {
 	return int64(*p)
 }
 
-// ranIn tells whether the task named comm is on the CPU during the worst
-// window: switched to before its end, or switched away from at its end.
-func ranIn(w *trace.Trace, comm string) bool {
-	if w == nil {
-		return false
-	}
-	for _, e := range w.Events {
-		if e.Type == "switch" && (e.NextComm == comm || e.PrevComm == comm) && e.T <= int64(w.End-w.Start) {
-			return true
-		}
-	}
-	return false
-}
-
+// Each 2 ms FIFO 90 burst, every 10 ms, starts just before a control
+// deadline and delays that wakeup: one control wakeup in five is about 2 ms
+// late, an SLO violation explained as interference by "background".
 func TestSignatureMisconfiguredPriority(t *testing.T) {
 	twice(t, func() error {
-		lat := metric(t, watchScenario(t, "misconfigured-priority")["control"], "latency")
-		// One control wakeup in five lands in a 2 ms FIFO 90 burst.
+		tasks := watchScenarioWith(t, "misconfigured-priority", func(o *watch.Options) {
+			b, _ := slo.Parse("latency=1ms")
+			o.SLO = slo.Build([]slo.Bound{b})
+			o.Explain = analysis.ForViolation
+		})
+		lat := metric(t, tasks["control"], "latency")
+		// Percentiles and a lower bound on the maximum: a stall of the VM
+		// only raises them.
 		if ns(lat.MaxNs) < 1700*us || ns(lat.P90Ns) < 1200*us {
 			return fmt.Errorf("control's wakeup latency p90 %s max %s; want about the 2 ms background burst", Us(ns(lat.P90Ns)), Us(ns(lat.MaxNs)))
 		}
-		if !ranIn(lat.Worst, "background") {
-			return errors.New("the worst latency window does not show the FIFO 90 background task running")
-		}
-		return nil
+		// 300 bursts in 3 s; at least 200 of them counted (start-up and
+		// the end of the run take some).
+		return attributed(t, lat, 200, "interference", "background")
 	})
 }
 
