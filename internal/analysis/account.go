@@ -532,9 +532,21 @@ func (a *accountant) finish() []Item {
 	return out
 }
 
+// irqOffStackSlack: how long after a late timer interrupt's entry its
+// callback may still sample the interrupted task (the callback runs in
+// hard-IRQ context: nothing else runs on the CPU meanwhile). Tens of
+// microseconds on a real machine; more under emulation.
+const irqOffStackSlack = 500_000
+
 // attachStack adds the thread's kernel stack sampled while it ran in the item's span.
 func (a *accountant) attachStack(it *Item) {
-	s, ok := a.tl.stackFor(it.Thread.TID, it.FirstT, a.last[it.key])
+	end := a.last[it.key]
+	if it.Kind == KindIRQOff {
+		// The late timer's own callback samples the task its interrupt
+		// stopped (where interrupts came back on), just after the span.
+		end += irqOffStackSlack
+	}
+	s, ok := a.tl.stackFor(it.Thread.TID, it.FirstT, end)
 	if !ok {
 		return
 	}

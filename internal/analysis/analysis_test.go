@@ -231,14 +231,15 @@ func TestExitFromIdle(t *testing.T) {
 	wantCause(t, r, "exit-from-idle", "exit from idle", "idle when the timer expired")
 }
 
-func interruptsOffTrace(stealClock bool) *trace.Trace {
-	tr := window("timer-thread", control, us1(3360),
+func interruptsOffTrace(stealClock bool, sampled ...trace.Event) *trace.Trace {
+	evs := []trace.Event{
 		sw(us1(-800), 1, control, "S", other),
 		timerIn(us1(3350), 1, "hrtimer_wakeup", 0),
 		wakeTimer(us1(3354), 1, control, 0),
-		timerOut(us1(3356), 1, "hrtimer_wakeup"),
-		sw(us1(3360), 1, other, "R+", control),
-	)
+	}
+	evs = append(evs, sampled...)
+	evs = append(evs, timerOut(us1(3356), 1, "hrtimer_wakeup"), sw(us1(3360), 1, other, "R+", control))
+	tr := window("timer-thread", control, us1(3360), evs...)
 	tr.StealClock = stealClock
 	return tr
 }
@@ -267,6 +268,33 @@ func TestInterruptsOffOrCPUNotRunning(t *testing.T) {
 	if r.StealNs != nil {
 		t.Errorf("steal %d, want unknown (no steal clock)", *r.StealNs)
 	}
+}
+
+// Without a steal clock, the late timer's callback sampled the task its
+// interrupt stopped: in kernel code (where interrupts came back on), so
+// interrupts off with its stack; in user space, which cannot keep them off,
+// so the CPU was not running.
+func TestInterruptsOffSampledAtTheLateInterrupt(t *testing.T) {
+	tr := interruptsOffTrace(false, stack(us1(3354), 1, other, control, "rtsfi_irqoff_fn", "kthread"))
+	r := explain(tr, subject(control, "timer-thread"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "irq-off", "interrupts were disabled", "editor/130", "its kernel stack: rtsfi_irqoff_fn <- kthread")
+
+	tr = interruptsOffTrace(false, stack(us1(3354), 1, other, control))
+	r = explain(tr, subject(control, "timer-thread"), "none")
+	wantCause(t, r, "cpu-unavailable", "CPU 1 was not running", "in user space, which cannot keep interrupts off")
+
+	// A timer-irq window ends at the interrupt's entry: the stack comes
+	// just after it.
+	tr = window("timer-irq", control, us1(3350),
+		sw(us1(-800), 1, control, "S", other),
+		timerIn(us1(3350), 1, "hrtimer_wakeup", 0),
+		wakeTimer(us1(3354), 1, control, 0),
+		stack(us1(3354), 1, other, control, "rtsfi_irqoff_fn", "kthread"),
+	)
+	r = explain(tr, subject(control, "timer-irq"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "irq-off", "interrupts were disabled", "its kernel stack: rtsfi_irqoff_fn <- kthread")
 }
 
 func preemptOffTrace(frames ...string) *trace.Trace {

@@ -236,9 +236,12 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		}
 		all = append(all, evs[ctx:hi]...)
 		// Steal is read at context switches: time the hypervisor took
-		// inside the window shows at the CPU's first switch after it.
+		// inside the window shows at the CPU's first switch after it. The
+		// stack of the task a late timer interrupt stopped is sampled in
+		// the callback that wakes the task, just after a timer-irq
+		// window's end.
 		for i := hi; i < len(evs) && evs[i].Ts-w.End <= contextBefore; i++ {
-			if evs[i].Type == evSteal {
+			if evs[i].Type == evSteal || (evs[i].Type == evStack && evs[i].C == w.TID) {
 				all = append(all, evs[i])
 			}
 			if evs[i].Type == evSwitch {

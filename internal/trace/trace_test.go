@@ -144,3 +144,32 @@ func TestCutBoundsLongWindows(t *testing.T) {
 		t.Errorf("the events nearest the end must be kept, last at %d", last.T)
 	}
 }
+
+// A timer-irq window ends at the late interrupt's entry; the stack of the
+// task it stopped is sampled in the callback that wakes the task, just
+// after: it is kept (and a stack sampled for another task is not). So is
+// the steal read at the CPU's next switch, which covers time inside it.
+func TestCutKeepsTheStackOfTheLateInterrupt(t *testing.T) {
+	f := &fakeRings{per: 64}
+	f.add(0, 900, evSwitch, 7, 60, "hog") // task 7 sleeps, hog runs
+	f.add(0, 3000, evTimerEntry, 0, 0, "")
+	f.add(0, 3004, evWakeup, 7, 60, "hog")
+	f.add(0, 3005, evStack, 60, 0xffffffff, "hog")
+	f.evs[0][len(f.evs[0])-1].C = 7
+	f.add(0, 3100, evStack, 60, 0xffffffff, "hog")
+	f.evs[0][len(f.evs[0])-1].C = 9
+	f.add(0, 3200, evSteal, 0, 0, "")
+	f.add(0, 3200, evSwitch, 60, 7, "control")
+	f.add(0, 3300, evSteal, 0, 0, "") // after the next switch: not kept
+	tr, err := Cut(f, Window{Metric: "timer-irq", TID: 7, Value: 2000, Start: 1000, End: 3000, CPUStart: 0, CPUEnd: 0}, NewNames(nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tr.Events {
+		got = append(got, e.Type+"@"+itoa(int(e.T)))
+	}
+	if want := "switch@-100 timer_entry@2000 stack@2005 steal@2200"; strings.Join(got, " ") != want {
+		t.Errorf("events %v, want %s", got, want)
+	}
+}
