@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"time"
 	"unsafe"
 
@@ -68,6 +69,9 @@ func cmdPeriodic(args []string) error {
 	if *interval <= 0 {
 		return fmt.Errorf("the period must be positive")
 	}
+	// No garbage collection while it runs (it allocates nothing in its
+	// loop): a collection would need this thread to stop.
+	debug.SetGCPercent(-1)
 	if err := rtThread(*comm, *cpu, *prio); err != nil {
 		return err
 	}
@@ -90,8 +94,15 @@ func cmdPeriodic(args []string) error {
 		}
 		ts := unix.NsecToTimespec(next)
 		for {
-			err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
-			if err != unix.EINTR {
+			// A raw system call: the Go runtime must not see this thread
+			// leave and come back. With the SCHED_FIFO thread and the
+			// runtime's SCHED_OTHER threads on one CPU under TCG, the
+			// runtime's hand-off of the P at a blocking call's return made
+			// the FIFO thread spin for up to 1.3 s, starving the threads it
+			// waited for (32-injectors, rt-1cpu).
+			_, _, e := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+				uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			if e != unix.EINTR {
 				break
 			}
 		}
