@@ -33,6 +33,8 @@ type fixture struct {
 		// WithoutSteal: the cause the window got before the engine read
 		// steal (its steal events removed): the misjudgement it fixes.
 		WithoutSteal string `json:"without_steal_cause"`
+		// WithoutStack: the same for the stack samples.
+		WithoutStack string `json:"without_stack_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -78,21 +80,27 @@ func TestRecordedWindows(t *testing.T) {
 			if fx.Want.Culprit != "" && r.Culprit != fx.Want.Culprit {
 				t.Errorf("culprit %q, want %q", r.Culprit, fx.Want.Culprit)
 			}
-			if fx.Want.WithoutSteal == "" {
-				return
-			}
-			stripped := *fx.Trace
-			stripped.StealClock = false
-			stripped.Events = nil
-			for _, e := range fx.Trace.Events {
-				if e.Type != "steal" {
-					stripped.Events = append(stripped.Events, e)
+			without := func(typ, cause, what string) {
+				if cause == "" {
+					return
+				}
+				stripped := *fx.Trace
+				stripped.Events = nil
+				for _, e := range fx.Trace.Events {
+					if e.Type != typ {
+						stripped.Events = append(stripped.Events, e)
+					}
+				}
+				if typ == "steal" {
+					stripped.StealClock = false
+				}
+				if r0 := explain(&stripped, fx.subject(), model); r0.Cause != cause {
+					t.Errorf("without its %s the window gets %q (%s), want %q: the fixture no longer shows what %s fixes",
+						what, r0.Cause, r0.Verdict, cause, what)
 				}
 			}
-			if r0 := explain(&stripped, fx.subject(), model); r0.Cause != fx.Want.WithoutSteal {
-				t.Errorf("without its steal events the window gets %q (%s), want %q: the fixture no longer shows what steal fixes",
-					r0.Cause, r0.Verdict, fx.Want.WithoutSteal)
-			}
+			without("steal", fx.Want.WithoutSteal, "steal events")
+			without("stack", fx.Want.WithoutStack, "stack samples")
 		})
 	}
 }

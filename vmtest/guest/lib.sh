@@ -171,3 +171,12 @@ watch_json() {
 
 # jget FILE PATH: a value from a JSON file (vmkit get), "missing" if absent.
 jget() { vmkit get "$1" "$2" 2>/dev/null || echo missing; }
+
+# capture NAME FILE PATH: with vmtest.capture on the kernel command line
+# (VMTEST_APPEND=vmtest.capture), print the JSON at PATH of FILE to the log,
+# gzipped and base64-encoded on one "VMTEST-CAPTURE NAME DATA" line, for
+# vmtest/capture.sh to write out (analysis fixtures from the guests' runs).
+capture() {
+	grep -qw vmtest.capture /proc/cmdline || return 0
+	echo "VMTEST-CAPTURE $1 $(vmkit get "$2" "$3" | gzip -9 | base64 | tr -d '\n')"
+}

@@ -78,6 +78,7 @@ inject() {
 		got=$(attributed "$3" "$4" "$5")
 		need=$(((FIRED - 1) * 9 / 10))
 		echo "    try $try: $got of $FIRED injections attributed to $4 by $5 (need $need); worst $3: $(jget /tmp/v.json "$V.metrics.$3.verdict")"
+		capture "$m-$try" /tmp/v.json "$V"
 		[ "$FIRED" -ge 5 ] && [ "$got" -ge "$need" ] && break
 		echo "    (try $try fell short: repeated once)"
 	done
