@@ -97,10 +97,24 @@ func watch(t *testing.T, args ...string) (*report, string) {
 	full := append([]string{"watch", "-q", "--json", out}, args...)
 	cmd := exec.Command(rtscope, full...)
 	text, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("rtscope %s: %v\n%s", strings.Join(full, " "), err, text)
+	return readReport(t, full, out, err, string(text)), string(text)
+}
+
+// readReport reads watch's JSON report and checks its exit status against
+// it: 2 exactly when an SLO was violated, 0 otherwise (the commands these
+// tests launch succeed, or rtscope stops them).
+func readReport(t *testing.T, argv []string, path string, err error, text string) *report {
+	t.Helper()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("rtscope %s: %v\n%s", strings.Join(argv, " "), err, text)
 	}
-	b, err := os.ReadFile(out)
+	if status != 0 && status != 2 {
+		t.Fatalf("rtscope %s: exit status %d\n%s", strings.Join(argv, " "), status, text)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +122,18 @@ func watch(t *testing.T, args ...string) (*report, string) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("bad JSON: %v", err)
 	}
-	return &r, string(text)
+	var violations uint64
+	for _, tk := range r.Tasks {
+		for _, m := range tk.Metrics {
+			if m.Violations != nil {
+				violations += *m.Violations
+			}
+		}
+	}
+	if want := map[bool]int{true: 2, false: 0}[violations > 0]; status != want {
+		t.Errorf("rtscope %s: exit status %d with %d SLO violations, want %d", strings.Join(argv, " "), status, violations, want)
+	}
+	return &r
 }
 
 // watchUntilReady runs watch like watch(), calling ready with the watch
@@ -136,18 +161,8 @@ func watchUntilReady(t *testing.T, ready func(watch *exec.Cmd), args ...string) 
 		}
 	}
 	go io.Copy(io.Discard, stderr)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("rtscope %s: %v\n%s", strings.Join(full, " "), err, text.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("bad JSON: %v", err)
-	}
-	return &r, text.String()
+	err = cmd.Wait()
+	return readReport(t, full, out, err, text.String()), text.String()
 }
 
 func (r *report) task(t *testing.T, comm string) *task {

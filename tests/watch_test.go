@@ -288,6 +288,37 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// The exit status is a CI gate: rtscope's own error 1, then the launched
+// command's own failure (128+N for signal N), then 2 when an SLO was
+// violated, else 0; a command rtscope stops at --duration is not a failure.
+func TestExitStatus(t *testing.T) {
+	cases := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--", "sh", "-c", "exit 3"}, 3},
+		{[]string{"--slo", "latency=1ns", "--", "sh", "-c", "kill -SEGV $$"}, 139},
+		// Every wakeup takes more than a nanosecond.
+		{[]string{"--slo", "latency=1ns", "--", "sh", "-c", "sleep 0.05; sleep 0.05"}, 2},
+		{[]string{"--slo", "latency=10s", "--", "sleep", "0.1"}, 0},
+		{[]string{"-d", "500ms", "--", "sleep", "30"}, 0},
+		{[]string{"--slo", "latency=banana"}, 1},
+	}
+	for _, c := range cases {
+		argv := append([]string{"watch", "-q"}, c.args...)
+		out, err := exec.Command(rtscope, argv...).CombinedOutput()
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("rtscope %s: exit status %d, want %d\n%s", strings.Join(argv, " "), got, c.want, out)
+		}
+	}
+}
+
 // SIGKILL leaves nothing attached: links and programs die with the process.
 func TestNothingLeftAfterSigkill(t *testing.T) {
 	cmd := exec.Command(rtscope, "watch", "-q", "--comm", "nonexistent")

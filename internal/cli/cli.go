@@ -29,7 +29,7 @@ var Version = "dev"
 func Main(args []string) int {
 	if len(args) == 0 {
 		usage()
-		return 2
+		return 1 // 2 means an SLO was violated (report.ExitSLOViolated)
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
@@ -47,7 +47,7 @@ func Main(args []string) int {
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "rtscope: unknown command %q (run 'rtscope help')\n", args[0])
-		return 2
+		return 1
 	}
 	return c.Run(args[1:])
 }

@@ -44,6 +44,10 @@ Targets (repeatable, combinable):
 Watching ends after --duration, on Ctrl-C/SIGTERM, or when every target has
 exited (never by itself with --comm).
 
+Exit status (the first that applies): 1 on an error of rtscope's own; the
+launched COMMAND's status when it failed by itself (128+N if signal N killed
+it); 2 when an SLO was violated; else 0.
+
 Flags:
 `
 
@@ -157,10 +161,11 @@ func runWatch(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := watch.Run(ctx, o); err != nil {
+	rep, err := watch.Run(ctx, o)
+	if err != nil {
 		return Fail("watch", err)
 	}
-	return 0
+	return report.ExitStatus(rep)
 }
 
 func parseIDs(kind string, vals []string) ([]int, error) {

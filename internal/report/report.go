@@ -29,7 +29,33 @@ type Report struct {
 	Features   Features `json:"features"`
 	Lost       Lost     `json:"lost"`
 	Steal      *Steal   `json:"steal"`
+	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
 	Tasks      []*Task  `json:"tasks"`
+}
+
+// Command is the command watch launched (watch -- CMD) and how it ended.
+type Command struct {
+	Argv []string `json:"argv"`
+	// ExitStatus is its exit status; nil when a signal killed it.
+	ExitStatus *int   `json:"exit_status"`
+	Signal     string `json:"signal,omitempty"` // the signal that killed it
+	SignalNo   int    `json:"signal_number,omitempty"`
+	// StoppedByRtscope: rtscope ended it (--duration, Ctrl-C, SIGTERM), so
+	// its status is not its own verdict.
+	StoppedByRtscope bool `json:"stopped_by_rtscope"`
+}
+
+// Violations counts the SLO violations of every task and metric.
+func (r *Report) Violations() uint64 {
+	var n uint64
+	for _, t := range r.Tasks {
+		for _, m := range t.Metrics {
+			if m.Violations != nil {
+				n += *m.Violations
+			}
+		}
+	}
+	return n
 }
 
 // Steal is the hypervisor's share of the run: how much of the worst cases

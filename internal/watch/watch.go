@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -231,7 +232,8 @@ loop:
 			}
 		}
 	}
-	if launched != nil && !cmdExited {
+	stoppedCmd := launched != nil && !cmdExited
+	if stoppedCmd {
 		// Stopped before the command ended: stop it too.
 		_ = launched.Cmd.Process.Signal(unix.SIGTERM)
 		select {
@@ -250,6 +252,9 @@ loop:
 	}
 	s.refresh()
 	rep := s.build()
+	if launched != nil {
+		rep.Command = commandResult(o.Targets.Command, launched.Cmd.ProcessState, stoppedCmd)
+	}
 	for _, t := range rep.Tasks {
 		if !s.final[t.ID()] {
 			report.Final(o.Out, t, o.Traces)
@@ -265,6 +270,23 @@ loop:
 		}
 	}
 	return rep, nil
+}
+
+// commandResult says how the launched command ended; stopped: rtscope
+// ended it.
+func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Command {
+	c := &report.Command{Argv: argv, StoppedByRtscope: stopped}
+	if ps == nil {
+		return c
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		c.Signal = unix.SignalName(ws.Signal())
+		c.SignalNo = int(ws.Signal())
+		return c
+	}
+	code := ps.ExitCode()
+	c.ExitStatus = &code
+	return c
 }
 
 // targetsGone tells whether watching should end by itself.

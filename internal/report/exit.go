@@ -1,0 +1,27 @@
+package report
+
+// Exit statuses of rtscope watch, for CI gates. The first that applies
+// wins: an error of rtscope's own (1); the launched command's own failure
+// (its status, 128+N for signal N, as time and perf stat pass it on); an
+// SLO violated (2); else 0.
+const (
+	ExitHealthy     = 0
+	ExitError       = 1
+	ExitSLOViolated = 2
+)
+
+// ExitStatus is the exit status of a watch that produced r (no error).
+func ExitStatus(r *Report) int {
+	if c := r.Command; c != nil && !c.StoppedByRtscope {
+		switch {
+		case c.ExitStatus != nil && *c.ExitStatus != 0:
+			return *c.ExitStatus
+		case c.ExitStatus == nil && c.SignalNo > 0:
+			return 128 + c.SignalNo
+		}
+	}
+	if r.Violations() > 0 {
+		return ExitSLOViolated
+	}
+	return ExitHealthy
+}
