@@ -305,11 +305,7 @@ func TestTwinIRQThreadHandler(t *testing.T) {
 
 func TestTwinSLOAndNewMaxNotices(t *testing.T) {
 	tw := newTwin(t, map[metric.ID]uint64{metric.Latency: 400})
-	rd, err := ringbuf.NewReader(tw.objs.Notices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := noticeReader(t, tw)
 	tw.track(100, true, false)
 	for i, lat := range []uint64{300, 500, 450, 700, 100} {
 		base := uint64(i+1) * 10000
@@ -459,11 +455,7 @@ func TestTwinStealOnlyWhenItGrows(t *testing.T) {
 // the SLO carries the violated flag.
 func TestTwinSLOViolationNotices(t *testing.T) {
 	tw := newTwin(t, map[metric.ID]uint64{metric.Latency: 400})
-	rd, err := ringbuf.NewReader(tw.objs.Notices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := noticeReader(t, tw)
 	tw.track(100, true, false)
 	for _, s := range []struct{ base, lat uint64 }{
 		{1_000_000, 500}, // new max, over: NEW_MAX flagged
@@ -508,4 +500,15 @@ func TestTwinSLOViolationNotices(t *testing.T) {
 			t.Errorf("notice %d: %+v, want %+v", i, ns[i], want[i])
 		}
 	}
+}
+
+// noticeReader reads the twin's notice ring; closed at the end of the test.
+func noticeReader(t *testing.T, tw *twin) *ringbuf.Reader {
+	t.Helper()
+	rd, err := ringbuf.NewReader(tw.objs.Notices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return rd
 }
