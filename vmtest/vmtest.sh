@@ -277,6 +277,38 @@ budget() {
 	echo $((120 + sum * 3 / 2))
 }
 
+# silence TEST...: seconds without a line from the guest after which it is
+# hung (the guest enforces each test's timeout itself, so a live guest
+# prints within its longest test's budget): 1.5 times the longest timeout,
+# plus a minute. VMTEST_SILENCE overrides it.
+silence() {
+	local t n most=60
+	for t in "$@"; do
+		n=$(sed -n 's/^# timeout: *//p' "$ROOT/vmtest/guest/tests/$t.sh")
+		[ "${n:-60}" -gt "$most" ] && most=${n:-60}
+	done
+	echo "${VMTEST_SILENCE:-$((60 + most * 3 / 2))}"
+}
+
+# watchdog LOG PIDFILE SECONDS: stops the guest whose pid is in PIDFILE when
+# LOG has not grown for SECONDS, and leaves LOG.hung saying so.
+watchdog() {
+	local size last=-1 idle=0
+	while sleep 5; do
+		[ -s "$2" ] || continue
+		kill -0 "$(cat "$2")" 2>/dev/null || return 0
+		size=$(stat -c %s "$1" 2>/dev/null || echo 0)
+		if [ "$size" = "$last" ]; then idle=$((idle + 5)); else idle=0 last=$size; fi
+		if [ $idle -ge "$3" ]; then
+			echo "no output for ${3}s" >"$1.hung"
+			kill "$(cat "$2")" 2>/dev/null
+			sleep 5
+			kill -9 "$(cat "$2")" 2>/dev/null
+			return 0
+		fi
+	done
+}
+
 RESULTS=()
 FAILED_CHECKS=()
 
@@ -294,11 +326,16 @@ test_section() {
 # and switches away from a busy one only every 100 ms (its kick timer):
 # while one vCPU spins, the other's interrupts wait up to that long.
 # Tests whose worst case must be the injected one say "# cpus: 1".
+# A guest that hangs (TCG: an emulated PREEMPT_RT guest once printed
+# nothing for 15 minutes at the start of a test) is stopped by a watchdog
+# and booted once more for the tests that have no result (RETRY: the tests,
+# on that second boot).
 boot() {
-	local guest=$1 tcg=$2 cpus=$3 name=$1 arch=amd64 qemu append logf tmo start rc t tests
-	tests=$(tests_for "$guest" "$tcg" "$cpus")
+	local guest=$1 tcg=$2 cpus=$3 retry=${4:-} name=$1 arch=amd64 qemu append logf tmo start rc t tests wd left
+	tests=${retry:-$(tests_for "$guest" "$tcg" "$cpus")}
 	[ "$tcg" = multi ] && name=$name-multi
 	[ "$cpus" = 2 ] || name=$name-${cpus}cpu
+	[ -z "$retry" ] || name=$name-retry
 	[ "$guest" = arm64 ] && arch=arm64
 	# The cache is shared with concurrent runs (several `make test` of the
 	# same checkout): downloads, unpacking and module builds under a lock.
@@ -325,23 +362,52 @@ boot() {
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
 	logf=$RUN/$name.log
+	qemu+=(-pidfile "$RUN/$name.pid")
 	# shellcheck disable=SC2086 # one test name per word
 	tmo=$(budget $tests)
 	log "booting $name ($KVER, TCG $tcg, $cpus vCPUs, timeout ${tmo}s, log $CACHE/logs/$name.log)"
 	start=$SECONDS
+	rm -f "$RUN/$name.pid" "$logf.hung"
+	# shellcheck disable=SC2086 # one test name per word
+	watchdog "$logf" "$RUN/$name.pid" "$(silence $tests)" &
+	wd=$!
 	set +e
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$logf" | sed -u "s/^/[$name] /"
 	rc=${PIPESTATUS[0]}
 	set -e
+	kill $wd 2>/dev/null || true
+	wait $wd 2>/dev/null || true
 	log "$name ran $((SECONDS - start))s"
 	if grep -q '^VMTEST DONE' "$logf"; then
 		:
+	elif [ -s "$logf.hung" ]; then
+		left=
+		for t in $tests; do
+			grep -q "^VMTEST \(PASS\|SKIP\|FAIL\) $t\b" "$logf" || left="$left $t"
+		done
+		if [ -z "$retry" ] && [ -n "$left" ]; then
+			log "$name hung ($(cat "$logf.hung")) with no result for:$left; booting it once more for those"
+			RESULTS+=("NOTE $name hung ($(cat "$logf.hung")) in$left: booted once more for them")
+			tests=$(comm -23 <(printf '%s\n' $tests | sort) <(printf '%s\n' $left | sort) | tr '\n' ' ')
+			record "$guest" "$logf" $tests
+			boot "$guest" "$tcg" "$cpus" "${left# }"
+			return
+		fi
+		RESULTS+=("FAIL $name: the guest hung ($(cat "$logf.hung")), twice")
 	elif [ "$rc" = 124 ]; then
 		RESULTS+=("FAIL $name: timed out after ${tmo}s")
 	else
 		RESULTS+=("FAIL $name: the guest stopped before the end of its tests (qemu status $rc)")
 	fi
-	for t in $tests; do
+	# shellcheck disable=SC2086 # one test name per word
+	record "$guest" "$logf" $tests
+}
+
+# record GUEST LOG TEST...: the results of TESTs in a guest's LOG.
+record() {
+	local guest=$1 logf=$2 t
+	shift 2
+	for t in "$@"; do
 		if grep -q "^VMTEST PASS $t\$" "$logf"; then
 			RESULTS+=("PASS $guest/$t")
 		elif grep -q "^VMTEST SKIP $t" "$logf"; then
