@@ -17,6 +17,20 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
 	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/*
+ * rts_storage_busy: a task-storage creation can fail although memory is plentiful:
+ * bpf_task_storage_get() creates only when it takes the per-CPU
+ * bpf_task_storage_busy counter (kernel/bpf/bpf_task_storage.c,
+ * bpf_task_storage_trylock(), since the _recur helpers of Linux 6.2). With
+ * CONFIG_PREEMPTION (PREEMPT, PREEMPT_RT) BPF programs run under
+ * migrate_disable() only, so a program preempted inside a task-storage call
+ * makes every creation on that CPU fail until it resumes (the kernel's own
+ * selftest task_storage_nodeadlock counts these failures). Seen in the
+ * emulated PREEMPT_RT guest: a thread of a launched command was never
+ * tracked. track() (rtscope.bpf.c) queues such a task in track_retry.
+ */
+#define RTS_STORAGE_BUSY_RETRY 1 /* see track_retry in maps.bpf.h */
+
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */
 static __always_inline __u8 rts_prio_byte(int prio)
 {

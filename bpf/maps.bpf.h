@@ -18,6 +18,9 @@ const volatile __u64 stack_min_wait_ns = 0;
 const volatile __u32 flight_per_cpu = 4096;    /* power of two */
 const volatile __u64 hrtimer_wakeup_fn = 0;    /* address of hrtimer_wakeup() */
 const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, ns */
+/* Tests only: the first N task-storage creations of track() fail as if busy. */
+const volatile __u32 test_storage_busy = 0;
+__u32 test_storage_busy_done = 0;
 
 /* Last tracking id handed out; ids are never reused. */
 __u64 next_id = 0;
@@ -156,6 +159,22 @@ struct {
 	__type(key, char[RTS_COMM_LEN]);
 	__type(value, struct rts_target);
 } want_comm SEC(".maps");
+
+/*
+ * Tasks to track whose task storage could not be created (busy, see
+ * rts_storage_busy in compat.bpf.h): tracking is retried when they are next
+ * switched in. Preallocated: it is written from tracing programs.
+ * track_retry_pending counts its entries, so that the scheduler hot path
+ * pays one load while it is empty.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rts_target);
+} track_retry SEC(".maps");
+
+__u32 track_retry_pending = 0;
 
 static __always_inline void rts_count(__u32 c)
 {

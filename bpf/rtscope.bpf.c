@@ -51,16 +51,38 @@ static __always_inline bool is_irq_thread(struct task_struct *t)
 	return c[0] == 'i' && c[1] == 'r' && c[2] == 'q' && c[3] == '/';
 }
 
+/* Tests only (test_storage_busy): this creation fails as if busy. */
+static __always_inline bool storage_busy_for_test(void)
+{
+	return test_storage_busy && __sync_fetch_and_add(&test_storage_busy_done, 1) < test_storage_busy;
+}
+
+/*
+ * The task storage of t could not be created (rts_storage_busy in
+ * compat.bpf.h): queue it, to be tracked when it is next switched in.
+ */
+static __always_inline void defer_track(__u32 tid, __u32 target, __u32 flags)
+{
+	struct rts_target r = {.index = target, .flags = flags};
+	if (bpf_map_update_elem(&track_retry, &tid, &r, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&track_retry_pending, 1);
+		rts_count(RTS_C_TRACK_DEFERRED);
+	} else if (!bpf_map_lookup_elem(&track_retry, &tid)) {
+		rts_count(RTS_C_STORAGE_FAIL); /* the queue is full */
+	}
+}
+
 /* Start tracking t unless it already is. */
 static __always_inline void track(struct task_struct *t, __u32 target, __u32 flags)
 {
 	__u32 tid = BPF_CORE_READ(t, pid);
 	if (tid == 0) /* the idle tasks share pid 0 */
 		return;
-	struct rts_task_state *st =
-		bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct rts_task_state *st = NULL;
+	if (!storage_busy_for_test())
+		st = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
-		rts_count(RTS_C_STORAGE_FAIL);
+		defer_track(tid, target, flags);
 		return;
 	}
 	if (st->id)
@@ -75,6 +97,31 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	st->prio = BPF_CORE_READ(t, prio);
 	st->waiting_cpu = -1;
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+}
+
+/*
+ * Track t now if its tracking was deferred (defer_track). Called at its
+ * switch-in: it starts being measured from its next event.
+ */
+static __always_inline void retry_track(struct task_struct *t)
+{
+	__u32 tid = BPF_CORE_READ(t, pid);
+	struct rts_target *r = bpf_map_lookup_elem(&track_retry, &tid);
+	if (!r)
+		return;
+	struct rts_target w = *r;
+	/* Dequeue first: a second failure queues it again. */
+	if (bpf_map_delete_elem(&track_retry, &tid) == 0)
+		__sync_fetch_and_sub(&track_retry_pending, 1);
+	track(t, w.index, w.flags);
+}
+
+/* A task queued for tracking exits: drop it (its tid may be reused). */
+static __always_inline void drop_retry(struct task_struct *t)
+{
+	__u32 tid = BPF_CORE_READ(t, pid);
+	if (bpf_map_delete_elem(&track_retry, &tid) == 0)
+		__sync_fetch_and_sub(&track_retry_pending, 1);
 }
 
 /* Is t wanted by a --tid, --pid or --comm target? */
@@ -147,6 +194,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool voluntary = !preempt && prev_state != 0;
 	struct rts_task_state *ps = tracked(prev);
 	struct rts_task_state *ns = tracked(next);
+	if (!ns && track_retry_pending)
+		retry_track(next); /* measured from its next event on */
 
 	if (ps && voluntary && trace_enabled) {
 		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
@@ -326,6 +375,15 @@ int BPF_PROG(on_sched_fork, struct task_struct *parent, struct task_struct *chil
 		track(child, s ? s->target : 0, pst->flags);
 		return 0;
 	}
+	if (!pst && track_retry_pending) {
+		/* A parent whose tracking is deferred still has its children followed. */
+		__u32 ptid = BPF_CORE_READ(parent, pid);
+		struct rts_target *r = bpf_map_lookup_elem(&track_retry, &ptid);
+		if (r && (r->flags & RTS_TF_FOLLOW)) {
+			track(child, r->index, r->flags);
+			return 0;
+		}
+	}
 	struct rts_target *w = wanted(child);
 	if (w)
 		track(child, w->index, w->flags);
@@ -368,8 +426,11 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_sched_exit, struct task_struct *p)
 {
 	struct rts_task_state *st = tracked(p);
-	if (!st)
+	if (!st) {
+		if (track_retry_pending)
+			drop_retry(p);
 		return 0;
+	}
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 now = bpf_ktime_get_ns();
 	struct rts_task_stats *s = rts_stats(st);

@@ -199,6 +199,7 @@ enum rts_counter {
 	RTS_C_STORAGE_FAIL,    /* task storage could not be allocated */
 	RTS_C_EVENTS,          /* flight recorder events written */
 	RTS_C_STACK_LOST,      /* stack trace could not be stored */
+	RTS_C_TRACK_DEFERRED,  /* task storage busy: tracking retried at the task's next switch-in */
 	RTS_C_COUNT,
 };
 

@@ -52,6 +52,9 @@ const (
 	CounterStorageFail
 	CounterEvents
 	CounterStackLost
+	// CounterTrackDeferred: tasks whose task storage was busy when they
+	// were to be tracked; tracked at their next switch-in instead.
+	CounterTrackDeferred
 	counterCount
 )
 
@@ -66,6 +69,10 @@ type Config struct {
 	FlightPerCPU uint32                          // events kept per CPU, power of two
 	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
 	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
+	// TestStorageBusy (tests only): the first N task-storage creations
+	// fail as if the kernel's task-storage lock were busy, which
+	// preemptible kernels do at random (rts_storage_busy, compat.bpf.h).
+	TestStorageBusy uint32
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before
@@ -195,6 +202,7 @@ func Load(cfg Config) (*Engine, error) {
 		"stack_min_wait_ns": cfg.StackMinWait,
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
+		"test_storage_busy": cfg.TestStorageBusy,
 	} {
 		if err := set(name, v); err != nil {
 			return nil, err

@@ -204,7 +204,7 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 			for _, task := range rep.Tasks {
 				got = append(got, fmt.Sprintf("%d %s", task.TID, task.Comm))
 			}
-			t.Fatalf("watch did not report thread %s of %s (got %v)", n, name, got)
+			t.Fatalf("watch did not report thread %s of %s (got %v; lost %+v)", n, name, got, rep.Lost)
 		}
 	}
 	return tasks
