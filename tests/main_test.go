@@ -44,6 +44,14 @@ type report struct {
 	Lost     map[string]uint64 `json:"lost"`
 	Features map[string]any    `json:"features"`
 	Tasks    []task            `json:"tasks"`
+	Command  *struct {
+		StoppedByRtscope bool `json:"stopped_by_rtscope"`
+	} `json:"command"`
+	Actions *struct {
+		ThresholdFired   uint64 `json:"threshold_fired"`
+		ThresholdSkipped uint64 `json:"threshold_skipped"`
+	} `json:"actions"`
+	DurationNs uint64 `json:"duration_ns"`
 }
 
 type task struct {
@@ -55,6 +63,8 @@ type task struct {
 	Exited   bool               `json:"exited"`
 	Counters map[string]uint64  `json:"counters"`
 	Metrics  map[string]*metric `json:"metrics"`
+	Health   string             `json:"health"`
+	Headline string             `json:"headline"`
 }
 
 type metric struct {

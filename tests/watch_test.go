@@ -303,6 +303,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--slo", "latency=10s", "--", "sleep", "0.1"}, 0},
 		{[]string{"-d", "500ms", "--", "sleep", "30"}, 0},
 		{[]string{"--slo", "latency=banana"}, 1},
+		{[]string{"--on-threshold", "trace", "--", "true"}, 1}, // no SLO to cross
 	}
 	for _, c := range cases {
 		argv := append([]string{"watch", "-q"}, c.args...)

@@ -41,32 +41,18 @@ func runTimerlat(args []string) int {
 		timerlat.Print(os.Stdout, res, &o)
 	}
 	if o.JSONFile != "" {
-		if err := writeTimerlatJSON(o.JSONFile, res, &o); err != nil {
+		if err := timerlat.WriteJSONFile(o.JSONFile, res, &o); err != nil {
 			return Fail("timerlat", err)
 		}
 	}
-	return 0
-}
-
-func writeTimerlatJSON(path string, res *timerlat.Result, o *timerlat.Options) error {
-	if path == "-" {
-		return timerlat.WriteJSON(os.Stdout, res, o)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--json: %v", err)
-	}
-	if err := timerlat.WriteJSON(f, res, o); err != nil {
-		f.Close()
-		return fmt.Errorf("--json: writing %s: %v", path, err)
-	}
-	return f.Close()
+	timerlat.End(res, &o, o.JSONFile, os.Stderr)
+	return timerlat.ExitStatus(res)
 }
 
 // timerlatStopHook explains a stop with the analysis library (the same one
 // as watch's worst cases), on the window that internal/trace cut.
 func timerlatStopHook() timerlat.StopHook {
-	return func(tr *trace.Trace, st *timerlat.Stop, w io.Writer) error {
+	return func(tr *trace.Trace, st *timerlat.Stop, w io.Writer) (timerlat.StopVerdict, error) {
 		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric}
 		// The measuring thread's identity, as the trace saw it.
 		for _, e := range tr.Events {
@@ -78,6 +64,6 @@ func timerlatStopHook() timerlat.StopHook {
 		res := analysis.Explain(tr, subj)
 		fmt.Fprintf(w, "## auto-analysis of the CPU %d stop (%s)\n", st.CPU, tr.Metric)
 		res.WriteText(w, "  ")
-		return nil
+		return timerlat.StopVerdict{Verdict: res.Verdict, Cause: res.Cause}, nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
@@ -51,6 +52,18 @@ it); 2 when an SLO was violated; else 0.
 Flags:
 `
 
+const watchActionsUsage = `In watch, the threshold is an SLO violated: the first one noticed in a
+reader period (10 ms) fires the actions, one run at a time. trace saves the
+violation's JSON document (default rtscope_threshold.json: task, metric,
+value, SLO, verdict, window); at --on-end, the report (default
+rtscope_report.json). Shell commands see RTSCOPE_JSON (that document, or
+--json's file at the end), RTSCOPE_VERDICT, RTSCOPE_TID, RTSCOPE_COMM,
+RTSCOPE_METRIC, RTSCOPE_VALUE_NS, RTSCOPE_THRESHOLD_NS, RTSCOPE_CAUSE; at the
+end RTSCOPE_STATUS (the exit status), RTSCOPE_VIOLATIONS. Example:
+  rtscope watch --pid $(pidof ctl) --slo cycle=1ms \
+    --on-threshold trace,file=miss.json --on-threshold signal,num=USR1,pid=parent
+`
+
 func runWatch(args []string) int {
 	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
 	fs.SortFlags = false
@@ -61,7 +74,7 @@ func runWatch(args []string) int {
 	interval := fs.DurationP("interval", "i", time.Second, "live table period")
 	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")
-	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout)")
+	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout; the text report then goes to stderr)")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
@@ -70,8 +83,11 @@ func runWatch(args []string) int {
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
+	onThreshold := fs.StringArray("on-threshold", nil, "action when an SLO is violated (repeatable, see Actions below); without continue, watching stops")
+	onEnd := fs.StringArray("on-end", nil, "action when watching ends, after the report (repeatable, see Actions below)")
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
+		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n\n",
+			action.Usage, "\n", watchActionsUsage)
 	}
 	// Everything after "--" is the command.
 	var command []string
@@ -97,6 +113,9 @@ func runWatch(args []string) int {
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
 		Show: *show, Out: os.Stdout}
+	if *jsonPath == "-" {
+		o.Out = os.Stderr // the JSON document is the whole of stdout
+	}
 	var err error
 	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
 		return Fail("watch", err)
@@ -153,6 +172,15 @@ func runWatch(args []string) int {
 		bounds = append(bounds, b)
 	}
 	o.SLO = slo.Build(bounds)
+	if o.OnThreshold, err = action.ParseList("on-threshold", *onThreshold, false); err != nil {
+		return Fail("watch", err)
+	}
+	if o.OnEnd, err = action.ParseList("on-end", *onEnd, true); err != nil {
+		return Fail("watch", err)
+	}
+	if len(o.OnThreshold) > 0 && len(bounds) == 0 {
+		return Fail("watch", errors.New("--on-threshold acts on SLO violations: give an SLO with --slo"))
+	}
 	o.Analyze = analyzer()
 	o.Explain = analysis.ForViolation
 	o.Ready = func() {

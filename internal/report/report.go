@@ -30,7 +30,15 @@ type Report struct {
 	Lost       Lost     `json:"lost"`
 	Steal      *Steal   `json:"steal"`
 	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
+	Actions    *Actions `json:"actions,omitempty"` // with --on-threshold
 	Tasks      []*Task  `json:"tasks"`
+}
+
+// Actions counts the runs of the on-threshold actions: each acts on one
+// violation; the violations noticed while they ran are skipped.
+type Actions struct {
+	ThresholdFired   uint64 `json:"threshold_fired"`
+	ThresholdSkipped uint64 `json:"threshold_skipped"`
 }
 
 // Command is the command watch launched (watch -- CMD) and how it ended.
@@ -100,6 +108,10 @@ type Lost struct {
 	TasksNotTracked uint64 `json:"tasks_not_tracked"` // stats map full or task storage failed
 	Stacks          uint64 `json:"stacks"`
 	TracesTruncated uint64 `json:"traces_truncated"`
+	// TrackingDeferred counts tasks tracked late, from their next
+	// switch-in, because the kernel's task storage was busy when they
+	// appeared (preemptible kernels); their first events are missing.
+	TrackingDeferred uint64 `json:"tracking_deferred"`
 }
 
 // Task is one tracked thread.
@@ -118,6 +130,10 @@ type Task struct {
 	Hygiene         map[string]uint64  `json:"hygiene"`
 	Metrics         map[string]*Metric `json:"metrics"`
 	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+	// Health is ok, violated, no-slo or no-samples; Headline says why in
+	// one line (Judge).
+	Health   string `json:"health"`
+	Headline string `json:"headline"`
 
 	id uint64
 }
@@ -155,6 +171,8 @@ type Metric struct {
 	// ViolationCauses explains every SLO violation (rate-limited): a
 	// histogram of causes; null without an SLO or with --no-trace.
 	ViolationCauses *Violations `json:"violation_causes,omitempty"`
+	// Series is the metric over time (watch --html), absent otherwise.
+	Series *Series `json:"series,omitempty"`
 
 	stats metric.Stats
 }
@@ -192,8 +210,7 @@ func FromStats(s *engine.TaskStats) *Task {
 	}
 	for _, id := range metric.All() {
 		ms := s.M[id]
-		st := metric.Stats{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, MaxStart: ms.MaxStart,
-			MaxEnd: ms.MaxEnd, SLO: ms.Slo, Violations: ms.Violations, Hist: ms.Hist[:]}
+		st := MetricStats(s, id)
 		m := &Metric{Count: ms.Count, stats: st}
 		if ms.Count > 0 {
 			m.MinNs, m.MaxNs = u64p(ms.Min), u64p(ms.Max)
@@ -212,6 +229,13 @@ func FromStats(s *engine.TaskStats) *Task {
 		t.Metrics[id.String()] = m
 	}
 	return t
+}
+
+// MetricStats is one metric of the engine's statistics of a task.
+func MetricStats(s *engine.TaskStats, id metric.ID) metric.Stats {
+	ms := &s.M[id]
+	return metric.Stats{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, MaxStart: ms.MaxStart,
+		MaxEnd: ms.MaxEnd, SLO: ms.Slo, Violations: ms.Violations, Hist: ms.Hist[:]}
 }
 
 // Placeholder is a task known from its start notice, before its statistics are read.

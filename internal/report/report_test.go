@@ -116,3 +116,73 @@ func TestFinalTextGolden(t *testing.T) {
 }
 
 func intp(v int) *int { return &v }
+
+func TestHeadline(t *testing.T) {
+	violated := FromStats(sampleStats())
+	violated.Metrics["latency"].ViolationCauses = &Violations{Total: 1, Analysed: 1, Causes: []*ViolationCause{
+		{Cause: "interference", Culprit: "hog/99 (FIFO 90)", Count: 1, Percent: 100}}}
+	worstOnly := FromStats(sampleStats())
+	worstOnly.Metrics["latency"].Cause = "hypervisor"
+	keptStats := sampleStats()
+	keptStats.M[metric.Latency].Violations, keptStats.M[metric.Latency].Max = 0, 15000
+	kept := FromStats(keptStats)
+	noSLOStats := sampleStats()
+	noSLOStats.M[metric.Latency].Slo, noSLOStats.M[metric.Latency].Violations = 0, 0
+	noSLO := FromStats(noSLOStats)
+	noSLO.Metrics["latency"].Cause = "interference"
+	twoStats := sampleStats()
+	cyc := &twoStats.M[metric.Cycle]
+	cyc.Count, cyc.Sum, cyc.Min, cyc.Max, cyc.Slo, cyc.Violations = 4, 4000, 1000, 1000, 900, 4
+	two := FromStats(twoStats)
+	for _, c := range []struct {
+		name   string
+		task   *Task
+		health string
+		line   string
+	}{
+		{"violated, causes analysed", violated, HealthViolated,
+			"latency 1 of 4 over 20.0 us (25.0%); top cause interference: hog/99 (FIFO 90) (100% of 1 explained)"},
+		{"violated, worst case only", worstOnly, HealthViolated, "latency 1 of 4 over 20.0 us (25.0%); worst case: hypervisor"},
+		{"most violated metric first", two, HealthViolated,
+			"cycle 4 of 4 over 0.9 us (100.0%); causes not analysed; also latency 1"},
+		{"kept", kept, HealthOK, "every SLO kept: latency worst 15.0 of 20.0 us in 4"},
+		{"no SLO", noSLO, HealthNoSLO, "worst latency 30.0 us in 4, mostly interference (set --slo to judge it)"},
+		{"nothing measured", Placeholder(1, 77), HealthNoSamples, "no samples"},
+	} {
+		Judge(c.task)
+		if c.task.Health != c.health || c.task.Headline != c.line {
+			t.Errorf("%s: got %s %q, want %s %q", c.name, c.task.Health, c.task.Headline, c.health, c.line)
+		}
+	}
+	var buf bytes.Buffer
+	WriteHeadlines(&buf, []*Task{violated})
+	want := "rtscope watch: headline, 1 task(s)\n  VIOLATED   control/1234 (FIFO 80) exited: latency 1 of 4 over 20.0 us (25.0%); top cause interference: hog/99 (FIFO 90) (100% of 1 explained)\n"
+	if buf.String() != want {
+		t.Errorf("headline text:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+// TestHeadlinesShort: the violated come first, and a thousand tasks make a
+// short headline.
+func TestHeadlinesShort(t *testing.T) {
+	var tasks []*Task
+	for i := 0; i < 1000; i++ {
+		st := sampleStats()
+		st.Tid = uint32(2000 + i)
+		st.M[metric.Latency].Violations = 0
+		st.M[metric.Latency].Max = 15000
+		tasks = append(tasks, FromStats(st))
+	}
+	bad := FromStats(sampleStats())
+	tasks = append(tasks, bad)
+	for _, tk := range tasks {
+		Judge(tk)
+	}
+	var buf bytes.Buffer
+	WriteHeadlines(&buf, tasks)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != headlinesShown+2 || !strings.Contains(lines[1], "VIOLATED") ||
+		lines[len(lines)-1] != "  and 981 more: 981 ok (their tables follow; JSON has every headline)" {
+		t.Errorf("headline of 1001 tasks:\n%s", buf.String())
+	}
+}

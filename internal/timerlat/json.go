@@ -2,7 +2,9 @@ package timerlat
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/rtscope/rtscope/internal/metric"
 )
@@ -49,6 +51,12 @@ type jsonStop struct {
 	IRQNs       *uint64 `json:"irq_ns"`
 	ThreadNs    *uint64 `json:"thread_ns"`
 	UserNs      *uint64 `json:"user_ns"`
+	Verdict     string  `json:"verdict,omitempty"` // of the auto-analysis
+	Cause       string  `json:"cause,omitempty"`
+	// Crossings: thresholds reached (more than one with --on-threshold continue).
+	Crossings      uint64 `json:"crossings"`
+	ActionsFired   uint64 `json:"actions_fired"`
+	ActionsSkipped uint64 `json:"actions_skipped"` // crossings while the actions ran
 }
 
 type jsonDoc struct {
@@ -155,7 +163,9 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	d.Lost.Ring, d.Lost.EngineNotices = r.Lost.Ring, r.Lost.Notices
 	d.Lost.EngineStats, d.Lost.EngineStorage = r.Lost.StatsFull, r.Lost.StorageFail
 	if s := r.Stop; s != nil {
-		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdUs: s.ThresholdUs}
+		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdUs: s.ThresholdUs,
+			Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause, Crossings: r.Crossings,
+			ActionsFired: r.ActionsFired, ActionsSkipped: r.ActionsSkipped}
 		if s.Sample != nil {
 			for k, dst := range []**uint64{&js.IRQNs, &js.ThreadNs, &js.UserNs} {
 				if s.Sample.Valid[k] {
@@ -173,4 +183,28 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 // engineStats converts one metric of the engine's task statistics.
 func engineStats(count, sum, min, max uint64, hist []uint32) metric.Stats {
 	return metric.Stats{Count: count, Sum: sum, Min: min, Max: max, Hist: hist}
+}
+
+// writeJSONFile writes the result to path ("-": stdout).
+func writeJSONFile(path string, r *Result, o *Options) error {
+	if path == "-" {
+		return WriteJSON(os.Stdout, r, o)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteJSON(f, r, o); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteJSONFile writes the result to --json's path ("-": stdout).
+func WriteJSONFile(path string, r *Result, o *Options) error {
+	if err := writeJSONFile(path, r, o); err != nil {
+		return fmt.Errorf("--json: writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/engine"
 )
 
@@ -32,6 +33,11 @@ type Options struct {
 	TraceFile    string        // -t [file]; "": no trace saved
 	JSONFile     string        // --json FILE ("-": stdout)
 	Cyclictest   bool          // --cyclictest: cyclictest's output format
+	// OnThreshold runs when a stop threshold is reached (after the
+	// auto-analysis); with continue the run goes on and fires them again
+	// at each later crossing. OnEnd runs after the final report.
+	OnThreshold action.List
+	OnEnd       action.List
 
 	// hist
 	BucketUs  uint64 // -b, in output units (us, or ns with -n)
@@ -136,6 +142,9 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [`file`|"+DefaultTraceFile+"]")
 	fs.Lookup("trace").NoOptDefVal = DefaultTraceFile
 	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to `FILE` (- for stdout)")
+	var onThreshold, onEnd []string
+	fs.StringArrayVar(&onThreshold, "on-threshold", nil, "`action` when -i/-T is reached, after the auto-analysis (repeatable): trace[,file=F],\nsignal,num=SIG,pid=PID|parent, shell,command=CMD, continue (keep measuring)")
+	fs.StringArrayVar(&onEnd, "on-end", nil, "`action` when the run ends, after the report (repeatable): trace[,file=F] (the JSON results),\nsignal,num=SIG,pid=PID|parent, shell,command=CMD")
 	fs.BoolVar(&cyc, "cyclictest", false, "print cyclictest's format: its summary line per thread (top), its -h histogram (hist)")
 	fs.BoolVarP(&user, "user-threads", "u", false, "measure with user-space threads (always the case; accepted for rtla compatibility)")
 	fs.BoolVarP(&kernel, "kernel-threads", "k", false, "kernel-space threads (not available: they need the timerlat tracer)")
@@ -247,6 +256,15 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	}
 	if o.TraceFile != "" && o.IRQStopUs == 0 && o.ThreadStopUs == 0 {
 		return o, false, errors.New("-t saves the events around the sample that stops the run: it needs -i, -T, -a or --aa-only")
+	}
+	if o.OnThreshold, err = action.ParseList("on-threshold", onThreshold, false); err != nil {
+		return o, false, err
+	}
+	if o.OnEnd, err = action.ParseList("on-end", onEnd, true); err != nil {
+		return o, false, err
+	}
+	if len(o.OnThreshold) > 0 && o.IRQStopUs == 0 && o.ThreadStopUs == 0 {
+		return o, false, errors.New("--on-threshold acts when a stop threshold is reached: it needs -i, -T, -a or --aa-only")
 	}
 	if o.AAOnly && (o.JSONFile != "" || cyc) {
 		return o, false, errors.New("--aa-only prints only the auto-analysis: it cannot be combined with --json or --cyclictest")

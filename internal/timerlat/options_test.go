@@ -85,6 +85,12 @@ func describe(o Options) string {
 	if o.JSONFile != "" {
 		fmt.Fprintf(&b, " json=%s", o.JSONFile)
 	}
+	if len(o.OnThreshold) > 0 {
+		fmt.Fprintf(&b, " on-threshold=%d continue=%v", len(o.OnThreshold), o.OnThreshold.Continue())
+	}
+	if len(o.OnEnd) > 0 {
+		fmt.Fprintf(&b, " on-end=%d", len(o.OnEnd))
+	}
 	if o.Mode == "hist" {
 		fmt.Fprintf(&b, " bucket=%d entries=%d", o.BucketUs, o.Entries)
 	}

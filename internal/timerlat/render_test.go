@@ -81,6 +81,8 @@ func TestRenderGolden(t *testing.T) {
 		{"json.golden", []string{"hist", "-E", "10", "-i", "50", "-d", "90s"}, func(b *strings.Builder, r *Result, o *Options) {
 			r.Stop = &Stop{CPU: 3, TID: 4243, Context: IRQ, Value: 51234, ThresholdUs: 50,
 				Sample: &Sample{Valid: [nCtx]bool{true, true, false}, Value: [nCtx]uint64{51234, 60000, 0}}}
+			r.Verdict = StopVerdict{Verdict: "hard-IRQ noise: example", Cause: "hardirq"}
+			r.Crossings, r.ActionsFired = 1, 1
 			if err := WriteJSON(b, r, o); err != nil {
 				t.Fatal(err)
 			}

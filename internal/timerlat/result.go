@@ -130,6 +130,12 @@ type Result struct {
 	TraceErr   error
 	Analysis   string
 	TraceSaved error
+	Verdict    StopVerdict // of the stop's auto-analysis
+	// Crossings counts the stop thresholds reached (noticed: at most one a
+	// millisecond per CPU); more than one only with --on-threshold continue.
+	Crossings uint64
+	// On-threshold actions: runs, and crossings that came while one ran.
+	ActionsFired, ActionsSkipped uint64
 }
 
 // all merges the CPUs' summaries (Top when exact is false, Hist otherwise).

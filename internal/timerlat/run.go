@@ -27,7 +27,14 @@ import (
 
 // StopHook writes the auto-analysis of the sample that stopped the run, from
 // the events of its window cut out of the engine's flight recorder.
-type StopHook func(tr *trace.Trace, st *Stop, w io.Writer) error
+type StopHook func(tr *trace.Trace, st *Stop, w io.Writer) (StopVerdict, error)
+
+// StopVerdict is the auto-analysis of a stop in one line, for the
+// actions: the verdict and its cause (internal/analysis causes).
+type StopVerdict struct {
+	Verdict string
+	Cause   string
+}
 
 // Env is where a session writes, and what it calls on a stop.
 type Env struct {
@@ -116,8 +123,22 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	// thread, as rtla prints it), once it has waited as long as the lower
 	// stop threshold (at most engine.DefaultStackMinWait): the walk delays
 	// the thread, which on-time releases must not pay.
-	eng, err := engine.Load(engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != "",
-		StackMinWait: o.stackMinWait()})
+	cfg := engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != "",
+		StackMinWait: o.stackMinWait()}
+	if o.OnThreshold.Continue() {
+		// Every crossing, not only a new maximum, must reach the actions:
+		// the thresholds become the measuring threads' SLOs (the only
+		// tasks tracked), whose violations the engine notices (at most one
+		// a millisecond per thread). rtla stops at latency >= threshold;
+		// an SLO is violated at value > bound.
+		if o.IRQStopUs > 0 {
+			cfg.SLODefault[metric.TimerIRQ] = o.IRQStopUs*1000 - 1
+		}
+		if o.ThreadStopUs > 0 {
+			cfg.SLODefault[metric.TimerThread] = o.ThreadStopUs*1000 - 1
+		}
+	}
+	eng, err := engine.Load(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +298,9 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		res.Elapsed = time.Since(start)
 	}
 	nextLive := start.Add(liveEvery)
-	for res.Stop == nil {
+	cont := o.OnThreshold.Continue()
+	th := &thresholdActions{}
+	for res.Stop == nil || cont {
 		now := time.Now()
 		wake := now.Add(pollEvery)
 		if o.Tracing() {
@@ -293,9 +316,17 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			if res.Stop = checkStop(notices, o, byTID); res.Stop != nil {
+			if stop, n := checkStop(notices, o, byTID); stop != nil {
 				// Cut the window now, before the rings wrap.
-				res.Trace, res.TraceErr = cutStop(eng, res.Stop, workers)
+				tr, terr := cutStop(eng, stop, workers)
+				res.Crossings += uint64(n)
+				th.skipped += uint64(n - 1) // one run acts on the first
+				if res.Stop == nil {
+					res.Stop, res.Trace, res.TraceErr = stop, tr, terr
+				}
+				if cont {
+					th.fire(o, env, stop, tr, terr)
+				}
 			}
 		} else {
 			select {
@@ -316,6 +347,8 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		}
 	}
 	elapsed := time.Since(start)
+	th.wait()
+	res.ActionsFired, res.ActionsSkipped = th.fired, th.skipped
 	// The sample that stopped the run is copied when its thread sleeps again.
 	if res.Stop != nil {
 		time.Sleep(2 * time.Duration(period))
@@ -335,15 +368,24 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	res.Elapsed = elapsed
 	if res.Stop != nil {
 		finishStop(res, o, env)
+		if !cont && len(o.OnThreshold) > 0 {
+			// The run has stopped: the actions act on the stop, analysed.
+			doc := thresholdDoc(res.Stop, res.Trace, res.Verdict)
+			o.OnThreshold.Run(doc.Event(DefaultTraceFile), env.Err)
+			res.ActionsFired++
+		}
 	}
 	return res, nil
 }
 
-// checkStop looks for a new maximum of a measuring thread that reaches a
-// threshold (rtla: latency in us >= threshold).
-func checkStop(notices []engine.Notice, o *Options, byTID map[int]*CPUResult) *Stop {
+// checkStop looks for a new maximum (or, with continue, an SLO violation)
+// of a measuring thread that reaches a threshold (rtla: latency in us >=
+// threshold). It returns the first and how many did.
+func checkStop(notices []engine.Notice, o *Options, byTID map[int]*CPUResult) (*Stop, int) {
+	var first *Stop
+	crossed := 0
 	for _, n := range notices {
-		if n.Type != engine.NoticeNewMax || byTID[int(n.Tid)] == nil {
+		if (n.Type != engine.NoticeNewMax && n.Type != engine.NoticeSLOViolation) || byTID[int(n.Tid)] == nil {
 			continue
 		}
 		var ctx int
@@ -359,11 +401,14 @@ func checkStop(notices []engine.Notice, o *Options, byTID map[int]*CPUResult) *S
 		if thr == 0 || n.Value/1000 < thr {
 			continue
 		}
-		c := byTID[int(n.Tid)]
-		return &Stop{CPU: c.CPU, TID: c.TID, Context: ctx, Value: n.Value, ThresholdUs: thr,
-			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart)}
+		crossed++
+		if first == nil {
+			c := byTID[int(n.Tid)]
+			first = &Stop{CPU: c.CPU, TID: c.TID, Context: ctx, Value: n.Value, ThresholdUs: thr,
+				Start: n.Start, End: n.End, CPUStart: int(n.CpuStart)}
+		}
 	}
-	return nil
+	return first, crossed
 }
 
 func printLive(env Env, r *Result, o *Options) {
@@ -472,9 +517,11 @@ func finishStop(res *Result, o *Options, env Env) {
 		case env.OnStop == nil:
 			b.WriteString("no auto-analysis: this build has no analysis library (the trace of the window can be saved with -t)\n")
 		default:
-			if err := env.OnStop(res.Trace, res.Stop, &b); err != nil {
+			v, err := env.OnStop(res.Trace, res.Stop, &b)
+			if err != nil {
 				fmt.Fprintf(&b, "auto-analysis failed: %v\n", err)
 			}
+			res.Verdict = v
 		}
 		res.Analysis = b.String()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
@@ -51,7 +52,10 @@ type Options struct {
 	StackAfter *time.Duration
 	SLO        slo.Set
 	JSONPath   string
-	Show       []string // report only tasks with these names (empty: all)
+	// Series: record each metric over time, one point a second
+	// (report.Series), for the HTML report.
+	Series bool
+	Show   []string // report only tasks with these names (empty: all)
 	// Housekeeping CPUs for rtscope's own threads (empty: no pinning). On a
 	// kernel without full preemption, rtscope's time in the kernel (reading
 	// maps) cannot be preempted by the tasks it watches.
@@ -63,6 +67,14 @@ type Options struct {
 	// (rate-limited in the kernel and by ViolationBudget) into a cause
 	// histogram per task and metric. Pure: no side effects on t.
 	Explain func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation
+	// OnThreshold runs when an SLO is violated (the first violation noticed
+	// in a reader period), at most one run at a time; without continue,
+	// watching then stops. OnEnd runs once the report is written.
+	OnThreshold action.List
+	OnEnd       action.List
+	// Log receives the actions' messages and their commands' output
+	// (nil: stderr).
+	Log io.Writer
 	// Ready is called once every existing target is tracked (before a launched command runs).
 	Ready func()
 	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
@@ -88,6 +100,14 @@ type session struct {
 	budgetUsed  int
 	steal       *report.Steal
 	stealStart  []uint64
+	// On-threshold actions: done is non-nil while they run (one run at a
+	// time); crossings noticed meanwhile are counted, not acted on.
+	actDone    chan struct{}
+	actFired   uint64
+	actSkipped uint64
+	actStop    bool // they ran without continue: watching stops
+	// series of each task and metric (Options.Series)
+	samplers map[uint64]map[metric.ID]*report.Sampler
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -97,6 +117,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
 	}
 	if o.Interval <= 0 {
 		o.Interval = time.Second
@@ -198,6 +221,13 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	defer poll.Stop()
 	live := time.NewTicker(o.Interval)
 	defer live.Stop()
+	var seriesTick <-chan time.Time
+	if o.Series {
+		tk := time.NewTicker(seriesInterval)
+		defer tk.Stop()
+		seriesTick = tk.C
+		s.samplers = map[uint64]map[metric.ID]*report.Sampler{}
+	}
 	cmdExited := false
 	everTracked := false
 
@@ -211,6 +241,12 @@ loop:
 		case <-cmdDone:
 			cmdExited = true
 			cmdDone = nil
+		case <-s.actDone:
+			s.actDone = nil
+			if s.actStop {
+				fmt.Fprintln(o.Log, "rtscope watch: SLO violated: stopping after the on-threshold actions (add continue to go on)")
+				break loop
+			}
 		case <-poll.C:
 			if err := s.poll(); err != nil {
 				return nil, err
@@ -224,6 +260,8 @@ loop:
 			if s.targetsGone(launched != nil, cmdExited, everTracked) {
 				break loop
 			}
+		case <-seriesTick:
+			s.sampleSeries()
 		case <-live.C:
 			if !o.Quiet {
 				s.refresh()
@@ -231,6 +269,10 @@ loop:
 				fmt.Fprintln(o.Out)
 			}
 		}
+	}
+	if s.actDone != nil {
+		<-s.actDone // on-threshold actions still running: let them finish
+		s.actDone = nil
 	}
 	stoppedCmd := launched != nil && !cmdExited
 	if stoppedCmd {
@@ -251,10 +293,17 @@ loop:
 		return nil, err
 	}
 	s.refresh()
+	if o.Series {
+		s.sampleSeries() // the last, partial interval
+	}
 	rep := s.build()
 	if launched != nil {
 		rep.Command = commandResult(o.Targets.Command, launched.Cmd.ProcessState, stoppedCmd)
 	}
+	// Headline first: whether each task is healthy and, if not, why mostly;
+	// the full tables follow (those of exited tasks came when they exited).
+	fmt.Fprintln(o.Out)
+	report.WriteHeadlines(o.Out, rep.Tasks)
 	for _, t := range rep.Tasks {
 		if !s.final[t.ID()] {
 			report.Final(o.Out, t, o.Traces)
@@ -268,6 +317,9 @@ loop:
 		if err := rep.WriteJSON(o.JSONPath); err != nil {
 			return rep, fmt.Errorf("writing %s: %w", o.JSONPath, err)
 		}
+	}
+	if len(o.OnEnd) > 0 {
+		o.OnEnd.Run(s.endEvent(rep), o.Log)
 	}
 	return rep, nil
 }
@@ -355,6 +407,7 @@ func (s *session) poll() error {
 			exits = append(exits, n)
 		}
 	}
+	var first *explained
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err == nil {
@@ -369,8 +422,11 @@ func (s *session) poll() error {
 				}
 				s.traces[n.Id][metric.ID(n.Metric)] = tr
 			}
-			s.explainViolations(snap, viols)
+			first = s.explainViolations(snap, viols)
 		}
+	}
+	if len(viols) > 0 && len(s.o.OnThreshold) > 0 {
+		s.threshold(viols, first)
 	}
 	for _, n := range exits {
 		s.finish(n.Id)
@@ -378,12 +434,22 @@ func (s *session) poll() error {
 	return nil
 }
 
+// explained is one SLO violation with its window and what the analysis said.
+type explained struct {
+	n  engine.Notice
+	t  *report.Task
+	tr *trace.Trace
+	e  report.Explanation
+}
+
 // explainViolations explains the window of each SLO violation noticed,
-// within the budget, into its task's and metric's cause histogram.
-func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice) {
+// within the budget, into its task's and metric's cause histogram. It
+// returns the first explained, nil when none was.
+func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice) *explained {
 	if s.o.Explain == nil || len(viols) == 0 {
-		return
+		return nil
 	}
+	var first *explained
 	now := time.Now()
 	if now.Sub(s.budgetStart) >= time.Second {
 		s.budgetStart, s.budgetUsed = now, 0
@@ -414,8 +480,13 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		}
 		tr := snap.Cut(trace.Window{Metric: m.String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
 			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
-		v.Add(s.o.Explain(t, m, tr), n.Value, tr)
+		e := s.o.Explain(t, m, tr)
+		v.Add(e, n.Value, tr)
+		if first == nil {
+			first = &explained{n: n, t: t, tr: tr, e: e}
+		}
 	}
+	return first
 }
 
 // violations returns the cause histogram of a metric's SLO violations, or
@@ -469,7 +540,12 @@ func (s *session) finish(id uint64) {
 		return
 	}
 	t := report.FromStats(st)
+	if s.samplers != nil {
+		s.sample(st) // its last interval
+	}
 	s.attach(t)
+	delete(s.samplers, id) // in t now
+	report.Judge(t)
 	s.tasks[id] = t
 	s.final[id] = true
 	delete(s.traces, id) // decoded into t
@@ -514,6 +590,7 @@ func (s *session) attach(t *report.Task) {
 	for _, m := range metric.All() {
 		if rm := t.Metrics[m.String()]; rm != nil {
 			rm.ViolationCauses = s.violations(t.ID(), m, rm)
+			rm.Series = s.samplers[t.ID()][m].Series()
 		}
 	}
 	delete(s.viol, t.ID())
@@ -554,7 +631,7 @@ func (s *session) build() *report.Report {
 		Features:   report.Features{Trace: s.eng.Tracing(), Steal: s.eng.Features.Steal.Method},
 		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
-			Stacks:          c[engine.CounterStackLost]},
+			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
 	}
 	if err := s.eng.Features.UserReturn; err != nil {
 		rep.Features.UserReturn = "unavailable: " + err.Error()
@@ -571,6 +648,7 @@ func (s *session) build() *report.Report {
 		if !s.final[t.ID()] {
 			s.attach(t) // exited tasks got theirs in their final report
 		}
+		report.Judge(t)
 	}
 	if end, err := engine.StealTotals(); err == nil {
 		for cpu, v := range end {
@@ -583,6 +661,9 @@ func (s *session) build() *report.Report {
 		}
 	}
 	rep.Steal = s.steal
+	if len(s.o.OnThreshold) > 0 {
+		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
+	}
 	for _, t := range rep.Tasks {
 		for _, m := range t.Metrics {
 			if m.Worst != nil && m.Worst.Truncated {
@@ -597,5 +678,49 @@ func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated)
+	if l.TrackingDeferred > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) tracked from their next switch-in: the kernel's task storage was busy when they appeared\n",
+			l.TrackingDeferred)
+	}
 	report.WriteSteal(s.o.Out, rep.Steal, rep.DurationNs)
+	if a := rep.Actions; a != nil {
+		fmt.Fprintf(s.o.Out, "rtscope watch: on-threshold actions ran %d time(s); %d violation(s) came while they ran or after the stop\n",
+			a.ThresholdFired, a.ThresholdSkipped)
+	}
+}
+
+// seriesInterval is the resolution of the series over time (Options.Series).
+const seriesInterval = time.Second
+
+// sampleSeries adds a point to the series of every live task.
+func (s *session) sampleSeries() {
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return
+	}
+	for _, st := range all {
+		if !s.final[st.Id] {
+			s.sample(st)
+		}
+	}
+}
+
+// sample adds the interval ending now to the series of one task's metrics
+// that have samples.
+func (s *session) sample(st *engine.TaskStats) {
+	t := uint64(time.Since(s.started))
+	for _, m := range metric.All() {
+		if st.M[m].Count == 0 {
+			continue
+		}
+		if s.samplers[st.Id] == nil {
+			s.samplers[st.Id] = map[metric.ID]*report.Sampler{}
+		}
+		sp := s.samplers[st.Id][m]
+		if sp == nil {
+			sp = report.NewSampler(uint64(seriesInterval))
+			s.samplers[st.Id][m] = sp
+		}
+		sp.Add(t, report.MetricStats(st, m))
+	}
 }
