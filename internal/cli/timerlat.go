@@ -45,6 +45,11 @@ func runTimerlat(args []string) int {
 			return Fail("timerlat", err)
 		}
 	}
+	if o.PerfettoFile != "" {
+		if err := timerlat.WritePerfetto(o.PerfettoFile, res); err != nil {
+			fmt.Fprintf(os.Stderr, "rtscope timerlat: %v\n", err)
+		}
+	}
 	timerlat.End(res, &o, o.JSONFile, os.Stderr)
 	return timerlat.ExitStatus(res)
 }

@@ -75,6 +75,7 @@ func runWatch(args []string) int {
 	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")
 	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout; the text report then goes to stderr)")
+	perfettoPath := fs.String("perfetto", "", "write every worst-case and violation window as a Perfetto trace to FILE (open it in ui.perfetto.dev)")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
@@ -133,6 +134,10 @@ func runWatch(args []string) int {
 	}
 	if *interval <= 0 {
 		return Fail("watch", errors.New("--interval must be positive"))
+	}
+	o.PerfettoPath = *perfettoPath
+	if *noTrace && *perfettoPath != "" {
+		return Fail("watch", errors.New("--perfetto draws the recorded windows: it needs the flight recorder (drop --no-trace)"))
 	}
 	if *noTrace && *traces {
 		return Fail("watch", errors.New("--traces and --no-trace conflict"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
@@ -145,3 +146,21 @@ func End(r *Result, o *Options, jsonFile string, log io.Writer) {
 
 // DefaultEndFile is where the trace action of --on-end saves the JSON results.
 const DefaultEndFile = "timerlat_results.json"
+
+// WritePerfetto writes the window of the stop as a Perfetto trace
+// (--perfetto); a run without a stop has no window, and says so.
+func WritePerfetto(path string, r *Result) error {
+	if r.Stop == nil {
+		return fmt.Errorf("--perfetto: no stop threshold was reached: no window to write")
+	}
+	if r.Trace == nil {
+		return fmt.Errorf("--perfetto: the window of the stop could not be cut (%v)", r.TraceErr)
+	}
+	st := r.Stop
+	w := perfetto.Window{Title: fmt.Sprintf("timerlat stop: CPU %d %s latency %s us >= %d us", st.CPU, ctxTitle[st.Context],
+		usString(st.Value), st.ThresholdUs), Trace: r.Trace, Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause}
+	if err := perfetto.WriteFile(path, []perfetto.Window{w}); err != nil {
+		return fmt.Errorf("--perfetto: writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -32,6 +32,7 @@ type Options struct {
 	NoAA         bool          // --no-aa
 	TraceFile    string        // -t [file]; "": no trace saved
 	JSONFile     string        // --json FILE ("-": stdout)
+	PerfettoFile string        // --perfetto FILE: the stop's window as a Perfetto trace
 	Cyclictest   bool          // --cyclictest: cyclictest's output format
 	// OnThreshold runs when a stop threshold is reached (after the
 	// auto-analysis); with continue the run goes on and fires them again
@@ -141,6 +142,7 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	fs.BoolVar(&noAA, "no-aa", false, "no auto-analysis on a stop")
 	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [`file`|"+DefaultTraceFile+"]")
 	fs.Lookup("trace").NoOptDefVal = DefaultTraceFile
+	fs.StringVar(&o.PerfettoFile, "perfetto", "", "write the window of the stop as a Perfetto trace to `FILE` (open it in ui.perfetto.dev)")
 	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	var onThreshold, onEnd []string
 	fs.StringArrayVar(&onThreshold, "on-threshold", nil, "`action` when -i/-T is reached, after the auto-analysis (repeatable): trace[,file=F],\nsignal,num=SIG,pid=PID|parent, shell,command=CMD, continue (keep measuring)")
@@ -262,6 +264,9 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	}
 	if o.OnEnd, err = action.ParseList("on-end", onEnd, true); err != nil {
 		return o, false, err
+	}
+	if o.PerfettoFile != "" && o.IRQStopUs == 0 && o.ThreadStopUs == 0 {
+		return o, false, errors.New("--perfetto draws the window of the sample that stops the run: it needs -i, -T, -a or --aa-only")
 	}
 	if len(o.OnThreshold) > 0 && o.IRQStopUs == 0 && o.ThreadStopUs == 0 {
 		return o, false, errors.New("--on-threshold acts when a stop threshold is reached: it needs -i, -T, -a or --aa-only")

@@ -19,6 +19,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
@@ -52,6 +53,9 @@ type Options struct {
 	StackAfter *time.Duration
 	SLO        slo.Set
 	JSONPath   string
+	// PerfettoPath: write every worst-case and violation window as a
+	// Perfetto trace (internal/perfetto).
+	PerfettoPath string
 	// Series: record each metric over time, one point a second
 	// (report.Series), for the HTML report.
 	Series bool
@@ -313,10 +317,8 @@ loop:
 	if o.Stopped != nil {
 		o.Stopped(eng)
 	}
-	if o.JSONPath != "" {
-		if err := rep.WriteJSON(o.JSONPath); err != nil {
-			return rep, fmt.Errorf("writing %s: %w", o.JSONPath, err)
-		}
+	if err := writeOutputs(rep, o); err != nil {
+		return rep, err
 	}
 	if len(o.OnEnd) > 0 {
 		o.OnEnd.Run(s.endEvent(rep), o.Log)
@@ -723,4 +725,19 @@ func (s *session) sample(st *engine.TaskStats) {
 		}
 		sp.Add(t, report.MetricStats(st, m))
 	}
+}
+
+// writeOutputs writes the report's files: JSON, Perfetto trace.
+func writeOutputs(rep *report.Report, o Options) error {
+	if o.JSONPath != "" {
+		if err := rep.WriteJSON(o.JSONPath); err != nil {
+			return fmt.Errorf("writing %s: %w", o.JSONPath, err)
+		}
+	}
+	if o.PerfettoPath != "" {
+		if err := perfetto.WriteFile(o.PerfettoPath, perfetto.Windows(rep)); err != nil {
+			return fmt.Errorf("writing the Perfetto trace %s: %w", o.PerfettoPath, err)
+		}
+	}
+	return nil
 }

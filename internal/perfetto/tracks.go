@@ -1,0 +1,358 @@
+package perfetto
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/units"
+)
+
+// Track uuids: any value unique in the trace but 0 (the trace-global track).
+const (
+	uuidWindows = 0x7274_7363_6f70_6501 // "rtscope" in ASCII, then 01: the group of the windows
+	uuidCPUs    = 0x7274_7363_6f70_6502 // group of the per-CPU tracks
+	uuidWindow0 = 1 << 40               // + index of the window
+	uuidCPU0    = 2 << 40               // + 2*cpu + trackTimers or trackOther
+)
+
+// The two tracks of a CPU: slices of one track must nest, and on
+// PREEMPT_RT a threaded handler and a timer callback run in threads, so
+// they may overlap without nesting.
+const (
+	trackTimers = iota // timer callbacks
+	trackOther         // threaded IRQ handlers, sleeps, stacks, steal, returns, exits
+)
+
+// tev is one track event to write at ts.
+type tev struct {
+	ts uint64
+	m  *msg
+}
+
+// trackEvents writes rtscope's tracks: a slice per window carrying the
+// verdict, and per CPU the events ftrace has no event for.
+func (o *writer) trackEvents(first uint64, ws []Window, byCPU map[int][]event) error {
+	var evs []tev
+	o.descriptor(first, uuidWindows, 0, "rtscope windows",
+		"One track per window rtscope explained: select its slice for the verdict, the cause and the breakdown.",
+		func(d *msg) { d.varint(fTrackDescChildOrder, childOrderChrono) })
+	for i, w := range ws {
+		tr := w.Trace
+		if tr == nil {
+			continue
+		}
+		uuid := uint64(uuidWindow0 + i)
+		o.descriptor(first, uuid, uuidWindows, w.Title, w.Verdict,
+			func(d *msg) { d.varint(fTrackDescSiblingMrg, siblingMergeNone) })
+		anns, err := windowAnnotations(w)
+		if err != nil {
+			return err
+		}
+		name := w.Cause
+		if name == "" {
+			name = w.Title
+		}
+		end := tr.End
+		if end < tr.Start {
+			end = tr.Start
+		}
+		evs = append(evs, tev{tr.Start, trackEvent(typeSliceBegin, uuid, name, anns)},
+			tev{end, trackEvent(typeSliceEnd, uuid, "", nil)})
+	}
+	grouped := false
+	for _, cpu := range sortedCPUs(byCPU) {
+		tracks := cpuTrackEvents(cpu, byCPU[cpu])
+		for k, what := range [2]string{"timer callbacks", "rtscope events"} {
+			if len(tracks[k]) == 0 {
+				continue
+			}
+			if !grouped {
+				o.descriptor(first, uuidCPUs, 0, "rtscope CPU events",
+					"Per CPU, the events rtscope records that ftrace has no event for: timer callbacks, threaded IRQ handlers, sleeps, stack samples, hypervisor steal.",
+					func(d *msg) { d.varint(fTrackDescChildOrder, childOrderExplicit) })
+				grouped = true
+			}
+			rank := 2*cpu + k
+			o.descriptor(first, cpuTrack(cpu, k), uuidCPUs, fmt.Sprintf("CPU %d %s", cpu, what), "",
+				func(d *msg) { d.sint(fTrackDescSiblingRank, int64(rank)) })
+			evs = append(evs, tracks[k]...)
+		}
+	}
+	// Stable: a slice's begin stays before its end at the same time.
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].ts < evs[j].ts })
+	for _, e := range evs {
+		var p msg
+		p.varint(fPacketTimestamp, e.ts)
+		p.varint(fPacketSequenceID, seqTracks)
+		p.sub(fPacketTrackEvent, e.m)
+		o.packet(&p)
+	}
+	return nil
+}
+
+func cpuTrack(cpu, k int) uint64 { return uint64(uuidCPU0 + 2*cpu + k) }
+
+// descriptor writes a TrackDescriptor. The first packet of the sequence
+// says its incremental state starts there, as Perfetto's writers do.
+func (o *writer) descriptor(ts, uuid, parent uint64, name, desc string, more func(*msg)) {
+	var d msg
+	d.varint(fTrackDescUUID, uuid)
+	d.str(fTrackDescName, name)
+	if parent != 0 {
+		d.varint(fTrackDescParentUUID, parent)
+	}
+	if desc != "" {
+		d.str(fTrackDescDesc, desc)
+	}
+	if more != nil {
+		more(&d)
+	}
+	var p msg
+	p.varint(fPacketTimestamp, ts)
+	p.varint(fPacketSequenceID, seqTracks)
+	if !o.trackSeqStarted {
+		p.varint(fPacketSequenceFlags, seqIncrementalStateClrd)
+		o.trackSeqStarted = true
+	}
+	p.sub(fPacketTrackDescriptor, &d)
+	o.packet(&p)
+}
+
+func trackEvent(typ, uuid uint64, name string, anns []*msg) *msg {
+	var te msg
+	te.varint(fTrackEventType, typ)
+	te.varint(fTrackEventTrackUUID, uuid)
+	if name != "" {
+		te.str(fTrackEventName, name)
+	}
+	for _, a := range anns {
+		te.sub(fTrackEventAnnotations, a)
+	}
+	return &te
+}
+
+// Debug annotations (non-interned names), shown as the slice's arguments.
+
+func annString(name, v string) *msg {
+	var a msg
+	a.str(fAnnotName, name)
+	a.str(fAnnotString, v)
+	return &a
+}
+
+func annUint(name string, v uint64) *msg {
+	var a msg
+	a.str(fAnnotName, name)
+	a.varint(fAnnotUint, v)
+	return &a
+}
+
+func annInt(name string, v int64) *msg {
+	var a msg
+	a.str(fAnnotName, name)
+	a.sint(fAnnotInt, v)
+	return &a
+}
+
+func annBool(name string, v bool) *msg {
+	var a msg
+	a.str(fAnnotName, name)
+	a.boolean(fAnnotBool, v)
+	return &a
+}
+
+// annStrings is an array of strings (a stack, the breakdown's lines).
+func annStrings(name string, vs []string) *msg {
+	var a msg
+	a.str(fAnnotName, name)
+	for _, v := range vs {
+		var e msg
+		e.str(fAnnotString, v)
+		a.sub(fAnnotArrayValues, &e)
+	}
+	return &a
+}
+
+// detail is what the annotations show of an analysis result
+// (analysis.Result), read from its JSON so that any result of that shape
+// does.
+type detail struct {
+	Culprit   string `json:"culprit"`
+	Breakdown []struct {
+		Phase   string  `json:"phase"`
+		Kind    string  `json:"kind"`
+		Label   string  `json:"label"`
+		Ns      uint64  `json:"ns"`
+		Percent float64 `json:"percent"`
+		CPU     int     `json:"cpu"`
+	} `json:"breakdown"`
+}
+
+// windowAnnotations are the arguments of a window's slice.
+func windowAnnotations(w Window) ([]*msg, error) {
+	tr := w.Trace
+	var a []*msg
+	if w.Verdict != "" {
+		a = append(a, annString("verdict", w.Verdict))
+	}
+	if w.Cause != "" {
+		a = append(a, annString("cause", w.Cause))
+	}
+	cpus := make([]string, len(tr.CPUs))
+	for i, c := range tr.CPUs {
+		cpus[i] = strconv.Itoa(c)
+	}
+	a = append(a, annString("metric", tr.Metric), annUint("tid", uint64(tr.TID)), annUint("value_ns", tr.Value),
+		annUint("start_ns", tr.Start), annUint("end_ns", tr.End), annString("cpus", strings.Join(cpus, ",")))
+	if tr.Truncated {
+		a = append(a, annBool("truncated", true))
+	}
+	if tr.Note != "" {
+		a = append(a, annString("note", tr.Note))
+	}
+	if w.Detail == nil {
+		return a, nil
+	}
+	b, err := json.Marshal(w.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("window %q: analysis: %w", w.Title, err)
+	}
+	var d detail
+	if json.Unmarshal(b, &d) == nil { // another shape has no breakdown to show
+		if d.Culprit != "" {
+			a = append(a, annString("culprit", d.Culprit))
+		}
+		if len(d.Breakdown) > 0 {
+			lines := make([]string, len(d.Breakdown))
+			for i, it := range d.Breakdown {
+				where := it.Phase
+				if it.CPU >= 0 {
+					where += ", CPU " + strconv.Itoa(it.CPU)
+				}
+				lines[i] = fmt.Sprintf("%.1f%% %s us %s: %s [%s]", it.Percent, units.Us(it.Ns), it.Kind, it.Label, where)
+			}
+			a = append(a, annStrings("breakdown", lines))
+		}
+	}
+	return append(a, annString("analysis", string(b))), nil
+}
+
+// cpuTrackEvents turns the events of a CPU that ftrace has no event for into
+// track events on the CPU's two tracks: entries and exits paired into
+// slices, anything else (and an entry or exit whose pair is not in the
+// windows) an instant.
+func cpuTrackEvents(cpu int, evs []event) [2][]tev {
+	// Pair entries and exits: an exit closes the innermost open entry of
+	// the same key; entries above it lost their exit. Every slice then
+	// nests, as Perfetto requires of a track.
+	pairs := map[int]bool{}
+	var open [2][]int
+	for i, ev := range evs {
+		k, key, entry, ok := pairing(ev)
+		if !ok {
+			continue
+		}
+		if entry {
+			open[k] = append(open[k], i)
+			continue
+		}
+		for j := len(open[k]) - 1; j >= 0; j-- {
+			if _, key2, _, _ := pairing(evs[open[k][j]]); key2 == key {
+				pairs[i], pairs[open[k][j]] = true, true
+				open[k] = open[k][:j]
+				break
+			}
+		}
+	}
+	var out [2][]tev
+	add := func(k int, ts uint64, typ uint64, name string, anns ...*msg) {
+		out[k] = append(out[k], tev{ts, trackEvent(typ, cpuTrack(cpu, k), name, anns)})
+	}
+	for i, ev := range evs {
+		e := ev.e
+		switch e.Type {
+		case "switch", "wakeup", "migrate", "irq_entry", "irq_exit", "softirq_entry", "softirq_exit":
+			continue // ftrace events
+		case "timer_entry", "timer_exit":
+			var anns []*msg
+			anns = append(anns, annBool("hardirq", e.HardIRQ))
+			if e.ExpiryT != nil {
+				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
+			}
+			switch {
+			case pairs[i] && e.Type == "timer_entry":
+				add(trackTimers, ev.ts, typeSliceBegin, e.Function, anns...)
+			case pairs[i]:
+				add(trackTimers, ev.ts, typeSliceEnd, "")
+			default:
+				add(trackTimers, ev.ts, typeInstant, e.Type+" "+e.Function, anns...)
+			}
+		case "handler_entry", "handler_exit":
+			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}
+			if e.IRQ != nil {
+				anns = append(anns, annInt("irq", int64(*e.IRQ)))
+			}
+			switch {
+			case pairs[i] && e.Type == "handler_entry":
+				add(trackOther, ev.ts, typeSliceBegin, "handler "+IRQName(e), anns...)
+			case pairs[i]:
+				add(trackOther, ev.ts, typeSliceEnd, "")
+			default:
+				add(trackOther, ev.ts, typeInstant, e.Type+" "+IRQName(e), anns...)
+			}
+		case "sleep":
+			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annString("state", e.State)}
+			if e.Reason != "" {
+				anns = append(anns, annString("reason", e.Reason))
+			}
+			if e.ExpiryT != nil {
+				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
+			}
+			if len(e.Stack) > 0 {
+				anns = append(anns, annStrings("stack", e.Stack))
+			}
+			add(trackOther, ev.ts, typeInstant, "sleep "+e.Comm, anns...)
+		case "stack":
+			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annUint("waiting_tid", uint64(e.WaitingTID))}
+			if e.Reason != "" {
+				anns = append(anns, annString("reason", e.Reason))
+			}
+			if len(e.Stack) > 0 {
+				anns = append(anns, annStrings("stack", e.Stack))
+			}
+			add(trackOther, ev.ts, typeInstant, "stack of "+e.Comm, anns...)
+		case "steal":
+			anns := []*msg{annUint("steal_ns", e.StealNs)}
+			if e.SinceT != nil {
+				anns = append(anns, annInt("since_ns", *absRel(e.SinceT, ev.start)))
+			}
+			add(trackOther, ev.ts, typeInstant, "steal "+units.Us(e.StealNs)+" us", anns...)
+		case "user_return", "exit":
+			add(trackOther, ev.ts, typeInstant, e.Type+" "+e.Comm, annUint("tid", uint64(e.TID)), annString("comm", e.Comm))
+		default:
+			b, _ := json.Marshal(e) // plain data: cannot fail
+			add(trackOther, ev.ts, typeInstant, e.Type, annString("event", string(b)))
+		}
+	}
+	return out
+}
+
+// pairing tells which track an entry or exit event is on, the key its pair
+// has, and whether it is the entry; ok is false for other events.
+func pairing(ev event) (track int, key string, entry, ok bool) {
+	e := ev.e
+	switch e.Type {
+	case "timer_entry", "timer_exit":
+		return trackTimers, e.Function + "/" + strconv.FormatBool(e.HardIRQ), e.Type == "timer_entry", true
+	case "handler_entry", "handler_exit":
+		irq := -1
+		if e.IRQ != nil {
+			irq = *e.IRQ
+		}
+		return trackOther, strconv.Itoa(irq) + "/" + strconv.FormatUint(uint64(e.TID), 10), e.Type == "handler_entry", true
+	}
+	return 0, "", false, false
+}
