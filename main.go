@@ -3,21 +3,19 @@ package main
 
 import (
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/rtscope/rtscope/internal/cli"
+	"github.com/rtscope/rtscope/internal/target"
 )
 
 func main() {
 	// Go's asynchronous preemption sends signals to goroutines that run for
 	// long; rtscope's real-time threads (scenarios, timerlat) must never get
-	// them. The setting is read at start-up only, hence the re-exec.
-	if !strings.Contains(os.Getenv("GODEBUG"), "asyncpreemptoff=1") {
-		env := append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-		if g := os.Getenv("GODEBUG"); g != "" {
-			env = append(os.Environ(), "GODEBUG="+g+",asyncpreemptoff=1")
-		}
+	// them. The setting is read at start-up only, hence the re-exec, once:
+	// target.ReexecMarker says it happened (and keeps the user's GODEBUG
+	// for the commands rtscope launches).
+	if env, ok := target.ReexecEnv(os.Environ()); ok {
 		if exe, err := os.Executable(); err == nil {
 			_ = syscall.Exec(exe, os.Args, env) // returns only on failure: run as is
 		}

@@ -3,10 +3,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Command is one rtscope subcommand.
@@ -71,4 +74,14 @@ func usage() {
 func Fail(cmd string, err error) int {
 	fmt.Fprintf(os.Stderr, "rtscope %s: %v\n", cmd, err)
 	return 1
+}
+
+// stopSignals returns a context that ends on the signals that end a run:
+// Ctrl-C, SIGTERM, SIGHUP (a closed terminal) and SIGPIPE (stdout's reader
+// gone, as with `| head`). The run then ends as at its duration: the final
+// report and files are written (the text to a closed pipe is lost, the
+// files are not); without this, SIGHUP and SIGPIPE killed rtscope with no
+// report at all.
+func stopSignals() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 }

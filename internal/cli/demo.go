@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -54,7 +52,7 @@ func runDemo(args []string) int {
 	if *dur < time.Second || *dur > 10*time.Minute {
 		return Fail("demo", fmt.Errorf("--duration %v is outside 1s to 10m", *dur))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	d := demo{ctx: ctx, dur: *dur, traces: *traces, out: os.Stdout}
 	if fs.NArg() == 1 {

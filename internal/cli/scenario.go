@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -115,7 +112,7 @@ func runOneScenario(args []string) int {
 	if !*quiet {
 		cfg.Out = os.Stdout
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	if _, err := s.Run(ctx, cfg); err != nil {
 		return Fail("scenario run", err)

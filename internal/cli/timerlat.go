@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/trace"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -28,7 +25,7 @@ func runTimerlat(args []string) int {
 	if err != nil {
 		return Fail("timerlat", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	_, ttyErr := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
 	env := timerlat.Env{Out: os.Stdout, Err: os.Stderr, OnStop: timerlatStopHook(), TTY: ttyErr == nil}

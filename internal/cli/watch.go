@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -192,7 +189,7 @@ func runWatch(args []string) int {
 		fmt.Fprintln(os.Stderr, "rtscope watch: attached and tracking; Ctrl-C to stop")
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	rep, err := watch.Run(ctx, o)
 	if err != nil {

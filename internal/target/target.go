@@ -137,6 +137,7 @@ func Launch(argv []string) (*Launched, error) {
 	runtime.LockOSThread()
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = UserEnv(os.Environ()) // not rtscope's GODEBUG (see main.go)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
 		runtime.UnlockOSThread()

@@ -1,0 +1,62 @@
+package tests
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSignalsEndTheRun: SIGINT, SIGTERM, SIGHUP and SIGPIPE end a watch as
+// its duration would: the report is written, the launched command is
+// stopped (not orphaned), and the status is 0. Before, SIGHUP and SIGPIPE
+// killed rtscope without a report.
+func TestSignalsEndTheRun(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			d := t.TempDir()
+			js, pidf := filepath.Join(d, "r.json"), filepath.Join(d, "pid")
+			cmd := exec.Command(rtscope, "watch", "-q", "--json", js, "--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 60")
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() && !strings.Contains(sc.Text(), "attached and tracking") {
+			}
+			time.Sleep(300 * time.Millisecond) // the command wrote its pid
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if err != nil {
+				t.Errorf("rtscope ended with %v after %v; want status 0", err, sig)
+			}
+			if _, err := os.Stat(js); err != nil {
+				t.Errorf("no report after %v: %v", sig, err)
+			}
+			b, _ := os.ReadFile(pidf)
+			if pid := strings.TrimSpace(string(b)); pid == "" {
+				t.Errorf("the command did not start")
+			} else if _, err := os.Stat("/proc/" + pid); err == nil {
+				t.Errorf("the launched command %s still runs after rtscope's %v", pid, sig)
+				exec.Command("kill", "-9", pid).Run()
+			}
+		})
+	}
+	t.Run("SIGPIPE", func(t *testing.T) {
+		js := filepath.Join(t.TempDir(), "r.json")
+		// head exits after the first line of the live table: the next
+		// write gets EPIPE, which ends the run.
+		out, err := exec.Command("bash", "-o", "pipefail", "-c",
+			rtscope+" watch -i 100ms --json "+js+" -- sleep 60 | head -1").CombinedOutput()
+		if err != nil {
+			t.Errorf("rtscope | head -1: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(js); err != nil {
+			t.Errorf("no report after SIGPIPE: %v", err)
+		}
+	})
+}
