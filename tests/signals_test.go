@@ -60,3 +60,29 @@ func TestSignalsEndTheRun(t *testing.T) {
 		}
 	})
 }
+
+// TestOutputFiles: a bad output path fails before the run, not after it;
+// a symlink at the destination is replaced, not followed; a failed write
+// keeps the previous file and is an error.
+func TestOutputFiles(t *testing.T) {
+	d := t.TempDir()
+	start := time.Now()
+	out, err := exec.Command(rtscope, "watch", "-q", "-d", "60s", "--json", filepath.Join(d, "missing", "r.json"), "--", "sleep", "60").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || time.Since(start) > 30*time.Second {
+		t.Errorf("--json in a missing directory: %v after %v; want status 1 at once\n%s", err, time.Since(start), out)
+	}
+	victim, link := filepath.Join(d, "victim"), filepath.Join(d, "r.json")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	os.Symlink(victim, link)
+	watch(t, "--", "true") // a plain run first: the helper writes its own file
+	if out, err := exec.Command(rtscope, "watch", "-q", "--json", link, "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("the symlink's target was overwritten: %q", b)
+	}
+	out, err = exec.Command(rtscope, "timerlat", "-q", "-c", lastCPU(), "-d", "1", "--json", "/dev/full").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "no space") {
+		t.Errorf("timerlat --json /dev/full: %v; want status 1 naming the error\n%s", err, out)
+	}
+}

@@ -25,6 +25,11 @@ func runTimerlat(args []string) int {
 	if err != nil {
 		return Fail("timerlat", err)
 	}
+	out, err := timerlat.OpenOutputs(&o)
+	if err != nil {
+		return Fail("timerlat", err)
+	}
+	defer out.Abort()
 	ctx, stop := stopSignals()
 	defer stop()
 	_, ttyErr := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
@@ -37,13 +42,13 @@ func runTimerlat(args []string) int {
 	if o.JSONFile != "-" {
 		timerlat.Print(os.Stdout, res, &o)
 	}
-	if o.JSONFile != "" {
-		if err := timerlat.WriteJSONFile(o.JSONFile, res, &o); err != nil {
+	if out.JSON != nil {
+		if err := timerlat.WriteJSONFile(out.JSON, res, &o); err != nil {
 			return Fail("timerlat", err)
 		}
 	}
-	if o.PerfettoFile != "" {
-		if err := timerlat.WritePerfetto(o.PerfettoFile, res); err != nil {
+	if out.Perfetto != nil {
+		if err := timerlat.WritePerfetto(out.Perfetto, res); err != nil {
 			fmt.Fprintf(os.Stderr, "rtscope timerlat: %v\n", err)
 		}
 	}

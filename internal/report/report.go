@@ -7,12 +7,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/sched"
 	"github.com/rtscope/rtscope/internal/trace"
 )
@@ -293,18 +294,19 @@ func (r *Report) Sort() {
 	})
 }
 
-// WriteJSON writes the report to path ("-" for stdout), compact (it is for
-// machines: `jq .` indents it), streamed to the file.
+// WriteJSON writes the report to path ("-" for stdout) through
+// internal/outfile: complete or not at all.
 func (r *Report) WriteJSON(path string) error {
-	w := os.Stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	f, err := outfile.Create(path)
+	if err != nil {
+		return err
 	}
+	return f.Fill(r.EncodeJSON)
+}
+
+// EncodeJSON writes the report as one compact JSON document (it is for
+// machines: `jq .` indents it), streamed.
+func (r *Report) EncodeJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if err := json.NewEncoder(bw).Encode(r); err != nil {
 		return err

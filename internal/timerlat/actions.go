@@ -10,6 +10,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/trace"
 )
@@ -148,19 +149,60 @@ func End(r *Result, o *Options, jsonFile string, log io.Writer) {
 const DefaultEndFile = "timerlat_results.json"
 
 // WritePerfetto writes the window of the stop as a Perfetto trace
-// (--perfetto); a run without a stop has no window, and says so.
-func WritePerfetto(path string, r *Result) error {
+// (--perfetto, opened at the start); a run without a stop has no window,
+// and says so (the previous file, if any, is kept).
+func WritePerfetto(f *outfile.File, r *Result) error {
 	if r.Stop == nil {
+		f.Abort()
 		return fmt.Errorf("--perfetto: no stop threshold was reached: no window to write")
 	}
 	if r.Trace == nil {
+		f.Abort()
 		return fmt.Errorf("--perfetto: the window of the stop could not be cut (%v)", r.TraceErr)
 	}
 	st := r.Stop
 	w := perfetto.Window{Title: fmt.Sprintf("timerlat stop: CPU %d %s latency %s us >= %d us", st.CPU, ctxTitle[st.Context],
 		usString(st.Value), st.ThresholdUs), Trace: r.Trace, Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause}
-	if err := perfetto.WriteFile(path, []perfetto.Window{w}); err != nil {
-		return fmt.Errorf("--perfetto: writing %s: %w", path, err)
+	if err := f.Fill(func(out io.Writer) error { return perfetto.Write(out, []perfetto.Window{w}) }); err != nil {
+		return fmt.Errorf("--perfetto: %w", err)
 	}
 	return nil
+}
+
+// Outputs are timerlat's output files, opened before the run so that a bad
+// path fails at once (internal/outfile). -t is only checked: the trace is
+// written at the stop.
+type Outputs struct {
+	JSON, Perfetto *outfile.File
+}
+
+// OpenOutputs opens the files of --json and --perfetto and checks -t's.
+func OpenOutputs(o *Options) (*Outputs, error) {
+	var out Outputs
+	var err error
+	if o.TraceFile != "" {
+		f, err := outfile.Create(o.TraceFile)
+		if err != nil {
+			return nil, fmt.Errorf("-t: %w", err)
+		}
+		f.Abort()
+	}
+	if o.JSONFile != "" {
+		if out.JSON, err = outfile.Create(o.JSONFile); err != nil {
+			return nil, fmt.Errorf("--json: %w", err)
+		}
+	}
+	if o.PerfettoFile != "" {
+		if out.Perfetto, err = outfile.Create(o.PerfettoFile); err != nil {
+			out.Abort()
+			return nil, fmt.Errorf("--perfetto: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// Abort drops the files not written.
+func (out *Outputs) Abort() {
+	out.JSON.Abort()
+	out.Perfetto.Abort()
 }

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 )
 
 // JSON output: nanoseconds, null for what has no value.
@@ -185,26 +185,21 @@ func engineStats(count, sum, min, max uint64, hist []uint32) metric.Stats {
 	return metric.Stats{Count: count, Sum: sum, Min: min, Max: max, Hist: hist}
 }
 
-// writeJSONFile writes the result to path ("-": stdout).
+// writeJSONFile writes the result to path ("-": stdout), complete or not
+// at all (internal/outfile).
 func writeJSONFile(path string, r *Result, o *Options) error {
-	if path == "-" {
-		return WriteJSON(os.Stdout, r, o)
-	}
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := WriteJSON(f, r, o); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return f.Fill(func(w io.Writer) error { return WriteJSON(w, r, o) })
 }
 
-// WriteJSONFile writes the result to --json's path ("-": stdout).
-func WriteJSONFile(path string, r *Result, o *Options) error {
-	if err := writeJSONFile(path, r, o); err != nil {
-		return fmt.Errorf("--json: writing %s: %w", path, err)
+// WriteJSONFile writes the result to --json's file, opened at the start
+// (see CheckOutputs).
+func WriteJSONFile(f *outfile.File, r *Result, o *Options) error {
+	if err := f.Fill(func(w io.Writer) error { return WriteJSON(w, r, o) }); err != nil {
+		return fmt.Errorf("--json: %w", err)
 	}
 	return nil
 }

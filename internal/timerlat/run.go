@@ -21,6 +21,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
 )
@@ -538,18 +539,18 @@ func finishStop(res *Result, o *Options, env Env) {
 // saveTrace writes the events of the stop's window, times in us from the
 // timer expiry.
 func saveTrace(path string, tr *trace.Trace, st *Stop) error {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
-		return fmt.Errorf("saving the trace: %v", err)
+		return fmt.Errorf("saving the trace: %w", err)
 	}
-	fmt.Fprintf(f, "# rtscope timerlat: %s latency %s us of thread %d on CPU %d; times in us from the timer expiry\n",
+	fmt.Fprintf(f.Writer(), "# rtscope timerlat: %s latency %s us of thread %d on CPU %d; times in us from the timer expiry\n",
 		ctxTitle[st.Context], usString(st.Value), st.TID, st.CPU)
 	if tr.Truncated {
-		fmt.Fprintf(f, "# truncated: %s\n", tr.Note)
+		fmt.Fprintf(f.Writer(), "# truncated: %s\n", tr.Note)
 	}
-	report.WriteTrace(f, tr, "")
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving the trace: %v", err)
+	report.WriteTrace(f.Writer(), tr, "")
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("saving the trace: %w", err)
 	}
 	return nil
 }

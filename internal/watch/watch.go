@@ -19,6 +19,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -136,6 +137,13 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		// last ~40 ms even at 200,000 scheduler events per second and CPU.
 		o.Poll = 10 * time.Millisecond
 	}
+	// Output files are opened now: a bad path fails before the run, not
+	// after it.
+	out, err := openOutputs(o)
+	if err != nil {
+		return nil, err
+	}
+	defer out.abort() // kept only when committed at the end
 	stackAfter := uint64(engine.DefaultStackMinWait)
 	if o.StackAfter != nil {
 		stackAfter = uint64(*o.StackAfter)
@@ -317,7 +325,7 @@ loop:
 	if o.Stopped != nil {
 		o.Stopped(eng)
 	}
-	if err := writeOutputs(rep, o); err != nil {
+	if err := out.write(rep); err != nil {
 		return rep, err
 	}
 	if len(o.OnEnd) > 0 {
@@ -727,17 +735,48 @@ func (s *session) sample(st *engine.TaskStats) {
 	}
 }
 
-// writeOutputs writes the report's files: JSON, Perfetto trace.
-func writeOutputs(rep *report.Report, o Options) error {
-	if o.JSONPath != "" {
-		if err := rep.WriteJSON(o.JSONPath); err != nil {
-			return fmt.Errorf("writing %s: %w", o.JSONPath, err)
+// outputs are the run's output files (internal/outfile).
+type outputs struct {
+	json, perfetto *outfile.File
+}
+
+func openOutputs(o Options) (*outputs, error) {
+	var out outputs
+	for _, f := range []struct {
+		path string
+		dst  **outfile.File
+		flag string
+	}{{o.JSONPath, &out.json, "--json"}, {o.PerfettoPath, &out.perfetto, "--perfetto"}} {
+		if f.path == "" {
+			continue
+		}
+		of, err := outfile.Create(f.path)
+		if err != nil {
+			out.abort()
+			return nil, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.dst = of
+	}
+	return &out, nil
+}
+
+// write writes and commits every output file.
+func (out *outputs) write(rep *report.Report) error {
+	if out.json != nil {
+		if err := out.json.Fill(rep.EncodeJSON); err != nil {
+			return err
 		}
 	}
-	if o.PerfettoPath != "" {
-		if err := perfetto.WriteFile(o.PerfettoPath, perfetto.Windows(rep)); err != nil {
-			return fmt.Errorf("writing the Perfetto trace %s: %w", o.PerfettoPath, err)
+	if out.perfetto != nil {
+		ws := perfetto.Windows(rep)
+		if err := out.perfetto.Fill(func(w io.Writer) error { return perfetto.Write(w, ws) }); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (out *outputs) abort() {
+	out.json.Abort()
+	out.perfetto.Abort()
 }
