@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 	"unsafe"
@@ -412,6 +413,34 @@ func (e *Engine) Close() {
 		c.Close()
 	}
 	e.optional = nil
+	// Assign moved the core programs and maps out of their collection,
+	// whose Close no longer reaches them: without this they stayed loaded
+	// until the garbage collector ran (10 -> 50 fds after one
+	// Load/Attach/Close; demo runs several engines in one process).
+	closeObjects(&e.objs)
+	e.objs.bpfMaps.Close()
+}
+
+// closeObjects closes every exported *ebpf.Program and *ebpf.Map field of
+// the struct v points to (closing twice is harmless).
+func closeObjects(v any) {
+	rv := reflect.ValueOf(v).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		f := rv.Field(i)
+		if !f.CanInterface() {
+			continue // unexported, e.g. the embedded generated maps: closed by their own Close
+		}
+		switch x := f.Interface().(type) {
+		case *ebpf.Program:
+			if x != nil {
+				x.Close()
+			}
+		case *ebpf.Map:
+			if x != nil {
+				x.Close()
+			}
+		}
+	}
 }
 
 // Want registers targets: tids, processes (tgid) and names. Call Scan after
