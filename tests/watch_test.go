@@ -273,7 +273,15 @@ func TestBadInput(t *testing.T) {
 		{"--comm", "x", "--slo", "bogus=5us"}, {"--comm", "x", "--slo", "latency=5furlongs"},
 		{"--comm", "x", "--traces", "--no-trace"}, {"--", "/nonexistent/binary"}, {},
 		{"--comm", "x", "--trace-events", "1000"}, {"--comm", "x", "-H", "4096"}, {"--comm", "x", "-H", "a"},
+		// Empty values and limits, refused up front naming the flag.
+		{"-p", "1", "--"}, {"--comm", "x", "-H", ""}, {"--comm", "x", "--json", ""}, {"--comm", "abcdefghijklmnop"},
+		{"--comm", "x", "--perfetto", "/nonexistent/dir/x.pftrace"},
 	}
+	var many []string
+	for i := 0; i < 300; i++ {
+		many = append(many, "--comm", fmt.Sprintf("c%d", i))
+	}
+	cases = append(cases, many)
 	for _, c := range cases {
 		out, err := exec.Command(rtscope, append([]string{"watch", "-d", "1s"}, c...)...).CombinedOutput()
 		ee, ok := err.(*exec.ExitError)
@@ -284,6 +292,9 @@ func TestBadInput(t *testing.T) {
 		msg := strings.TrimSpace(string(out))
 		if !strings.HasPrefix(msg, "rtscope watch: ") || strings.Count(msg, "\n") > 0 {
 			t.Errorf("%v: want one error line, got %q", c, msg)
+		}
+		if len(c) == len(many) && !strings.Contains(msg, "--comm") || strings.Contains(msg, "argument list too long") {
+			t.Errorf("%v: the error must name the flag and the limit: %q", c[:2], msg)
 		}
 	}
 }

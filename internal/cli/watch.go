@@ -89,10 +89,10 @@ func runWatch(args []string) int {
 	}
 	// Everything after "--" is the command.
 	var command []string
+	dashDash := false
 	for i, a := range args {
 		if a == "--" {
-			command = args[i+1:]
-			args = args[:i]
+			command, args, dashDash = args[i+1:], args[:i], true
 			break
 		}
 	}
@@ -123,8 +123,18 @@ func runWatch(args []string) int {
 	}
 	o.Targets.Comms = *comms
 	o.Targets.Command = command
-	if len(command) == 0 && len(args) > 0 && args[len(args)-1] == "--" {
+	if dashDash && len(command) == 0 {
 		return Fail("watch", errors.New("no command after --"))
+	}
+	for _, f := range []string{"json", "perfetto", "housekeeping"} {
+		if fl := fs.Lookup(f); fl.Changed && fl.Value.String() == "" {
+			return Fail("watch", fmt.Errorf("--%s: empty value", f))
+		}
+	}
+	for _, c := range *comms {
+		if c == "" || len(c) > 15 {
+			return Fail("watch", fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c))
+		}
 	}
 	if *dur < 0 {
 		return Fail("watch", errors.New("--duration must be positive"))

@@ -291,7 +291,7 @@ func Load(cfg Config) (*Engine, error) {
 		v := bpfRtsSlo{Bound: b}
 		if err := e.objs.SloById.Put(id, &v); err != nil {
 			e.Close()
-			return nil, fmt.Errorf("setting SLO of %d: %w", id, err)
+			return nil, fmt.Errorf("setting the SLO of %d: %w", id, full(err, e.objs.SloById, "ids with SLOs of their own"))
 		}
 	}
 	e.notices, err = ringbuf.NewReader(e.objs.Notices)
@@ -447,17 +447,26 @@ func closeObjects(v any) {
 // to pick up the tasks that already exist; later ones are caught at fork,
 // exec and rename.
 func (e *Engine) WantTID(tid uint32, target uint32, flags uint32) error {
-	return e.objs.WantTid.Put(tid, bpfRtsTarget{Index: target, Flags: flags})
+	return full(e.objs.WantTid.Put(tid, bpfRtsTarget{Index: target, Flags: flags}), e.objs.WantTid, "threads")
 }
 
 func (e *Engine) WantTGID(pid uint32, target uint32) error {
-	return e.objs.WantTgid.Put(pid, bpfRtsTarget{Index: target})
+	return full(e.objs.WantTgid.Put(pid, bpfRtsTarget{Index: target}), e.objs.WantTgid, "processes")
+}
+
+// full names the limit when a target map is full (the kernel says E2BIG:
+// "argument list too long").
+func full(err error, m *ebpf.Map, what string) error {
+	if errors.Is(err, unix.E2BIG) {
+		return fmt.Errorf("at most %d %s can be watched", m.MaxEntries(), what)
+	}
+	return err
 }
 
 func (e *Engine) WantComm(comm string, target uint32) error {
 	var key [16]byte
 	copy(key[:15], comm)
-	return e.objs.WantComm.Put(key, bpfRtsTarget{Index: target})
+	return full(e.objs.WantComm.Put(key, bpfRtsTarget{Index: target}), e.objs.WantComm, "task names")
 }
 
 // ForgetTID removes a tid target (so that a reused tid is not tracked again).

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/inject"
+	"github.com/rtscope/rtscope/internal/units"
 	"github.com/rtscope/rtscope/internal/workload"
 )
 
@@ -223,12 +224,11 @@ type durationValue struct{ v *int64 }
 func (d durationValue) String() string { return Us(*d.v) }
 func (d durationValue) Type() string   { return "duration" }
 func (d durationValue) Set(s string) error {
-	x, err := time.ParseDuration(strings.ReplaceAll(s, "μs", "us"))
+	// The same parser as --slo: "1e3us" is a time in both, and an
+	// overflow says so.
+	x, err := units.ParseNs(s)
 	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("%q has no unit (write e.g. %sus or %sms)", s, s, s)
-		}
-		return fmt.Errorf("%q is not a time with a unit (e.g. 500us, 2ms)", s)
+		return err
 	}
 	*d.v = int64(x)
 	return nil

@@ -89,6 +89,17 @@ func TestFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--h-period", "6000"}); err == nil || !strings.Contains(err.Error(), "no unit") {
 		t.Errorf("a time without unit: %v", err)
 	}
+	// The same time syntax as --slo (units.ParseNs), overflows named.
+	fs, collect = s.Flags(&cfg)
+	if err := fs.Parse([]string{"--h-period", "1e4us"}); err != nil {
+		t.Errorf("1e4us: %v", err)
+	} else if collect(); cfg.Values["h-period"] != 10*ms {
+		t.Errorf("1e4us parsed as %d ns", cfg.Values["h-period"])
+	}
+	fs, _ = s.Flags(&cfg)
+	if err := fs.Parse([]string{"--h-period", "1e30s"}); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("an overflow: %v", err)
+	}
 	fs, _ = s.Flags(&cfg)
 	if fs.Lookup("force") != nil {
 		t.Error("priority-inversion has nothing to force but offers --force")

@@ -89,6 +89,7 @@ const (
 	maxEntries    = 1000000
 	maxDMALatency = 10000
 	maxStopUs     = 10000000
+	maxDuration   = 100 * 365 * 24 * time.Hour // -d: a century
 )
 
 const usageTop = `Usage: rtscope timerlat [top] [options]
@@ -370,6 +371,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	n, err := strconv.ParseUint(num, 10, 32)
 	if err != nil || n == 0 {
 		return 0, fmt.Errorf("duration %q: use a positive whole number with s, m, h or d (e.g. 30s, 10m)", s)
+	}
+	// time.Duration ends at about 292 years; 106752d used to wrap negative
+	// and the run never ended.
+	if n > uint64(maxDuration/unit) {
+		return 0, fmt.Errorf("duration %q: at most %dd", s, maxDuration/(24*time.Hour))
 	}
 	return time.Duration(n) * unit, nil
 }

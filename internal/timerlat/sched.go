@@ -3,6 +3,7 @@ package timerlat
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -95,6 +96,10 @@ func parseDLTime(s string) (uint64, error) {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a time (ns, or with us, ms, s)", s)
+	}
+	// 18446744074s used to wrap to a 290 ms period.
+	if n > math.MaxUint64/mult {
+		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return n * mult, nil
 }

@@ -167,19 +167,19 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	idx := uint32(0)
 	for _, tid := range o.Targets.TIDs {
 		if err := eng.WantTID(uint32(tid), idx, 0); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--tid %d: %w", tid, err)
 		}
 		idx++
 	}
 	for _, pid := range o.Targets.PIDs {
 		if err := eng.WantTGID(uint32(pid), idx); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--pid %d: %w", pid, err)
 		}
 		idx++
 	}
 	for _, c := range o.Targets.Comms {
 		if err := eng.WantComm(c, idx); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--comm %s: %w", c, err)
 		}
 		idx++
 	}
