@@ -22,6 +22,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "tests: these tests load BPF programs and need root (CI runs them as root)")
 		os.Exit(1)
 	}
+	// Under sudo, launched commands would run as the sudo user (watch
+	// --user's default); these tests launch root commands (cyclictest -p).
+	os.Unsetenv("SUDO_UID")
+	os.Unsetenv("SUDO_GID")
 	dir, err := os.MkdirTemp("", "rtscope-tests")
 	if err != nil {
 		panic(err)

@@ -86,3 +86,41 @@ func TestOutputFiles(t *testing.T) {
 		t.Errorf("timerlat --json /dev/full: %v; want status 1 naming the error\n%s", err, out)
 	}
 }
+
+// TestLaunchedCommandUser: watch -- CMD runs CMD as --user, by default as
+// the user who ran sudo, with no capabilities left; root only when asked
+// or without sudo.
+func TestLaunchedCommandUser(t *testing.T) {
+	id := `echo "RESULT $(id -u):$(id -g) $(grep CapEff /proc/self/status | tr -d '\t')"`
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--user", "nobody"}, "65534:65534 CapEff:0000000000000000"},
+		{[]string{"SUDO_UID=65534", "SUDO_GID=65534"}, nil, "65534:65534 CapEff:0000000000000000"},
+		{[]string{"SUDO_UID=65534"}, []string{"--user", "0:0"}, "0:0 CapEff:"},
+		{nil, nil, "0:0 CapEff:"},
+	} {
+		argv := append(append([]string{"watch", "-q"}, c.args...), "--", "sh", "-c", id)
+		cmd := exec.Command(rtscope, argv...)
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("%v %v: %v", c.env, argv, err)
+			continue
+		}
+		var line string
+		for _, l := range strings.Split(string(out), "\n") {
+			if r, ok := strings.CutPrefix(l, "RESULT "); ok {
+				line = r
+			}
+		}
+		if !strings.HasPrefix(line, c.want) || (c.want == "0:0 CapEff:" && strings.HasSuffix(line, "CapEff:0000000000000000")) {
+			t.Errorf("%v %v: the command saw %q; want %q", c.env, c.args, line, c.want)
+		}
+	}
+	if out, err := exec.Command(rtscope, "watch", "--user", "nosuchuser", "--", "true").CombinedOutput(); err == nil {
+		t.Errorf("--user nosuchuser accepted:\n%s", out)
+	}
+}

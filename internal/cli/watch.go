@@ -16,6 +16,7 @@ import (
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
+	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/watch"
 )
@@ -80,6 +81,7 @@ func runWatch(args []string) int {
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
+	userSpec := fs.String("user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
 	onThreshold := fs.StringArray("on-threshold", nil, "action when an SLO is violated (repeatable, see Actions below); without continue, watching stops")
 	onEnd := fs.StringArray("on-end", nil, "action when watching ends, after the report (repeatable, see Actions below)")
@@ -123,6 +125,18 @@ func runWatch(args []string) int {
 	}
 	o.Targets.Comms = *comms
 	o.Targets.Command = command
+	switch {
+	case fs.Changed("user") && len(command) == 0:
+		return Fail("watch", errors.New("--user applies to a command launched after --"))
+	case fs.Changed("user"):
+		if o.Targets.User, err = target.ParseUser(*userSpec); err != nil {
+			return Fail("watch", err)
+		}
+	case len(command) > 0:
+		if o.Targets.User, err = target.DefaultUser(); err != nil {
+			return Fail("watch", err)
+		}
+	}
 	if dashDash && len(command) == 0 {
 		return Fail("watch", errors.New("no command after --"))
 	}

@@ -26,7 +26,7 @@ func TestTrackingDeferredWhenStorageBusy(t *testing.T) {
 	if err := e.Attach(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := target.Launch([]string{"sh", "-c", "for i in 1 2 3 4 5 6; do sleep 0.05 & done; wait"})
+	l, err := target.Launch([]string{"sh", "-c", "for i in 1 2 3 4 5 6; do sleep 0.05 & done; wait"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

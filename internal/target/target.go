@@ -22,6 +22,8 @@ type Spec struct {
 	PIDs    []int
 	Comms   []string
 	Command []string
+	// User is who the Command runs as (nil: as rtscope, root).
+	User *syscall.Credential
 }
 
 // Empty tells whether nothing is targeted.
@@ -129,7 +131,7 @@ type Launched struct {
 
 // Launch starts argv under ptrace so that it stops at its first instruction.
 // The calling goroutine stays locked to its OS thread (the tracer) until Resume.
-func Launch(argv []string) (*Launched, error) {
+func Launch(argv []string, user *syscall.Credential) (*Launched, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, fmt.Errorf("cannot execute %q: %v", argv[0], unwrapExec(err))
@@ -138,7 +140,7 @@ func Launch(argv []string) (*Launched, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = UserEnv(os.Environ()) // not rtscope's GODEBUG (see main.go)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Credential: user}
 	if err := cmd.Start(); err != nil {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("cannot execute %q: %v", argv[0], unwrapExec(err))

@@ -186,7 +186,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	var launched *target.Launched
 	var cmdDone chan error
 	if len(o.Targets.Command) > 0 {
-		launched, err = target.Launch(o.Targets.Command)
+		launched, err = target.Launch(o.Targets.Command, o.Targets.User)
 		if err != nil {
 			return nil, err
 		}
