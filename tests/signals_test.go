@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +123,50 @@ func TestLaunchedCommandUser(t *testing.T) {
 	}
 	if out, err := exec.Command(rtscope, "watch", "--user", "nosuchuser", "--", "true").CombinedOutput(); err == nil {
 		t.Errorf("--user nosuchuser accepted:\n%s", out)
+	}
+}
+
+// TestAutomaticHousekeeping: without -H, rtscope keeps its own threads off
+// the CPU of the watched real-time task, says so in the JSON, and the
+// launched command keeps the user's affinity.
+func TestAutomaticHousekeeping(t *testing.T) {
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(online)) == "0" {
+		t.Fatal("one CPU: nothing to keep off (CI machines have 2)")
+	}
+	rt := lastCPU()
+	d := t.TempDir()
+	script := `grep Cpus_allowed_list /proc/self/status > ` + d + `/cmd; exec taskset -c ` + rt + ` chrt -f 50 sh -c ` +
+		`'sleep 1.6; grep -h Cpus_allowed_list /proc/$PPID/task/*/status | sort -u > ` + d + `/rtscope'`
+	js := filepath.Join(d, "r.json")
+	out, err := exec.Command(rtscope, "watch", "-q", "--json", js, "--", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var r struct {
+		Housekeeping *struct {
+			CPUs      string `json:"cpus"`
+			Automatic bool   `json:"automatic"`
+			Shared    bool   `json:"shared"`
+		} `json:"housekeeping"`
+	}
+	b, _ := os.ReadFile(js)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	h := r.Housekeeping
+	if h == nil || !h.Automatic || h.Shared || strings.Contains(h.CPUs, rt) {
+		t.Errorf("housekeeping %+v; want automatic, away from CPU %s\n%s", h, rt, out)
+	}
+	own, _ := os.ReadFile(d + "/rtscope")
+	if h != nil && strings.TrimSpace(string(own)) != "Cpus_allowed_list:\t"+h.CPUs {
+		t.Errorf("rtscope's threads may run on %q; want only %s", own, h.CPUs)
+	}
+	cmd, _ := os.ReadFile(d + "/cmd")
+	if strings.TrimSpace(string(cmd)) != "Cpus_allowed_list:\t"+strings.TrimSpace(string(online)) {
+		t.Errorf("the launched command started with %q; want every online CPU (%s)", cmd, online)
 	}
 }

@@ -82,7 +82,7 @@ func runWatch(args []string) int {
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
 	userSpec := fs.String("user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
-	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0), away from the watched ones")
+	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0); default: chosen away from the watched tasks' CPUs and followed; none: unpinned")
 	onThreshold := fs.StringArray("on-threshold", nil, "action when an SLO is violated (repeatable, see Actions below); without continue, watching stops")
 	onEnd := fs.StringArray("on-end", nil, "action when watching ends, after the report (repeatable, see Actions below)")
 	fs.Usage = func() {
@@ -166,7 +166,8 @@ func runWatch(args []string) int {
 	if *traceEvents < 64 || *traceEvents&(*traceEvents-1) != 0 || *traceEvents > 1<<20 {
 		return Fail("watch", fmt.Errorf("--trace-events %d must be a power of two from 64 to 1048576", *traceEvents))
 	}
-	if *house != "" {
+	o.AutoHousekeeping = *house == ""
+	if *house != "" && *house != "none" {
 		cpus, err := cpuset.ParseList(*house)
 		if err != nil {
 			return Fail("watch", fmt.Errorf("-H: %v", err))

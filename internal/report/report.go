@@ -32,7 +32,19 @@ type Report struct {
 	Steal      *Steal   `json:"steal"`
 	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
 	Actions    *Actions `json:"actions,omitempty"` // with --on-threshold
-	Tasks      []*Task  `json:"tasks"`
+	// Housekeeping: where rtscope's own threads ran; null: unpinned.
+	Housekeeping *Housekeeping `json:"housekeeping"`
+	Tasks        []*Task       `json:"tasks"`
+}
+
+// Housekeeping says where rtscope kept its own threads, away from the
+// watched tasks, and why.
+type Housekeeping struct {
+	CPUs      string `json:"cpus"`
+	Reason    string `json:"reason"`
+	Automatic bool   `json:"automatic"` // chosen by rtscope (not -H)
+	Changes   int    `json:"changes"`   // moves after the first choice
+	Shared    bool   `json:"shared"`    // watched tasks may run there too
 }
 
 // Actions counts the runs of the on-threshold actions: each acts on one

@@ -22,6 +22,7 @@ import (
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/sched"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -65,7 +66,10 @@ type Options struct {
 	// kernel without full preemption, rtscope's time in the kernel (reading
 	// maps) cannot be preempted by the tasks it watches.
 	Housekeeping []int
-	Out          io.Writer
+	// AutoHousekeeping (without Housekeeping): choose rtscope's CPUs from
+	// the watched tasks, and follow their changes (cpuset.Housekeeping).
+	AutoHousekeeping bool
+	Out              io.Writer
 	// Analyze, when set, explains a worst-case window (internal/analysis).
 	Analyze func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation
 	// Explain, when set, explains the window of each SLO violation
@@ -113,6 +117,7 @@ type session struct {
 	actStop    bool // they ran without continue: watching stops
 	// series of each task and metric (Options.Series)
 	samplers map[uint64]map[metric.ID]*report.Sampler
+	house    *report.Housekeeping // where rtscope's own threads run
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -216,11 +221,19 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		cmdDone = make(chan error, 1)
 		go func() { cmdDone <- launched.Cmd.Wait() }()
 	}
+	// Pinned after the command is forked: it keeps its own affinity.
 	if len(o.Housekeeping) > 0 {
-		// After the command is forked: it keeps its own affinity.
 		if err := cpuset.PinProcess(cpuset.Mask(o.Housekeeping), nil); err != nil {
 			return nil, err
 		}
+		s.house = &report.Housekeeping{CPUs: cpuset.FormatList(o.Housekeeping), Reason: "-H"}
+	}
+	var houseTick <-chan time.Time
+	if o.AutoHousekeeping && len(o.Housekeeping) == 0 {
+		s.housekeep()
+		tk := time.NewTicker(housekeepEvery)
+		defer tk.Stop()
+		houseTick = tk.C
 	}
 
 	var deadline <-chan time.Time
@@ -274,6 +287,8 @@ loop:
 			}
 		case <-seriesTick:
 			s.sampleSeries()
+		case <-houseTick:
+			s.housekeep()
 		case <-live.C:
 			if !o.Quiet {
 				s.refresh()
@@ -671,6 +686,7 @@ func (s *session) build() *report.Report {
 		}
 	}
 	rep.Steal = s.steal
+	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
 	}
@@ -779,4 +795,60 @@ func (out *outputs) write(rep *report.Report) error {
 func (out *outputs) abort() {
 	out.json.Abort()
 	out.perfetto.Abort()
+}
+
+// housekeepEvery: how often the automatic housekeeping choice follows the
+// watched tasks (their affinities, new tasks).
+const housekeepEvery = time.Second
+
+// housekeep chooses rtscope's CPUs from the watched tasks (live ones) and
+// moves its threads there when the choice changed.
+func (s *session) housekeep() {
+	online, err := cpuset.Online()
+	if err != nil {
+		return
+	}
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return
+	}
+	var ws []cpuset.Watched
+	for _, st := range all {
+		if st.Exited != 0 {
+			continue
+		}
+		w := cpuset.Watched{RT: sched.IsRT(st.Policy), LastCPU: int(st.LastCpu), CPUs: online}
+		if st.NrCpusAllowed <= 64 {
+			w.CPUs = nil
+			for c := 0; c < 64; c++ {
+				if st.CpusMask&(1<<c) != 0 {
+					w.CPUs = append(w.CPUs, c)
+				}
+			}
+		}
+		ws = append(ws, w)
+	}
+	cpus, reason, shared := cpuset.Housekeeping(online, ws)
+	if cpus == nil {
+		return // nothing to keep off yet
+	}
+	list := cpuset.FormatList(cpus)
+	if s.house != nil && s.house.CPUs == list {
+		s.house.Reason, s.house.Shared = reason, shared
+		return
+	}
+	if s.house != nil && shared && s.house.Shared {
+		return // still no CPU of its own: moving as the tasks migrate would gain nothing
+	}
+	if err := cpuset.PinProcess(cpuset.Mask(cpus), nil); err != nil {
+		fmt.Fprintf(s.o.Log, "rtscope watch: cannot move to CPUs %s: %v\n", list, err)
+		return
+	}
+	if s.house == nil {
+		s.house = &report.Housekeeping{Automatic: true}
+	} else {
+		s.house.Changes++
+	}
+	s.house.CPUs, s.house.Reason, s.house.Shared = list, reason, shared
+	fmt.Fprintf(s.o.Log, "rtscope watch: own threads on CPU %s: %s (-H overrides)\n", list, reason)
 }
