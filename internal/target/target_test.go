@@ -34,7 +34,7 @@ func TestValidateErrors(t *testing.T) {
 func TestLaunchStopsBeforeFirstInstruction(t *testing.T) {
 	dir := t.TempDir()
 	marker := dir + "/ran"
-	l, err := Launch([]string{"sh", "-c", "touch " + marker})
+	l, err := Launch([]string{"sh", "-c", "touch " + marker}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
