@@ -71,6 +71,7 @@ type jsonDoc struct {
 		DurationNs   *int64  `json:"duration_ns"`
 		BucketNs     uint64  `json:"bucket_ns"`
 		Entries      int     `json:"entries"`
+		Housekeeping *string `json:"housekeeping"` // rtscope's own CPUs, null: unpinned
 		IRQStopUs    *uint64 `json:"irq_stop_us"`
 		ThreadStopUs *uint64 `json:"thread_stop_us"`
 	} `json:"settings"`
@@ -117,6 +118,9 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 		d.Settings.DurationNs = ptr(int64(o.Duration))
 	}
 	d.Settings.BucketNs, d.Settings.Entries = o.BucketUs*o.divisor(), o.Entries
+	if r.Housekeeping != nil {
+		d.Settings.Housekeeping = ptr(FormatCPUList(r.Housekeeping))
+	}
 	if o.IRQStopUs > 0 {
 		d.Settings.IRQStopUs = ptr(o.IRQStopUs)
 	}

@@ -122,9 +122,12 @@ type Result struct {
 	PeriodUs   uint64
 	Priority   Priority
 	DMALatency int // -1: untouched
-	CPUs       []*CPUResult
-	Lost       Lost
-	Stop       *Stop
+	// Housekeeping: the CPUs rtscope's own threads ran on (-H, or chosen:
+	// the online CPUs not measured); nil: unpinned.
+	Housekeeping []int
+	CPUs         []*CPUResult
+	Lost         Lost
+	Stop         *Stop
 	// Of a stop: the events of its window, the analysis printed, the trace file.
 	Trace      *trace.Trace
 	TraceErr   error

@@ -104,8 +104,26 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	var house unix.CPUSet
-	if o.Housekeeping != nil {
-		for _, c := range o.Housekeeping {
+	hk := o.Housekeeping
+	if hk == nil {
+		// By default rtscope's own threads keep off the measured CPUs,
+		// when some CPU is not measured (with every CPU measured, each
+		// measuring thread's FIFO priority preempts them anyway).
+		measured := map[int]bool{}
+		for _, c := range cpus {
+			measured[c] = true
+		}
+		for _, c := range online {
+			if !measured[c] {
+				hk = append(hk, c)
+			}
+		}
+		if hk != nil && !o.Quiet {
+			fmt.Fprintf(env.Err, "rtscope timerlat: own threads on CPU %s, away from the measured ones (-H overrides)\n", FormatCPUList(hk))
+		}
+	}
+	if hk != nil {
+		for _, c := range hk {
 			house.Set(c)
 		}
 		// Undone at the end, for callers that go on (tests).
@@ -198,7 +216,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	}
 
 	// Track them, and have their samples copied.
-	res := &Result{PeriodUs: o.PeriodUs, Priority: o.Priority, DMALatency: o.DMALatency}
+	res := &Result{PeriodUs: o.PeriodUs, Priority: o.Priority, DMALatency: o.DMALatency, Housekeeping: hk}
 	byTID := map[int]*CPUResult{}
 	ids := map[int]uint64{}
 	measuring := map[int]bool{}
@@ -236,7 +254,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		res.CPUs = append(res.CPUs, c)
 		byTID[w.tid] = c
 	}
-	if o.Housekeeping != nil {
+	if hk != nil {
 		if err := pinOthers(&house, measuring); err != nil {
 			return nil, err
 		}
