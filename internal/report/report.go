@@ -16,6 +16,7 @@ import (
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/sched"
 	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // Schema names the JSON layout; it changes only with a new version.
@@ -121,6 +122,9 @@ type Lost struct {
 	TasksNotTracked uint64 `json:"tasks_not_tracked"` // stats map full or task storage failed
 	Stacks          uint64 `json:"stacks"`
 	TracesTruncated uint64 `json:"traces_truncated"`
+	// WindowsLost counts worst-case windows not cut (a snapshot of the
+	// rings failed) or cut for an earlier maximum than the metric's.
+	WindowsLost uint64 `json:"windows_lost"`
 	// TrackingDeferred counts tasks tracked late, from their next
 	// switch-in, because the kernel's task storage was busy when they
 	// appeared (preemptible kernels); their first events are missing.
@@ -178,9 +182,12 @@ type Metric struct {
 	SLONs      *uint64      `json:"slo_ns"`
 	Violations *uint64      `json:"violations"` // null without an SLO
 	Worst      *trace.Trace `json:"worst"`
-	Verdict    string       `json:"verdict,omitempty"`
-	Cause      string       `json:"cause,omitempty"` // of the worst case (internal/analysis causes)
-	Analysis   any          `json:"analysis,omitempty"`
+	// WorstNote says why there is no worst window although there is a
+	// maximum (its window was lost), empty otherwise.
+	WorstNote string `json:"worst_note,omitempty"`
+	Verdict   string `json:"verdict,omitempty"`
+	Cause     string `json:"cause,omitempty"` // of the worst case (internal/analysis causes)
+	Analysis  any    `json:"analysis,omitempty"`
 	// ViolationCauses explains every SLO violation (rate-limited): a
 	// histogram of causes; null without an SLO or with --no-trace.
 	ViolationCauses *Violations `json:"violation_causes,omitempty"`
@@ -188,6 +195,21 @@ type Metric struct {
 	Series *Series `json:"series,omitempty"`
 
 	stats metric.Stats
+}
+
+// SetWorst attaches tr as the window of m's maximum, unless it was cut for
+// another value: when the maximum's own notice or snapshot was lost, the
+// last window cut is an earlier, smaller maximum's, and showing it as the
+// worst case would explain the wrong event. It says whether tr was taken.
+func (m *Metric) SetWorst(tr *trace.Trace) bool {
+	if m.MaxNs != nil && tr.Value != *m.MaxNs {
+		m.Worst = nil
+		m.WorstNote = fmt.Sprintf("the window of the maximum (%s us) was lost (its notice or snapshot failed); "+
+			"the last one cut, of an earlier maximum (%s us), is not shown as it", units.Us(*m.MaxNs), units.Us(tr.Value))
+		return false
+	}
+	m.Worst, m.WorstNote = tr, ""
+	return true
 }
 
 // Stats returns the raw statistics behind m.

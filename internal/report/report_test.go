@@ -186,3 +186,15 @@ func TestHeadlinesShort(t *testing.T) {
 		t.Errorf("headline of 1001 tasks:\n%s", buf.String())
 	}
 }
+
+// TestSetWorstRefusesAStaleWindow: a window cut for an earlier maximum is
+// not shown as the worst case (its notice was lost), and says so.
+func TestSetWorstRefusesAStaleWindow(t *testing.T) {
+	m := FromStats(sampleStats()).Metrics["latency"] // max 30000
+	if m.SetWorst(&trace.Trace{Value: 9000}) || m.Worst != nil || !strings.Contains(m.WorstNote, "earlier maximum (9.0 us)") {
+		t.Errorf("stale window taken: worst %v, note %q", m.Worst, m.WorstNote)
+	}
+	if !m.SetWorst(&trace.Trace{Value: 30000}) || m.Worst == nil || m.WorstNote != "" {
+		t.Errorf("the maximum's window refused: note %q", m.WorstNote)
+	}
+}

@@ -104,6 +104,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	}
 	for _, id := range metric.All() {
 		m := t.Metrics[id.String()]
+		if m != nil && m.WorstNote != "" {
+			fmt.Fprintf(w, "   worst %s: %s\n", id.String(), m.WorstNote)
+		}
 		if m == nil || m.Worst == nil {
 			continue
 		}

@@ -118,6 +118,8 @@ type session struct {
 	// series of each task and metric (Options.Series)
 	samplers map[uint64]map[metric.ID]*report.Sampler
 	house    *report.Housekeeping // where rtscope's own threads run
+	// windows not cut (snapshot failed) or stale (Metric.SetWorst)
+	windowsLost uint64
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -435,6 +437,11 @@ func (s *session) poll() error {
 	var first *explained
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
+		if err != nil {
+			// Not silently: these windows are lost, and the maxima keep no
+			// stale window (Metric.SetWorst).
+			s.windowsLost += uint64(len(order) + len(viols))
+		}
 		if err == nil {
 			s.snap = snap
 			snap.Learn(s.names)
@@ -605,7 +612,10 @@ func (s *session) attach(t *report.Task) {
 			continue
 		}
 		tr := raw.Decode(s.names)
-		rm.Worst = tr
+		if !rm.SetWorst(tr) {
+			s.windowsLost++
+			continue
+		}
 		if s.o.Analyze != nil {
 			e := s.o.Analyze(t, m, tr)
 			rm.Verdict, rm.Cause, rm.Analysis = e.Verdict, e.Cause, e.Detail
@@ -686,6 +696,7 @@ func (s *session) build() *report.Report {
 		}
 	}
 	rep.Steal = s.steal
+	rep.Lost.WindowsLost = s.windowsLost
 	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
@@ -702,8 +713,8 @@ func (s *session) build() *report.Report {
 
 func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
-	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces\n",
-		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated)
+	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
+		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
 	if l.TrackingDeferred > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) tracked from their next switch-in: the kernel's task storage was busy when they appeared\n",
 			l.TrackingDeferred)
