@@ -198,11 +198,12 @@ type Metric struct {
 }
 
 // SetWorst attaches tr as the window of m's maximum, unless it was cut for
-// another value: when the maximum's own notice or snapshot was lost, the
+// a smaller value: when the maximum's own notice or snapshot was lost, the
 // last window cut is an earlier, smaller maximum's, and showing it as the
 // worst case would explain the wrong event. It says whether tr was taken.
 func (m *Metric) SetWorst(tr *trace.Trace) bool {
-	if m.MaxNs != nil && tr.Value != *m.MaxNs {
+	// A larger value is a maximum reached after the statistics were read.
+	if m.MaxNs != nil && tr.Value < *m.MaxNs {
 		m.Worst = nil
 		m.WorstNote = fmt.Sprintf("the window of the maximum (%s us) was lost (its notice or snapshot failed); "+
 			"the last one cut, of an earlier maximum (%s us), is not shown as it", units.Us(*m.MaxNs), units.Us(tr.Value))

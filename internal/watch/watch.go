@@ -322,6 +322,11 @@ loop:
 		return nil, err
 	}
 	s.refresh()
+	// Tasks still run: a maximum reached between the poll and the
+	// statistics just read has its notice queued now; take its window.
+	if err := s.poll(); err != nil {
+		return nil, err
+	}
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
 	}
