@@ -15,9 +15,18 @@
 # tcg: single
 # timeout: 300
 cd /tmp || exit 1
-RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 280s \
-	-test.run '^TestSignature(MisconfiguredPriority|HiddenBlocking|EventDrivenBlocking|PriorityInversion|RTHog)$' >/tmp/sig.out 2>&1
-rc=$?
-grep -E '^(=== RUN|--- |    |ok|FAIL|PASS)' /tmp/sig.out | cut -c1-220
-check "scenario signature tests (exit status $rc)" [ $rc = 0 ]
+# Streamed as it runs (not printed at the end): when the emulated guest
+# stops answering, the log shows which test it was in.
+{
+	RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 280s \
+		-test.run '^TestSignature(MisconfiguredPriority|HiddenBlocking|EventDrivenBlocking|PriorityInversion|RTHog)$' 2>&1
+	echo "exit $?"
+} | while IFS= read -r l; do
+	case "$l" in
+	"=== RUN"* | "--- "* | "    "* | ok* | FAIL* | PASS* | "exit "*) echo "$l" | cut -c1-220 ;;
+	esac
+	case "$l" in "exit "*) echo "${l#exit }" >/tmp/sig.rc ;; esac
+done
+rc=$(cat /tmp/sig.rc 2>/dev/null || echo lost)
+check "scenario signature tests (exit status $rc)" [ "$rc" = 0 ]
 finish
