@@ -25,6 +25,7 @@ func runTimerlat(args []string) int {
 	if err != nil {
 		return Fail("timerlat", err)
 	}
+	o.AutoHousekeeping = o.Housekeeping == nil
 	out, err := timerlat.OpenOutputs(&o)
 	if err != nil {
 		return Fail("timerlat", err)

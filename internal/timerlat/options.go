@@ -17,23 +17,27 @@ import (
 
 // Options of `rtscope timerlat top|hist`, with rtla's names and units.
 type Options struct {
-	Mode         string        // "top" or "hist"
-	CPUs         []int         // -c; nil: every online CPU
-	Housekeeping []int         // -H; nil: rtscope's own threads left where they are
-	PeriodUs     uint64        // -p
-	Priority     Priority      // -P
-	DMALatency   int           // --dma-latency us; -1: /dev/cpu_dma_latency untouched
-	Duration     time.Duration // -d; 0: until Ctrl-C or a stop threshold
-	Quiet        bool          // -q
-	Nano         bool          // -n: ns instead of us
-	IRQStopUs    uint64        // -i; 0: none
-	ThreadStopUs uint64        // -T; 0: none
-	AAOnly       bool          // --aa-only: only the analysis of the stop
-	NoAA         bool          // --no-aa
-	TraceFile    string        // -t [file]; "": no trace saved
-	JSONFile     string        // --json FILE ("-": stdout)
-	PerfettoFile string        // --perfetto FILE: the stop's window as a Perfetto trace
-	Cyclictest   bool          // --cyclictest: cyclictest's output format
+	Mode         string // "top" or "hist"
+	CPUs         []int  // -c; nil: every online CPU
+	Housekeeping []int  // -H; nil: rtscope's own threads left where they are
+	// AutoHousekeeping (without -H): keep rtscope's own threads off the
+	// measured CPUs. Set by the command line only: it pins every thread of
+	// the process, which in tests and demos hosts other workloads too.
+	AutoHousekeeping bool
+	PeriodUs         uint64        // -p
+	Priority         Priority      // -P
+	DMALatency       int           // --dma-latency us; -1: /dev/cpu_dma_latency untouched
+	Duration         time.Duration // -d; 0: until Ctrl-C or a stop threshold
+	Quiet            bool          // -q
+	Nano             bool          // -n: ns instead of us
+	IRQStopUs        uint64        // -i; 0: none
+	ThreadStopUs     uint64        // -T; 0: none
+	AAOnly           bool          // --aa-only: only the analysis of the stop
+	NoAA             bool          // --no-aa
+	TraceFile        string        // -t [file]; "": no trace saved
+	JSONFile         string        // --json FILE ("-": stdout)
+	PerfettoFile     string        // --perfetto FILE: the stop's window as a Perfetto trace
+	Cyclictest       bool          // --cyclictest: cyclictest's output format
 	// OnThreshold runs when a stop threshold is reached (after the
 	// auto-analysis); with continue the run goes on and fires them again
 	// at each later crossing. OnEnd runs after the final report.

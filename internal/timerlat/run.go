@@ -105,7 +105,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	}
 	var house unix.CPUSet
 	hk := o.Housekeeping
-	if hk == nil {
+	if hk == nil && o.AutoHousekeeping {
 		// By default rtscope's own threads keep off the measured CPUs,
 		// when some CPU is not measured (with every CPU measured, each
 		// measuring thread's FIFO priority preempts them anyway).
