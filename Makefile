@@ -11,7 +11,8 @@ STAMP := .cache/stamps
 
 # Debian packages the build and the tests need.
 DEB_BUILD := clang llvm libbpf-dev bpftool
-DEB_TEST := rt-tests stress-ng
+# chromium: the HTML report is loaded in a headless browser (watch --html).
+DEB_TEST := rt-tests stress-ng chromium
 
 .PHONY: all build deps deps-test generate test test-unit test-root demo bench clean vet
 
@@ -25,7 +26,7 @@ $(STAMP)/deps-build:
 	@touch $@
 
 $(STAMP)/deps-test: $(STAMP)/deps-build
-	@if ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null; then \
+	@if ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null || ! command -v chromium >/dev/null; then \
 		echo "installing test dependencies: $(DEB_TEST)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_TEST) >/dev/null; fi
 	@touch $@

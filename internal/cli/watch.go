@@ -74,6 +74,7 @@ func runWatch(args []string) int {
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")
 	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout; the text report then goes to stderr)")
 	perfettoPath := fs.String("perfetto", "", "write every worst-case and violation window as a Perfetto trace to FILE (open it in ui.perfetto.dev)")
+	htmlPath := fs.String("html", "", "write the report as one self-contained HTML page to FILE: histograms, each metric over time, worst-case timelines and verdicts")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
@@ -113,8 +114,19 @@ func runWatch(args []string) int {
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
 		Show: *show, Out: os.Stdout}
-	if *jsonPath == "-" {
-		o.Out = os.Stderr // the JSON document is the whole of stdout
+	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
+	o.Series = *htmlPath != "" // the page draws each metric over time
+	var toStdout []string
+	for _, f := range []string{"json", "perfetto", "html"} {
+		if fs.Lookup(f).Value.String() == "-" {
+			toStdout = append(toStdout, "--"+f)
+		}
+	}
+	switch {
+	case len(toStdout) > 1:
+		return Fail("watch", fmt.Errorf("%s cannot all write to stdout (-): give all but one a file", strings.Join(toStdout, " and ")))
+	case len(toStdout) == 1:
+		o.Out = os.Stderr // the document is the whole of stdout
 	}
 	var err error
 	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
@@ -140,7 +152,7 @@ func runWatch(args []string) int {
 	if dashDash && len(command) == 0 {
 		return Fail("watch", errors.New("no command after --"))
 	}
-	for _, f := range []string{"json", "perfetto", "housekeeping"} {
+	for _, f := range []string{"json", "perfetto", "html", "housekeeping"} {
 		if fl := fs.Lookup(f); fl.Changed && fl.Value.String() == "" {
 			return Fail("watch", fmt.Errorf("--%s: empty value", f))
 		}
@@ -156,7 +168,6 @@ func runWatch(args []string) int {
 	if *interval <= 0 {
 		return Fail("watch", errors.New("--interval must be positive"))
 	}
-	o.PerfettoPath = *perfettoPath
 	if *noTrace && *perfettoPath != "" {
 		return Fail("watch", errors.New("--perfetto draws the recorded windows: it needs the flight recorder (drop --no-trace)"))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/htmlreport"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/outfile"
@@ -58,6 +59,9 @@ type Options struct {
 	// PerfettoPath: write every worst-case and violation window as a
 	// Perfetto trace (internal/perfetto).
 	PerfettoPath string
+	// HTMLPath: write the report as one self-contained HTML page
+	// (internal/htmlreport); it draws the series, so it needs Series.
+	HTMLPath string
 	// Series: record each metric over time, one point a second
 	// (report.Series), for the HTML report.
 	Series bool
@@ -769,7 +773,7 @@ func (s *session) sample(st *engine.TaskStats) {
 
 // outputs are the run's output files (internal/outfile).
 type outputs struct {
-	json, perfetto *outfile.File
+	json, perfetto, html *outfile.File
 }
 
 func openOutputs(o Options) (*outputs, error) {
@@ -778,7 +782,7 @@ func openOutputs(o Options) (*outputs, error) {
 		path string
 		dst  **outfile.File
 		flag string
-	}{{o.JSONPath, &out.json, "--json"}, {o.PerfettoPath, &out.perfetto, "--perfetto"}} {
+	}{{o.JSONPath, &out.json, "--json"}, {o.PerfettoPath, &out.perfetto, "--perfetto"}, {o.HTMLPath, &out.html, "--html"}} {
 		if f.path == "" {
 			continue
 		}
@@ -805,12 +809,18 @@ func (out *outputs) write(rep *report.Report) error {
 			return err
 		}
 	}
+	if out.html != nil {
+		if err := out.html.Fill(func(w io.Writer) error { return htmlreport.Write(w, rep) }); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (out *outputs) abort() {
 	out.json.Abort()
 	out.perfetto.Abort()
+	out.html.Abort()
 }
 
 // housekeepEvery: how often the automatic housekeeping choice follows the
