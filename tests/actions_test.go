@@ -190,8 +190,10 @@ func TestTimerlatActions(t *testing.T) {
 		t.Fatalf("timerlat -T 1 continue: %v; want exit status 2\n%s", err, out)
 	}
 	var doc struct {
-		ElapsedNs int64 `json:"elapsed_ns"`
+		Schema    string `json:"schema"`
+		ElapsedNs int64  `json:"elapsed_ns"`
 		Stop      *struct {
+			ThresholdNs    uint64 `json:"threshold_ns"`
 			Crossings      uint64 `json:"crossings"`
 			ActionsFired   uint64 `json:"actions_fired"`
 			ActionsSkipped uint64 `json:"actions_skipped"`
@@ -201,6 +203,9 @@ func TestTimerlatActions(t *testing.T) {
 	b, _ := os.ReadFile(js)
 	if err := json.Unmarshal(b, &doc); err != nil || doc.Stop == nil {
 		t.Fatalf("JSON %v: %s", err, b)
+	}
+	if doc.Schema != "rtscope.timerlat/v1" || doc.Stop.ThresholdNs != 1000 {
+		t.Errorf("timerlat JSON: schema %q, stop threshold_ns %d; want rtscope.timerlat/v1 and -T 1 (1000 ns)", doc.Schema, doc.Stop.ThresholdNs)
 	}
 	runs, _ := os.ReadFile(d + "/runs")
 	n := uint64(strings.Count(string(runs), "x"))

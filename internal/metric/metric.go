@@ -204,3 +204,36 @@ func (s Stats) Percentile(p float64) (uint64, bool) {
 
 // Percentiles reported everywhere.
 var Percentiles = []float64{50, 90, 99, 99.9}
+
+// Summary is the JSON summary of one metric's samples, the one shape that
+// watch (per task) and timerlat (per CPU and context) write: nanoseconds,
+// null for what has no value (no sample, or no histogram to estimate a
+// percentile from). Percentiles are within the histogram's ±6.25%.
+type Summary struct {
+	Count  uint64   `json:"count"`
+	MinNs  *uint64  `json:"min_ns"`
+	AvgNs  *float64 `json:"avg_ns"`
+	MaxNs  *uint64  `json:"max_ns"`
+	P50Ns  *uint64  `json:"p50_ns"`
+	P90Ns  *uint64  `json:"p90_ns"`
+	P99Ns  *uint64  `json:"p99_ns"`
+	P999Ns *uint64  `json:"p99_9_ns"`
+}
+
+// Summarize summarizes s: count, minimum, mean and maximum, and the
+// Percentiles when s has a histogram.
+func Summarize(s Stats) Summary {
+	sm := Summary{Count: s.Count}
+	if s.Count == 0 {
+		return sm
+	}
+	ptr := func(v uint64) *uint64 { return &v }
+	avg, _ := s.Avg()
+	sm.MinNs, sm.AvgNs, sm.MaxNs = ptr(s.Min), &avg, ptr(s.Max)
+	for i, dst := range []**uint64{&sm.P50Ns, &sm.P90Ns, &sm.P99Ns, &sm.P999Ns} {
+		if v, ok := s.Percentile(Percentiles[i]); ok {
+			*dst = ptr(v)
+		}
+	}
+	return sm
+}

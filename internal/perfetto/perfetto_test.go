@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -874,7 +875,7 @@ func TestWindowsOfReport(t *testing.T) {
 				ViolationCauses: &report.Violations{Total: 1, Analysed: 1, Causes: []*report.ViolationCause{
 					{Cause: "execution", Count: 1, Example: &report.ViolationExample{ValueNs: 6900, Window: &cCopy}},
 				}}},
-			"cycle": {Count: 3},
+			"cycle": {Summary: metric.Summary{Count: 3}},
 		}},
 		{TID: 200, PID: 200, Comm: "idle-task", Metrics: map[string]*report.Metric{"latency": {}}},
 	}}

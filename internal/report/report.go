@@ -171,17 +171,10 @@ var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "w
 
 // Metric is the summary of one metric of one task.
 type Metric struct {
-	Count      uint64       `json:"count"`
-	MinNs      *uint64      `json:"min_ns"`
-	AvgNs      *float64     `json:"avg_ns"`
-	MaxNs      *uint64      `json:"max_ns"`
-	P50Ns      *uint64      `json:"p50_ns"`
-	P90Ns      *uint64      `json:"p90_ns"`
-	P99Ns      *uint64      `json:"p99_ns"`
-	P999Ns     *uint64      `json:"p99_9_ns"`
-	SLONs      *uint64      `json:"slo_ns"`
-	Violations *uint64      `json:"violations"` // null without an SLO
-	Worst      *trace.Trace `json:"worst"`
+	metric.Summary              // count, min, avg, max, percentiles
+	SLONs          *uint64      `json:"slo_ns"`
+	Violations     *uint64      `json:"violations"` // null without an SLO
+	Worst          *trace.Trace `json:"worst"`
 	// WorstNote says why there is no worst window although there is a
 	// maximum (its window was lost), empty otherwise.
 	WorstNote string `json:"worst_note,omitempty"`
@@ -247,18 +240,7 @@ func FromStats(s *engine.TaskStats) *Task {
 	for _, id := range metric.All() {
 		ms := s.M[id]
 		st := MetricStats(s, id)
-		m := &Metric{Count: ms.Count, stats: st}
-		if ms.Count > 0 {
-			m.MinNs, m.MaxNs = u64p(ms.Min), u64p(ms.Max)
-			avg, _ := st.Avg()
-			m.AvgNs = &avg
-			ps := []**uint64{&m.P50Ns, &m.P90Ns, &m.P99Ns, &m.P999Ns}
-			for i, p := range metric.Percentiles {
-				if v, ok := st.Percentile(p); ok {
-					*ps[i] = u64p(v)
-				}
-			}
-		}
+		m := &Metric{Summary: metric.Summarize(st), stats: st}
 		if ms.Slo != 0 {
 			m.SLONs, m.Violations = u64p(ms.Slo), u64p(ms.Violations)
 		}

@@ -21,16 +21,11 @@ type jsonHist struct {
 	MaxNs    *uint64  `json:"max_ns"`
 }
 
+// jsonContext is one latency context: the summary shape of watch's
+// metrics (metric.Summary), the last sample, and timerlat's own histogram.
 type jsonContext struct {
-	Count  uint64    `json:"count"`
-	MinNs  *uint64   `json:"min_ns"`
-	AvgNs  *uint64   `json:"avg_ns"`
-	MaxNs  *uint64   `json:"max_ns"`
+	metric.Summary
 	LastNs *uint64   `json:"last_ns,omitempty"`
-	P50    *uint64   `json:"p50_ns,omitempty"`
-	P90    *uint64   `json:"p90_ns,omitempty"`
-	P99    *uint64   `json:"p99_ns,omitempty"`
-	P999   *uint64   `json:"p99_9_ns,omitempty"`
 	Hist   *jsonHist `json:"hist,omitempty"`
 }
 
@@ -47,7 +42,7 @@ type jsonStop struct {
 	TID         int     `json:"tid"`
 	Context     string  `json:"context"`
 	ValueNs     uint64  `json:"value_ns"`
-	ThresholdUs uint64  `json:"threshold_us"`
+	ThresholdNs uint64  `json:"threshold_ns"`
 	IRQNs       *uint64 `json:"irq_ns"`
 	ThreadNs    *uint64 `json:"thread_ns"`
 	UserNs      *uint64 `json:"user_ns"`
@@ -59,21 +54,26 @@ type jsonStop struct {
 	ActionsSkipped uint64 `json:"actions_skipped"` // crossings while the actions ran
 }
 
+// JSONSchema names timerlat's JSON layout (docs/json.md); it changes only
+// with an incompatible change.
+const JSONSchema = "rtscope.timerlat/v1"
+
 type jsonDoc struct {
+	Schema   string `json:"schema"`
 	Tool     string `json:"tool"`
 	Mode     string `json:"mode"`
 	Settings struct {
 		CPUs         []int   `json:"cpus"`
-		PeriodUs     uint64  `json:"period_us"`
+		PeriodNs     uint64  `json:"period_ns"`
 		Priority     string  `json:"priority"`
 		Policy       string  `json:"policy"`
-		DMALatencyUs *int    `json:"dma_latency_us"`
+		DMALatencyNs *int64  `json:"dma_latency_ns"` // the PM QoS request held, null: none
 		DurationNs   *int64  `json:"duration_ns"`
 		BucketNs     uint64  `json:"bucket_ns"`
 		Entries      int     `json:"entries"`
 		Housekeeping *string `json:"housekeeping"` // rtscope's own CPUs, null: unpinned
-		IRQStopUs    *uint64 `json:"irq_stop_us"`
-		ThreadStopUs *uint64 `json:"thread_stop_us"`
+		IRQStopNs    *uint64 `json:"irq_stop_ns"`
+		ThreadStopNs *uint64 `json:"thread_stop_ns"`
 	} `json:"settings"`
 	ElapsedNs int64                   `json:"elapsed_ns"`
 	CPUs      []jsonCPU               `json:"cpus"`
@@ -91,13 +91,13 @@ type jsonDoc struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func summaryJSON(s Summary, withLast bool) *jsonContext {
-	j := &jsonContext{Count: s.Count}
-	if s.Count > 0 {
-		j.MinNs, j.AvgNs, j.MaxNs = ptr(s.Min), ptr(s.Avg()), ptr(s.Max)
-		if withLast {
-			j.LastNs = ptr(s.Last)
-		}
+// summaryJSON summarizes one context: count, min, avg and max from
+// timerlat's own samples, percentiles from the engine's histogram (hist,
+// nil for none).
+func summaryJSON(s Summary, hist []uint32, withLast bool) *jsonContext {
+	j := &jsonContext{Summary: metric.Summarize(metric.Stats{Count: s.Count, Sum: s.Sum, Min: s.Min, Max: s.Max, Hist: hist})}
+	if s.Count > 0 && withLast {
+		j.LastNs = ptr(s.Last)
 	}
 	return j
 }
@@ -105,14 +105,14 @@ func summaryJSON(s Summary, withLast bool) *jsonContext {
 // WriteJSON writes the result as one JSON document.
 func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	var d jsonDoc
-	d.Tool, d.Mode = "rtscope timerlat", o.Mode
+	d.Schema, d.Tool, d.Mode = JSONSchema, "rtscope timerlat", o.Mode
 	for _, c := range r.CPUs {
 		d.Settings.CPUs = append(d.Settings.CPUs, c.CPU)
 	}
-	d.Settings.PeriodUs = r.PeriodUs
+	d.Settings.PeriodNs = r.PeriodUs * 1000
 	d.Settings.Priority, d.Settings.Policy = o.Priority.Original, o.Priority.String()
 	if r.DMALatency >= 0 {
-		d.Settings.DMALatencyUs = ptr(r.DMALatency)
+		d.Settings.DMALatencyNs = ptr(int64(r.DMALatency) * 1000)
 	}
 	if o.Duration > 0 {
 		d.Settings.DurationNs = ptr(int64(o.Duration))
@@ -122,28 +122,17 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 		d.Settings.Housekeeping = ptr(FormatCPUList(r.Housekeeping))
 	}
 	if o.IRQStopUs > 0 {
-		d.Settings.IRQStopUs = ptr(o.IRQStopUs)
+		d.Settings.IRQStopNs = ptr(o.IRQStopUs * 1000)
 	}
 	if o.ThreadStopUs > 0 {
-		d.Settings.ThreadStopUs = ptr(o.ThreadStopUs)
+		d.Settings.ThreadStopNs = ptr(o.ThreadStopUs * 1000)
 	}
 	d.ElapsedNs = int64(r.Elapsed)
 	for _, c := range r.CPUs {
 		jc := jsonCPU{CPU: c.CPU, TID: c.TID, Cycles: c.Cycles, MissedPeriods: c.Missed,
 			Contexts: map[string]*jsonContext{}}
 		for k := 0; k < nCtx; k++ {
-			ctx := summaryJSON(c.Top[k], true)
-			if ctx.Count > 0 {
-				es := c.Engine[k]
-				for _, p := range []struct {
-					q   float64
-					dst **uint64
-				}{{50, &ctx.P50}, {90, &ctx.P90}, {99, &ctx.P99}, {99.9, &ctx.P999}} {
-					if v, ok := es.Percentile(p.q); ok {
-						*p.dst = ptr(v)
-					}
-				}
-			}
+			ctx := summaryJSON(c.Top[k], c.Engine[k].Hist, true)
 			if h := c.Hist[k]; h != nil {
 				jh := &jsonHist{BucketNs: h.Width, Counts: h.Counts, Over: h.Over, Count: h.Count}
 				if h.Count > 0 {
@@ -157,7 +146,19 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	}
 	d.All = map[string]*jsonContext{}
 	for k, s := range r.all(false) {
-		d.All[ctxNames[k]] = summaryJSON(s, false)
+		// The CPUs' histograms add up: the percentiles of all CPUs together.
+		var hist []uint32
+		for _, c := range r.CPUs {
+			if h := c.Engine[k].Hist; len(h) > 0 {
+				if hist == nil {
+					hist = make([]uint32, len(h))
+				}
+				for i := range min(len(h), len(hist)) {
+					hist[i] += h[i]
+				}
+			}
+		}
+		d.All[ctxNames[k]] = summaryJSON(s, hist, false)
 	}
 	d.Missed, _ = r.missed()
 	d.Lost.Samples = map[string]uint64{}
@@ -167,7 +168,7 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	d.Lost.Ring, d.Lost.EngineNotices = r.Lost.Ring, r.Lost.Notices
 	d.Lost.EngineStats, d.Lost.EngineStorage = r.Lost.StatsFull, r.Lost.StorageFail
 	if s := r.Stop; s != nil {
-		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdUs: s.ThresholdUs,
+		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdNs: s.ThresholdUs * 1000,
 			Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause, Crossings: r.Crossings,
 			ActionsFired: r.ActionsFired, ActionsSkipped: r.ActionsSkipped}
 		if s.Sample != nil {
