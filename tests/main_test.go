@@ -82,6 +82,19 @@ type metric struct {
 	SLONs      *uint64  `json:"slo_ns"`
 	Violations *uint64  `json:"violations"`
 	Worst      *worst   `json:"worst"`
+	Verdict    string   `json:"verdict"`
+	Cause      string   `json:"cause"`
+	// ViolationCauses: every SLO violation explained (docs/json.md).
+	ViolationCauses *struct {
+		Total    uint64 `json:"total"`
+		Analysed uint64 `json:"analysed"`
+		Causes   []struct {
+			Cause   string `json:"cause"`
+			Culprit string `json:"culprit"`
+			Count   uint64 `json:"count"`
+			StealNs uint64 `json:"steal_ns"`
+		} `json:"causes"`
+	} `json:"violation_causes"`
 }
 
 type worst struct {

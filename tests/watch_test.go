@@ -49,33 +49,56 @@ func TestPeriodicLoop(t *testing.T) {
 	}
 }
 
-// A higher-priority SCHED_FIFO burst on the same CPU shows in the victim's
-// wakeup latency, and the worst latency trace names the hog.
-func TestHogInWorstLatencyTrace(t *testing.T) {
-	// A deep flight recorder: foreign load on a shared machine must not overwrite the window.
-	r, _ := watch(t, "--show", "victim,hog", "--trace-events", "65536", "--", rtscope, "scenario", "run", "rt-hog",
-		"--burst", "3ms", "--every", "20ms", "--duration", "2s", "-q")
+// A higher-priority SCHED_FIFO burst on the same CPU delays the victim's
+// wakeups: the violations of a 2 ms latency SLO are the hog's bursts, and
+// the analysis blames the hog for them. Judged over the ~100 bursts, not on
+// the one worst case: a stall of this VM (1-20 ms at random) can be the
+// worst latency, and its window then shows no hog (CI saw an 8.2 ms stall
+// in a timer callback win over the 3 ms bursts).
+func TestHogInLatencyViolations(t *testing.T) {
+	// A deep flight recorder: foreign load on a shared machine must not overwrite the windows.
+	r, _ := watch(t, "--show", "victim,hog", "--trace-events", "65536", "--slo", "latency=2ms", "--",
+		rtscope, "scenario", "run", "rt-hog", "--burst", "3ms", "--every", "20ms", "--duration", "2s", "-q")
 	v := r.task(t, "victim")
 	hog := r.task(t, "hog")
 	lat := v.metric(t, "latency")
-	if m := us(lat.MaxNs); m < 2500 || m > 10000 {
-		t.Fatalf("victim latency max %.1f us, want ~3000 (the burst)", m)
+	bursts := hog.metric(t, "latency").Count // one wakeup a burst
+	if bursts < 50 || lat.Violations == nil || *lat.Violations < bursts*2/3 {
+		t.Fatalf("%v latency violations over 2 ms for %d hog bursts of 3 ms; want one a burst", lat.Violations, bursts)
 	}
+	vc := lat.ViolationCauses
+	if vc == nil || vc.Analysed < bursts/2 {
+		t.Fatalf("violations explained: %+v; want most of the %d analysed", vc, *lat.Violations)
+	}
+	var byHog uint64
+	for _, c := range vc.Causes {
+		if c.Cause == "interference" && strings.HasPrefix(c.Culprit, fmt.Sprintf("hog/%d (FIFO 90)", hog.TID)) {
+			byHog += c.Count
+		} else {
+			t.Logf("not the hog: %d violations, %s by %s (steal %d ns)", c.Count, c.Cause, c.Culprit, c.StealNs)
+		}
+	}
+	if byHog*10 < vc.Analysed*8 {
+		t.Errorf("%d of %d analysed violations blamed on the hog; want 80%%: %+v", byHog, vc.Analysed, vc.Causes)
+	}
+	// The worst case, when its verdict blames the hog, has the evidence:
+	// the hog hands the CPU to the victim at the end of its window.
 	if lat.Worst == nil {
 		t.Fatal("no worst latency trace")
 	}
-	// The victim gets the CPU from the hog at the end of the window.
+	if lat.Cause != "interference" || !strings.Contains(lat.Verdict, "hog/") {
+		t.Logf("the worst latency (%.1f us) was not a burst: %s", us(lat.MaxNs), lat.Verdict)
+		return
+	}
 	ranHog := false
 	for _, e := range lat.Worst.Events {
 		if e.Type == "switch" && e.NextTID == v.TID && e.T > 0 && int64(e.T) <= int64(lat.Worst.ValueNs)+1000 {
 			ranHog = e.PrevTID == hog.TID && e.PrevComm == "hog"
 		}
 	}
-	if !ranHog {
-		t.Errorf("the worst latency trace does not show the hog running:\n%+v", lat.Worst.Events)
-	}
-	if !strings.Contains(fmt.Sprint(lat.Worst.Events), "FIFO 90") {
-		t.Errorf("the hog's priority is not in the trace")
+	if !ranHog || !strings.Contains(fmt.Sprint(lat.Worst.Events), "FIFO 90") {
+		t.Errorf("the worst latency, blamed on interference (%s), does not show the hog (FIFO 90) running:\n%+v",
+			lat.Verdict, lat.Worst.Events)
 	}
 }
 
