@@ -11,10 +11,11 @@ STAMP := .cache/stamps
 
 # Debian packages the build and the tests need.
 DEB_BUILD := clang llvm libbpf-dev bpftool
-# chromium: the HTML report is loaded in a headless browser (watch --html).
-DEB_TEST := rt-tests stress-ng chromium
+# chromium: the HTML report is loaded in a headless browser (watch --html);
+# clang-format: make lint checks the format of bpf/.
+DEB_TEST := rt-tests stress-ng chromium clang-format
 
-.PHONY: all build deps deps-test generate test test-unit test-root demo bench clean vet
+.PHONY: all build deps deps-test generate test test-unit test-root demo bench clean vet lint
 
 all: build
 
@@ -26,7 +27,7 @@ $(STAMP)/deps-build:
 	@touch $@
 
 $(STAMP)/deps-test: $(STAMP)/deps-build
-	@if ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null || ! command -v chromium >/dev/null; then \
+	@if ! command -v cyclictest >/dev/null || ! command -v stress-ng >/dev/null || ! command -v chromium >/dev/null || ! command -v clang-format >/dev/null; then \
 		echo "installing test dependencies: $(DEB_TEST)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_TEST) >/dev/null; fi
 	@touch $@
@@ -46,9 +47,18 @@ build: $(STAMP)/generate
 vet: $(STAMP)/generate
 	GOARCH=$(HOSTARCH) $(GO) vet ./...
 
+# lint: golangci-lint (pinned in tools/go.mod; .golangci.yml: errcheck,
+# staticcheck, unused, gofmt/goimports, depguard for the layering),
+# clang-format on bpf/ (bpf/.clang-format), and tidy module files.
+lint: $(STAMP)/generate $(STAMP)/deps-test
+	GOARCH=$(HOSTARCH) $(GO) tool -modfile=tools/go.mod golangci-lint run ./...
+	clang-format --dry-run --Werror bpf/*.c bpf/*.h
+	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
+
 # Every test: unit, BPF logic, root integration on this kernel, and whatever
 # the mk/*.mk fragments add to TEST_EXTRA (QEMU test bed, ...).
-test: build deps-test vet
+test: build deps-test vet lint
 	GOARCH=$(HOSTARCH) $(GO) test -p 1 -count=1 -timeout 40m ./... 2>&1 | tee .cache/go-test.log; test $${PIPESTATUS[0]} -eq 0
 	@$(MAKE) --no-print-directory test-extra
 

@@ -63,7 +63,7 @@ func fdinfo(pid int, fd string) map[string]int {
 	if err != nil {
 		return out
 	}
-	defer fh.Close()
+	defer fh.Close() //nolint:errcheck // read-only
 	sc := bufio.NewScanner(fh)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")

@@ -67,7 +67,7 @@ func main() {
 	if err := b.setup(); err != nil {
 		fatal(err.Error())
 	}
-	defer os.RemoveAll(b.tmp)
+	defer os.RemoveAll(b.tmp) //nolint:errcheck // best effort: a temporary file
 	// Kernel BPF run-time statistics, on for the run only: the fd-based
 	// switch (BPF_ENABLE_STATS) goes off by itself when the bench exits,
 	// even if killed, and leaves kernel.bpf_stats_enabled as it was.
@@ -75,7 +75,7 @@ func main() {
 	if err != nil {
 		fatal("enabling kernel BPF statistics: " + err.Error())
 	}
-	defer stats.Close()
+	defer stats.Close() //nolint:errcheck // disables BPF statistics; nothing to do about a failure
 
 	b.res.Machine = describeMachine()
 	b.res.Version = b.version
@@ -122,7 +122,8 @@ func main() {
 	text := b.res.markdown()
 	fmt.Print(text)
 	if *out != "" {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(*out), 0o755)
+		if err == nil {
 			err = os.WriteFile(*out, []byte(text), 0o644)
 		}
 		if err != nil {
@@ -238,15 +239,15 @@ func (b *bench) startHelper(n int, period time.Duration) (*helperProc, error) {
 			break
 		}
 	}
-	go func() { io.Copy(io.Discard, pipe); p.done <- c.Wait() }()
+	go func() { io.Copy(io.Discard, pipe); p.done <- c.Wait() }() //nolint:errcheck // drains a pipe until it closes
 	if h.idle == "" {
-		p.stop(syscall.SIGKILL)
+		p.stop(syscall.SIGKILL) //nolint:errcheck // best effort: the process may be gone
 		return nil, fmt.Errorf("the threads helper did not start")
 	}
 	return h, nil
 }
 
-func (h *helperProc) stop() { h.p.stop(syscall.SIGKILL) }
+func (h *helperProc) stop() { h.p.stop(syscall.SIGKILL) } //nolint:errcheck // best effort: the process may be gone
 
 // tidArgs is "--tid a,b,c" for the first n periodic threads.
 func (h *helperProc) tidArgs(n int) []string {
@@ -333,17 +334,6 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func mean(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	t := 0.0
-	for _, x := range v {
-		t += x
-	}
-	return t / float64(len(v))
 }
 
 func maxf(v []float64) float64 {

@@ -80,7 +80,7 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer out.Close()
+	defer out.Close() //nolint:errcheck // the child holds its own descriptor
 	p, err := start(m.name, out, argv...)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 	r.p = p
 	o, err := waitPrograms(p, progs, m.expect, 60*time.Second)
 	if err != nil {
-		p.stop(syscall.SIGKILL)
+		p.stop(syscall.SIGKILL) //nolint:errcheck // best effort: the process may be gone
 		logTail, _ := os.ReadFile(r.log)
 		return nil, fmt.Errorf("%w: %s", err, tail(string(logTail), 400))
 	}
@@ -144,7 +144,7 @@ func (r *running) stop() (*lost, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
-	os.Remove(r.json)
+	os.Remove(r.json) //nolint:errcheck // best effort: a temporary file
 	return &doc.Lost, nil
 }
 

@@ -163,7 +163,7 @@ func (b *bench) phaseScaling() error {
 	if err != nil {
 		return err
 	}
-	defer st.stop(syscall.SIGKILL)
+	defer st.stop(syscall.SIGKILL) //nolint:errcheck // best effort: the process may be gone
 	win := 5 * time.Second
 	if b.quick {
 		win = 3 * time.Second
@@ -324,7 +324,7 @@ func (b *bench) phaseLoss() error {
 			// sched_switch program: the same figure for every configuration.
 			fl, err := NewFloor()
 			if err != nil {
-				r.stop()
+				r.stop() //nolint:errcheck // best effort: the process may be gone
 				return err
 			}
 			ids := map[uint32]bool{}
@@ -589,7 +589,7 @@ func (b *bench) phaseTail() error {
 			}
 			_, err = b.stressNG(2, load)
 			ps, rerr := readTimedProcess(r.objs, src)
-			r.stop()
+			r.stop() //nolint:errcheck // best effort: the process may be gone
 			if err != nil {
 				return err
 			}

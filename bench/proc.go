@@ -87,7 +87,7 @@ func rssBytes(pid int) uint64 {
 	if err != nil {
 		return 0
 	}
-	defer fh.Close()
+	defer fh.Close() //nolint:errcheck // read-only
 	sc := bufio.NewScanner(fh)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {

@@ -147,7 +147,7 @@ func foreignActivity() string {
 		// flag PF_KTHREAD (0x00200000) in field 9.
 		if len(f) > 38 && (f[38] == "1" || f[38] == "2") {
 			var flags uint64
-			fmt.Sscan(f[6], &flags)
+			fmt.Sscan(f[6], &flags) //nolint:errcheck // a malformed field leaves the zero value
 			if flags&0x00200000 == 0 {
 				rt++
 			}

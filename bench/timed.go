@@ -204,7 +204,7 @@ func progLines(src string) ([]progLine, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
+	defer fh.Close() //nolint:errcheck // read-only
 	var out []progLine
 	sc := bufio.NewScanner(fh)
 	n := 0

@@ -24,14 +24,18 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define INJ_MAX_SPIN_NS (20ULL * 1000 * 1000)
 
-enum inj_kind { INJ_IRQ = 0, INJ_PREEMPT = 1, INJ_KINDS };
+enum inj_kind {
+	INJ_IRQ = 0,
+	INJ_PREEMPT = 1,
+	INJ_KINDS
+};
 
 struct inj_stats {
-	__u64 count;     /* spins done */
-	__u64 total_ns;  /* time spent spinning */
+	__u64 count;    /* spins done */
+	__u64 total_ns; /* time spent spinning */
 	__u64 max_ns;
 	__u64 wrong_cpu;
-	__u64 min_ns;    /* shortest spin: a stall of the machine only lengthens one */ /* runs refused because they were not on the target CPU */
+	__u64 min_ns; /* shortest spin: a stall of the machine only lengthens one */ /* runs refused because they were not on the target CPU */
 };
 
 const volatile __u64 hrtimer_wakeup_fn = 0;
@@ -62,7 +66,7 @@ static __always_inline void spin(__u64 ns, __u32 kind)
 	if (ns > INJ_MAX_SPIN_NS)
 		ns = INJ_MAX_SPIN_NS;
 	__u64 start = bpf_ktime_get_ns();
-	struct spin_ctx c = { .end = start + ns };
+	struct spin_ctx c = {.end = start + ns};
 	/* bpf_loop runs at most 2^23 steps a call: a few calls cover 20 ms
 	 * even with a clock read of a few ns. */
 	for (int i = 0; i < 8; i++) {

@@ -6,8 +6,8 @@
 #include "rtscope.h"
 
 /* Settings, written by user space before load (CollectionSpec.Variables). */
-const volatile bool trace_enabled = true;      /* flight recorder and new-max notices */
-const volatile bool sleep_stacks = true;       /* kernel stack of each tracked sleep */
+const volatile bool trace_enabled = true; /* flight recorder and new-max notices */
+const volatile bool sleep_stacks = true;  /* kernel stack of each tracked sleep */
 /*
  * The kernel stack of what runs instead of a waiting tracked task is taken
  * only once the task has waited this long (ns since its timer expired, or
@@ -29,41 +29,41 @@ __u64 next_id = 0;
 struct rts_task_state {
 	__u64 id;
 	__u32 tid;
-	__u32 flags;           /* RTS_TF_* inherited by children */
-	__s32 prio;            /* kernel prio, refreshed at switch-in */
-	__u8 state;            /* RTS_TS_* */
-	__u8 release_pending;  /* a timer release awaits its thread/user samples */
-	__u8 pending_timer;    /* the pending wakeup came from a timer callback */
+	__u32 flags;          /* RTS_TF_* inherited by children */
+	__s32 prio;           /* kernel prio, refreshed at switch-in */
+	__u8 state;           /* RTS_TS_* */
+	__u8 release_pending; /* a timer release awaits its thread/user samples */
+	__u8 pending_timer;   /* the pending wakeup came from a timer callback */
 	__u8 in_handler;
-	__u32 cpu;             /* CPU of the last switch-in */
-	__u32 wake_cpu;        /* CPU where the last wakeup ran */
-	__u32 release_cpu;     /* CPU of the timer callback of the pending release */
+	__u32 cpu;         /* CPU of the last switch-in */
+	__u32 wake_cpu;    /* CPU where the last wakeup ran */
+	__u32 release_cpu; /* CPU of the timer callback of the pending release */
 	__u32 handler_irq;
-	__u64 wake_ts;         /* start of the current wakeup latency window */
-	__u64 resp_start;      /* start of the current response window, 0: none */
-	__u64 sleep_ts;        /* last voluntary switch-out */
-	__u64 cycle_start;     /* last timer wakeup, 0: none yet */
+	__u64 wake_ts;     /* start of the current wakeup latency window */
+	__u64 resp_start;  /* start of the current response window, 0: none */
+	__u64 sleep_ts;    /* last voluntary switch-out */
+	__u64 cycle_start; /* last timer wakeup, 0: none yet */
 	__u32 cycle_cpu;
 	__u32 pad;
-	__u64 last_expiry;     /* expiry of the previous timer release */
-	__u64 last_spacing;    /* spacing of the previous two timer expiries */
-	__u64 nominal_period;  /* smallest spacing seen twice in a row */
-	__u64 release_expiry;  /* expiry of the pending timer release */
-	__u64 pending_ts;      /* wakeup seen while still on CPU (wakeup/switch race) */
+	__u64 last_expiry;    /* expiry of the previous timer release */
+	__u64 last_spacing;   /* spacing of the previous two timer expiries */
+	__u64 nominal_period; /* smallest spacing seen twice in a row */
+	__u64 release_expiry; /* expiry of the pending timer release */
+	__u64 pending_ts;     /* wakeup seen while still on CPU (wakeup/switch race) */
 	__u64 pending_expiry;
 	__u64 pending_cb_entry;
 	__u32 pending_cpu;
 	__u32 pad2;
-	__u64 armed_expiry;    /* sleeper timer armed by the task itself */
+	__u64 armed_expiry; /* sleeper timer armed by the task itself */
 	__u64 handler_start;
-	__u64 handler_irq_ns;  /* CPU's IRQ+softirq time at handler entry */
-	__u64 run_start;       /* last switch-in */
-	__u64 run_irq_ns;      /* CPU's IRQ+softirq time at that switch-in */
-	__u64 oncpu;           /* on-CPU time of the current activation, IRQs removed */
-	__u8 fentry_seen;      /* handler measured by fentry/fexit: skip the scheduler-based one */
-	__s32 waiting_cpu;     /* CPU whose waiting_tid names this task, -1: none */
-	__u64 last_stack;      /* time of its last sleep stack (rate limit) */
-	__u64 viol_notice_ts;  /* end of the window of its last SLO-violation notice */
+	__u64 handler_irq_ns; /* CPU's IRQ+softirq time at handler entry */
+	__u64 run_start;      /* last switch-in */
+	__u64 run_irq_ns;     /* CPU's IRQ+softirq time at that switch-in */
+	__u64 oncpu;          /* on-CPU time of the current activation, IRQs removed */
+	__u8 fentry_seen;     /* handler measured by fentry/fexit: skip the scheduler-based one */
+	__s32 waiting_cpu;    /* CPU whose waiting_tid names this task, -1: none */
+	__u64 last_stack;     /* time of its last sleep stack (rate limit) */
+	__u64 viol_notice_ts; /* end of the window of its last SLO-violation notice */
 };
 
 struct {

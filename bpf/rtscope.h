@@ -10,15 +10,15 @@
 
 /* Metrics, in the order of the stats array. Names live in internal/metric. */
 enum rts_metric {
-	RTS_M_LATENCY = 0,   /* wakeup -> running */
-	RTS_M_TIMER_IRQ,     /* timer expiry -> timer callback (hard/soft IRQ) */
-	RTS_M_TIMER_THREAD,  /* timer expiry -> task running */
-	RTS_M_TIMER_USER,    /* timer expiry -> return from the sleep syscall */
-	RTS_M_RESPONSE,      /* wakeup -> first voluntary switch-out */
-	RTS_M_CYCLE,         /* timer wakeup -> switch-out into the next timer sleep */
-	RTS_M_PERIOD,        /* timer wakeup -> next timer wakeup */
-	RTS_M_JITTER,        /* |period - spacing of its timer expiries| */
-	RTS_M_HANDLER,       /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
+	RTS_M_LATENCY = 0,  /* wakeup -> running */
+	RTS_M_TIMER_IRQ,    /* timer expiry -> timer callback (hard/soft IRQ) */
+	RTS_M_TIMER_THREAD, /* timer expiry -> task running */
+	RTS_M_TIMER_USER,   /* timer expiry -> return from the sleep syscall */
+	RTS_M_RESPONSE,     /* wakeup -> first voluntary switch-out */
+	RTS_M_CYCLE,        /* timer wakeup -> switch-out into the next timer sleep */
+	RTS_M_PERIOD,       /* timer wakeup -> next timer wakeup */
+	RTS_M_JITTER,       /* |period - spacing of its timer expiries| */
+	RTS_M_HANDLER,      /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
 	RTS_M_COUNT,
 };
 
@@ -36,46 +36,46 @@ enum rts_metric {
 struct rts_metric_stats {
 	__u64 count;
 	__u64 sum;
-	__u64 min;        /* valid when count > 0 */
+	__u64 min; /* valid when count > 0 */
 	__u64 max;
-	__u64 max_start;  /* window of the maximum */
+	__u64 max_start; /* window of the maximum */
 	__u64 max_end;
-	__u64 slo;        /* bound in ns, 0: none */
+	__u64 slo; /* bound in ns, 0: none */
 	__u64 violations;
-	__u64 last;       /* latest sample */
-	__u64 last_end;   /* when it completed */
+	__u64 last;     /* latest sample */
+	__u64 last_end; /* when it completed */
 	__u32 hist[RTS_HIST_BUCKETS];
 };
 
 /* Hygiene counters (real-time anti-patterns seen on a tracked task). */
 enum rts_hygiene {
-	RTS_H_REL_TIMER = 0,   /* timer sleep armed with a relative expiry (drift) */
-	RTS_H_REALTIME_CLOCK,  /* timer sleep on CLOCK_REALTIME/TAI (jumps) */
-	RTS_H_LOWER_PRIO_WAKER,/* woken by a task of lower priority */
-	RTS_H_MIGRATION,       /* moved to another CPU */
+	RTS_H_REL_TIMER = 0,    /* timer sleep armed with a relative expiry (drift) */
+	RTS_H_REALTIME_CLOCK,   /* timer sleep on CLOCK_REALTIME/TAI (jumps) */
+	RTS_H_LOWER_PRIO_WAKER, /* woken by a task of lower priority */
+	RTS_H_MIGRATION,        /* moved to another CPU */
 	RTS_H_COUNT,
 };
 
 /* Per tracked task statistics: value of the `stats` hash, key = tracking id. */
 struct rts_task_stats {
 	__u64 id;
-	__u64 start_time;      /* task_struct start_time, tells reused tids apart */
+	__u64 start_time; /* task_struct start_time, tells reused tids apart */
 	__u32 tid;
 	__u32 pid;
-	__u32 target;          /* index of the target spec that selected it */
+	__u32 target; /* index of the target spec that selected it */
 	__u32 policy;
-	__s32 prio;            /* kernel prio: 0..99 RT (99 - rt_priority), 100..139 nice, -1 DL */
+	__s32 prio; /* kernel prio: 0..99 RT (99 - rt_priority), 100..139 nice, -1 DL */
 	__u32 rt_priority;
 	__u32 last_cpu;
 	__u32 exited;
-	__u64 cpus_mask;       /* affinity of CPUs 0..63 */
+	__u64 cpus_mask; /* affinity of CPUs 0..63 */
 	__u64 nr_cpus_allowed;
 	__u64 wakeups;
 	__u64 switches_voluntary;
 	__u64 switches_preempted;
 	__u64 timer_releases;
-	__u64 overruns;        /* cycle longer than the nominal period */
-	__u64 nominal_period;  /* smallest expiry spacing seen twice in a row (the loop's period) */
+	__u64 overruns;       /* cycle longer than the nominal period */
+	__u64 nominal_period; /* smallest expiry spacing seen twice in a row (the loop's period) */
 	__u64 hygiene[RTS_H_COUNT];
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];
@@ -84,42 +84,42 @@ struct rts_task_stats {
 /* Flight recorder: one ring per CPU, every scheduler/IRQ/timer event. */
 enum rts_event_type {
 	RTS_EV_NONE = 0,
-	RTS_EV_SWITCH,         /* a=prev tid b=next tid c=prev_state flags=preempt prio/pol a=prev b=next comm=next */
-	RTS_EV_WAKEUP,         /* a=target tid b=waker id c=target cpu flags=waker ctx prio_a=target prio_b=waker comm=waker */
-	RTS_EV_MIGRATE,        /* a=tid b=orig cpu c=dest cpu */
-	RTS_EV_IRQ_ENTRY,      /* a=irq */
-	RTS_EV_IRQ_EXIT,       /* a=irq c=ret */
-	RTS_EV_SOFTIRQ_ENTRY,  /* a=vec */
-	RTS_EV_SOFTIRQ_EXIT,   /* a=vec */
-	RTS_EV_TIMER_ENTRY,    /* x=function y=expiry flags=is_hard */
-	RTS_EV_TIMER_EXIT,     /* x=function */
-	RTS_EV_SLEEP,          /* tracked task goes to sleep: a=tid b=stack id c=state x=armed expiry y=timer flags */
-	RTS_EV_USER_RETURN,    /* tracked task returns from a timer sleep: a=tid */
-	RTS_EV_HANDLER_ENTRY,  /* a=tid b=irq */
-	RTS_EV_HANDLER_EXIT,   /* a=tid b=irq */
-	RTS_EV_EXIT,           /* a=tid: task exits */
-	RTS_EV_STACK,          /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
-	RTS_EV_STEAL,          /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
+	RTS_EV_SWITCH,        /* a=prev tid b=next tid c=prev_state flags=preempt prio/pol a=prev b=next comm=next */
+	RTS_EV_WAKEUP,        /* a=target tid b=waker id c=target cpu flags=waker ctx prio_a=target prio_b=waker comm=waker */
+	RTS_EV_MIGRATE,       /* a=tid b=orig cpu c=dest cpu */
+	RTS_EV_IRQ_ENTRY,     /* a=irq */
+	RTS_EV_IRQ_EXIT,      /* a=irq c=ret */
+	RTS_EV_SOFTIRQ_ENTRY, /* a=vec */
+	RTS_EV_SOFTIRQ_EXIT,  /* a=vec */
+	RTS_EV_TIMER_ENTRY,   /* x=function y=expiry flags=is_hard */
+	RTS_EV_TIMER_EXIT,    /* x=function */
+	RTS_EV_SLEEP,         /* tracked task goes to sleep: a=tid b=stack id c=state x=armed expiry y=timer flags */
+	RTS_EV_USER_RETURN,   /* tracked task returns from a timer sleep: a=tid */
+	RTS_EV_HANDLER_ENTRY, /* a=tid b=irq */
+	RTS_EV_HANDLER_EXIT,  /* a=tid b=irq */
+	RTS_EV_EXIT,          /* a=tid: task exits */
+	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
+	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
 };
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */
 enum rts_waker_ctx {
 	RTS_WAKER_TASK = 0,
-	RTS_WAKER_HARDIRQ,     /* b = irq number */
-	RTS_WAKER_SOFTIRQ,     /* b = vector */
-	RTS_WAKER_TIMER,       /* b = tid interrupted; x = timer function */
+	RTS_WAKER_HARDIRQ, /* b = irq number */
+	RTS_WAKER_SOFTIRQ, /* b = vector */
+	RTS_WAKER_TIMER,   /* b = tid interrupted; x = timer function */
 };
 
 struct rts_event {
 	__u64 ts;
-	__u32 seq;             /* low 32 bits of the CPU's sequence number */
+	__u32 seq; /* low 32 bits of the CPU's sequence number */
 	__u16 cpu;
 	__u8 type;
 	__u8 flags;
 	__u32 a;
 	__u32 b;
 	__u32 c;
-	__u8 prio_a;           /* kernel prio, 255 for deadline (-1) */
+	__u8 prio_a; /* kernel prio, 255 for deadline (-1) */
 	__u8 prio_b;
 	__u8 pol_a;
 	__u8 pol_b;
@@ -134,14 +134,14 @@ struct rts_event {
 
 /* Notices from BPF to user space, through the `notices` ring buffer. */
 enum rts_notice_type {
-	RTS_N_TASK_START = 1,  /* a task became tracked */
-	RTS_N_TASK_EXIT,       /* a tracked task exited: its stats are final */
-	RTS_N_NEW_MAX,         /* new maximum of a metric: capture its window */
-	RTS_N_SLO_VIOLATION,   /* a sample over its SLO (not a new maximum): explain its window */
+	RTS_N_TASK_START = 1, /* a task became tracked */
+	RTS_N_TASK_EXIT,      /* a tracked task exited: its stats are final */
+	RTS_N_NEW_MAX,        /* new maximum of a metric: capture its window */
+	RTS_N_SLO_VIOLATION,  /* a sample over its SLO (not a new maximum): explain its window */
 };
 
 /* Notice flags */
-#define RTS_NF_SLO_VIOLATED 1  /* the sample is over its SLO (new maxima too) */
+#define RTS_NF_SLO_VIOLATED 1 /* the sample is over its SLO (new maxima too) */
 
 /*
  * SLO-violation notices of one task are at least this far apart: a bound
@@ -155,27 +155,27 @@ struct rts_notice {
 	__u32 metric;
 	__u64 id;
 	__u32 tid;
-	__u32 cpu;             /* CPU at the end of the window */
+	__u32 cpu; /* CPU at the end of the window */
 	__u64 value;
 	__u64 start;
 	__u64 end;
-	__u32 cpu_start;       /* CPU at the start of the window */
-	__u32 flags;           /* RTS_NF_* */
+	__u32 cpu_start; /* CPU at the start of the window */
+	__u32 flags;     /* RTS_NF_* */
 };
 
 /* Per-CPU state of the engine (value of the `cpus` per-CPU array). */
 struct rts_cpu_state {
-	__u64 seq;             /* flight recorder sequence number */
-	__u64 irq_depth;       /* nested device hard IRQ handlers */
+	__u64 seq;       /* flight recorder sequence number */
+	__u64 irq_depth; /* nested device hard IRQ handlers */
 	__u64 irq_nr;
-	__u64 softirq_vec;     /* + 1, 0: not in softirq */
-	__u64 irq_ns;          /* accumulated hard IRQ handler time */
-	__u64 softirq_ns;      /* accumulated softirq time */
+	__u64 softirq_vec; /* + 1, 0: not in softirq */
+	__u64 irq_ns;      /* accumulated hard IRQ handler time */
+	__u64 softirq_ns;  /* accumulated softirq time */
 	__u64 irq_entry;
 	__u64 softirq_entry;
 	/* hrtimer callbacks in progress: [0] soft (softirq) context, [1] hard */
 	__u64 cb_function[2];
-	__u64 cb_expiry[2];    /* soft expiry, converted to CLOCK_MONOTONIC */
+	__u64 cb_expiry[2]; /* soft expiry, converted to CLOCK_MONOTONIC */
 	__u64 cb_entry[2];
 	/*
 	 * The task in whose context the soft callback or softirq runs. On
@@ -186,10 +186,10 @@ struct rts_cpu_state {
 	 */
 	__u64 cb_soft_tid;
 	__u64 softirq_tid;
-	__u64 waiting_tid;     /* a tracked task runnable on this CPU and not running (0: none) */
-	__u64 waiting_since;   /* when its wait began (its timer's expiry, or its wakeup) */
-	__u64 steal_seen;      /* cumulative hypervisor steal at the last reading */
-	__u64 steal_read_at;   /* when it was read (0: never) */
+	__u64 waiting_tid;   /* a tracked task runnable on this CPU and not running (0: none) */
+	__u64 waiting_since; /* when its wait began (its timer's expiry, or its wakeup) */
+	__u64 steal_seen;    /* cumulative hypervisor steal at the last reading */
+	__u64 steal_read_at; /* when it was read (0: never) */
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */
@@ -205,11 +205,11 @@ enum rts_counter {
 
 /* Target selection: value of the want_tid/want_tgid/want_comm hashes. */
 struct rts_target {
-	__u32 index;           /* which target spec */
+	__u32 index; /* which target spec */
 	__u32 flags;
 };
 
-#define RTS_TF_FOLLOW 1        /* track every descendant (launched command) */
-#define RTS_TF_IRQ_THREAD 2    /* an irq/N-name thread: measure its handler time */
+#define RTS_TF_FOLLOW 1     /* track every descendant (launched command) */
+#define RTS_TF_IRQ_THREAD 2 /* an irq/N-name thread: measure its handler time */
 
 #endif

@@ -31,12 +31,29 @@ static __always_inline __u32 rts_hist_bucket(__u64 v)
 		return (__u32)v;
 	__u32 msb = 0;
 	__u64 x = v;
-	if (x >> 32) { msb += 32; x >>= 32; }
-	if (x >> 16) { msb += 16; x >>= 16; }
-	if (x >> 8) { msb += 8; x >>= 8; }
-	if (x >> 4) { msb += 4; x >>= 4; }
-	if (x >> 2) { msb += 2; x >>= 2; }
-	if (x >> 1) { msb += 1; }
+	if (x >> 32) {
+		msb += 32;
+		x >>= 32;
+	}
+	if (x >> 16) {
+		msb += 16;
+		x >>= 16;
+	}
+	if (x >> 8) {
+		msb += 8;
+		x >>= 8;
+	}
+	if (x >> 4) {
+		msb += 4;
+		x >>= 4;
+	}
+	if (x >> 2) {
+		msb += 2;
+		x >>= 2;
+	}
+	if (x >> 1) {
+		msb += 1;
+	}
 	if (msb >= RTS_HIST_MAX_SHIFT)
 		return RTS_HIST_BUCKETS - 1;
 	return (msb - RTS_HIST_SUB_BITS + 1) * RTS_HIST_SUB +
@@ -95,7 +112,8 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 	__u32 b = rts_hist_bucket(value);
 	/* Keep the bounds check on the register used for the access: older
 	 * verifiers (Linux 6.1) lose the bound when clang rearranges them. */
-	asm volatile("" : "+r"(b));
+	asm volatile(""
+		     : "+r"(b));
 	if (b < RTS_HIST_BUCKETS)
 		m->hist[b & 511]++;
 	if (m->count == 1 || value > m->max) {

@@ -26,9 +26,9 @@ const volatile __u64 tl_hrtimer_wakeup = 0;
 
 /* Value of tl_threads (key: tid of a measuring thread). */
 struct tl_thread {
-	__u64 stats_id;        /* the engine's tracking id of the thread */
-	__u64 last_irq_count;  /* IRQ sample count at the last copy */
-	__u32 cpu;             /* measured CPU */
+	__u64 stats_id;       /* the engine's tracking id of the thread */
+	__u64 last_irq_count; /* IRQ sample count at the last copy */
+	__u32 cpu;            /* measured CPU */
 	__u32 pad;
 };
 
@@ -36,9 +36,9 @@ struct tl_thread {
 struct tl_sample {
 	__u32 cpu;
 	__u32 tid;
-	__u64 count[3];        /* the engine's sample counts */
-	__u64 value[3];        /* latest latency, ns */
-	__u64 end[3];          /* when it was taken (CLOCK_MONOTONIC) */
+	__u64 count[3]; /* the engine's sample counts */
+	__u64 value[3]; /* latest latency, ns */
+	__u64 end[3];   /* when it was taken (CLOCK_MONOTONIC) */
 };
 
 /* The engine's stats map; sizes are copied from the engine's map at load. */

@@ -240,12 +240,12 @@ func tempJSON(write func(string) error) (string, func(), error) {
 		return "", nil, err
 	}
 	p := f.Name()
-	f.Close()
+	f.Close() //nolint:errcheck // on an error path: the error returned says more
 	if err := write(p); err != nil {
-		os.Remove(p)
+		os.Remove(p) //nolint:errcheck // best effort: a temporary file
 		return "", nil, err
 	}
-	return p, func() { os.Remove(p) }, nil
+	return p, func() { os.Remove(p) }, nil //nolint:errcheck // best effort: a temporary file
 }
 
 // runShell runs cmd with sh -c and waits for it: its output goes to log

@@ -129,7 +129,7 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 				Label: fmt.Sprintf("%s ran until the timer interrupt (entry latency, or interrupts off)", who(t))}, from, to)
 			return
 		}
-		kind, rel := KindBlocking, "lower or equal priority"
+		kind, rel := KindBlocking, ""
 		switch {
 		case t.KPrio == kprioUnknown:
 			rel = "priority unknown"

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/rtscope/rtscope/internal/analysis"
-	"github.com/rtscope/rtscope/internal/trace"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/trace"
 
 	"golang.org/x/sys/unix"
 

@@ -406,7 +406,7 @@ func (e *Engine) Close() {
 		e.notices.Close()
 	}
 	if e.flight != nil {
-		unix.Munmap(e.flight)
+		_ = unix.Munmap(e.flight) // at close: nothing to do about a failure
 		e.flight = nil
 	}
 	for _, c := range e.optional {
@@ -418,7 +418,7 @@ func (e *Engine) Close() {
 	// until the garbage collector ran (10 -> 50 fds after one
 	// Load/Attach/Close; demo runs several engines in one process).
 	closeObjects(&e.objs)
-	e.objs.bpfMaps.Close()
+	e.objs.bpfMaps.Close() //nolint:errcheck // BPF objects: closing frees them whatever close returns
 }
 
 // closeObjects closes every exported *ebpf.Program and *ebpf.Map field of
@@ -480,12 +480,12 @@ func (e *Engine) Scan() error {
 	if err != nil {
 		return fmt.Errorf("task iterator: %w", err)
 	}
-	defer it.Close()
+	defer it.Close() //nolint:errcheck // BPF iterator link
 	r, err := it.Open()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer r.Close() //nolint:errcheck // read-only
 	buf := make([]byte, 4096)
 	for {
 		if _, err := r.Read(buf); err != nil {

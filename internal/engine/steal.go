@@ -58,7 +58,7 @@ func readStealTotals(path string) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only
 	// USER_HZ is 100 on every Linux architecture rtscope builds for.
 	const nsPerTick = 10_000_000
 	var out []uint64
@@ -94,7 +94,7 @@ func UnderHypervisor() bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {

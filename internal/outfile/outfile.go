@@ -99,10 +99,10 @@ func (o *File) Commit() error {
 	o.done = true
 	if o.err != nil {
 		if o.f != os.Stdout {
-			o.f.Close()
+			o.f.Close() //nolint:errcheck // abandoned: the write error is returned
 		}
 		if o.tmp != "" {
-			os.Remove(o.tmp)
+			os.Remove(o.tmp) //nolint:errcheck // best effort: a temporary file
 		}
 		return fmt.Errorf("writing %s: %w", o.path, o.err)
 	}
@@ -123,7 +123,7 @@ func (o *File) Commit() error {
 		err = os.Rename(o.tmp, o.path)
 	}
 	if err != nil {
-		os.Remove(o.tmp)
+		os.Remove(o.tmp) //nolint:errcheck // best effort: a temporary file
 		return fmt.Errorf("writing %s: %w (the previous file, if any, is kept)", o.path, err)
 	}
 	return nil
@@ -137,10 +137,10 @@ func (o *File) Abort() {
 	}
 	o.done = true
 	if o.f != os.Stdout {
-		o.f.Close()
+		o.f.Close() //nolint:errcheck // aborted: nothing of it is kept
 	}
 	if o.tmp != "" {
-		os.Remove(o.tmp)
+		os.Remove(o.tmp) //nolint:errcheck // best effort: a temporary file
 	}
 }
 

@@ -37,7 +37,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +45,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
@@ -159,20 +159,14 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// WriteFile writes a Perfetto trace of the windows to path.
+// WriteFile writes a Perfetto trace of the windows to path ("-": stdout)
+// through internal/outfile: complete or not at all.
 func WriteFile(path string, ws []Window) error {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("perfetto trace: %w", err)
 	}
-	if err := Write(f, ws); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("perfetto trace: %w", err)
-	}
-	return nil
+	return f.Fill(func(w io.Writer) error { return Write(w, ws) })
 }
 
 // Write writes a Perfetto trace of the windows to w.

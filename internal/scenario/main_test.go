@@ -4,8 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/rtscope/rtscope/internal/workload"
 	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/workload"
 )
 
 // TestMain runs the tests like rtscope runs, without asynchronous

@@ -462,12 +462,12 @@ func claimCPU(ctx context.Context, cpu int) (func(), error) {
 		waited = true
 		select {
 		case <-ctx.Done():
-			f.Close()
+			f.Close() //nolint:errcheck // on an error path: the error returned says more
 			return nil, fmt.Errorf("interrupted while waiting for the scenario already running on CPU %d", cpu)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return func() { f.Close() }, nil
+	return func() { f.Close() }, nil //nolint:errcheck // releases a lock file
 }
 
 // Print writes a human summary of the run's own measurements.

@@ -2,6 +2,7 @@ package timerlat
 
 import (
 	"fmt"
+
 	"github.com/rtscope/rtscope/internal/cpuset"
 )
 

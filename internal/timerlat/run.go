@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/rtscope/rtscope/internal/cpuset"
 	"io"
 	"os"
 	"runtime"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rtscope/rtscope/internal/cpuset"
 
 	"golang.org/x/sys/unix"
 
@@ -86,7 +87,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer f.Close() //nolint:errcheck // releases the PM QoS request; nothing to do about a failure
 	} else if !o.Quiet {
 		fmt.Fprintln(env.Err, "rtscope timerlat: /dev/cpu_dma_latency left untouched (the system is measured as tuned; --dma-latency 0 bounds exit-from-idle latency as cyclictest does by default)")
 	}
@@ -97,7 +98,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
 		fmt.Fprintf(env.Err, "rtscope timerlat: memory not locked (mlockall: %v): page faults may add latency to rtscope itself\n", err)
 	} else {
-		defer unix.Munlockall()
+		defer unix.Munlockall() //nolint:errcheck // at exit; nothing to do about a failure
 	}
 	// Each measuring thread holds a P while it runs: keep Ps for the rest.
 	if n := len(cpus) + 2; runtime.GOMAXPROCS(0) < n {
@@ -129,7 +130,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		// Undone at the end, for callers that go on (tests).
 		var orig unix.CPUSet
 		if err := unix.SchedGetaffinity(0, &orig); err == nil {
-			defer pinOthers(&orig, nil)
+			defer pinOthers(&orig, nil) //nolint:errcheck // best effort: restores the affinity for callers that go on
 		}
 		// Before the measuring threads exist: threads created later inherit it.
 		if err := pinOthers(&house, nil); err != nil {
@@ -492,7 +493,7 @@ func setDMALatency(us int) (*os.File, error) {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(us))
 	if _, err := f.Write(b[:]); err != nil {
-		f.Close()
+		f.Close() //nolint:errcheck // on an error path: the error returned says more
 		return nil, fmt.Errorf("--dma-latency: writing /dev/cpu_dma_latency: %v", err)
 	}
 	return f, nil
@@ -586,7 +587,7 @@ func printStop(w io.Writer, r *Result, o *Options) {
 	fmt.Fprintf(w, "%s latency %s us reached the %d us threshold on CPU %d (thread %d)", ctxTitle[st.Context],
 		usString(st.Value), st.ThresholdUs, st.CPU, st.TID)
 	if s := st.Sample; s != nil {
-		w.Write([]byte(":"))
+		fmt.Fprint(w, ":")
 		for k := 0; k < nCtx; k++ {
 			if s.Valid[k] {
 				fmt.Fprintf(w, " %s %s us", ctxTitle[k], usString(s.Value[k]))

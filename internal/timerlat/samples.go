@@ -138,7 +138,7 @@ func (s *stream) Close() {
 	if s.link != nil {
 		s.link.Close()
 	}
-	s.objs.Close()
+	s.objs.Close() //nolint:errcheck // BPF objects: closing frees them whatever close returns
 }
 
 // decoder turns the copies of the engine's counters into samples: a context

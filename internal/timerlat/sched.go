@@ -151,16 +151,3 @@ func (p Priority) cyclictestPrio() int {
 	}
 	return 0
 }
-
-// policyWord is cyclictest's "policy: fifo" word.
-func (p Priority) policyWord() string {
-	switch p.Policy {
-	case schedFIFO:
-		return "fifo"
-	case schedRR:
-		return "rr"
-	case schedDeadline:
-		return "deadline"
-	}
-	return "other"
-}

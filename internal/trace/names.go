@@ -146,7 +146,7 @@ func readIRQNames(path string) map[int]string {
 	if err != nil {
 		return out
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	ncpu := 0

@@ -101,10 +101,9 @@ type session struct {
 	tasks     map[uint64]*report.Task             // by tracking id, live and exited
 	traces    map[uint64]map[metric.ID]*trace.Raw // worst windows, decoded only for final reports
 	final     map[uint64]bool                     // final report printed
-	lost      report.Lost
-	lostSeen  uint64          // lost notices already swept for
-	lastSweep time.Time       // sweeps are full scans: at most two a second
-	snap      *trace.Snapshot // ring copy, reused every poll
+	lostSeen  uint64                              // lost notices already swept for
+	lastSweep time.Time                           // sweeps are full scans: at most two a second
+	snap      *trace.Snapshot                     // ring copy, reused every poll
 	started   time.Time
 	// SLO violations explained so far, per task and metric, and this
 	// second's explanation budget.
@@ -195,20 +194,20 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		idx++
 	}
 	var launched *target.Launched
-	var cmdDone chan error
+	var cmdDone chan struct{} // closed when the command has ended
 	if len(o.Targets.Command) > 0 {
 		launched, err = target.Launch(o.Targets.Command, o.Targets.User)
 		if err != nil {
 			return nil, err
 		}
 		if err := eng.WantTID(uint32(launched.Pid), idx, engine.FlagFollow); err != nil {
-			launched.Cmd.Process.Kill()
+			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
 			return nil, err
 		}
 	}
 	if err := eng.Scan(); err != nil {
 		if launched != nil {
-			launched.Cmd.Process.Kill()
+			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
 		}
 		return nil, err
 	}
@@ -221,11 +220,12 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if launched != nil {
 		if err := launched.Resume(); err != nil {
-			launched.Cmd.Process.Kill()
+			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
 			return nil, err
 		}
-		cmdDone = make(chan error, 1)
-		go func() { cmdDone <- launched.Cmd.Wait() }()
+		cmdDone = make(chan struct{})
+		// Its status is read from Cmd.ProcessState at the end.
+		go func() { _ = launched.Cmd.Wait(); close(cmdDone) }()
 	}
 	// Pinned after the command is forked: it keeps its own affinity.
 	if len(o.Housekeeping) > 0 {

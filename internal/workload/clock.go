@@ -80,7 +80,7 @@ func spinUntil(ts *unix.Timespec, end int64) {
 //go:nosplit
 func spinUntilClock(ts *unix.Timespec, clock uintptr, end int64) {
 	for {
-		unix.RawSyscall(unix.SYS_CLOCK_GETTIME, clock, uintptr(unsafe.Pointer(ts)), 0)
+		unix.RawSyscall(unix.SYS_CLOCK_GETTIME, clock, uintptr(unsafe.Pointer(ts)), 0) //nolint:errcheck // CLOCK_MONOTONIC with a valid pointer cannot fail
 		if int64(ts.Sec)*1e9+int64(ts.Nsec) >= end {
 			return
 		}
