@@ -15,7 +15,7 @@ const volatile bool sleep_stacks = true;  /* kernel stack of each tracked sleep 
  * 20 us (20 us with cold caches on a VM), which on-time releases must not pay.
  */
 const volatile __u64 stack_min_wait_ns = 0;
-const volatile __u32 flight_per_cpu = 4096;    /* power of two */
+const volatile __u32 flight_per_cpu = 8192;    /* set by the loader: engine.DefaultFlightPerCPU, or --trace-events */
 const volatile __u64 hrtimer_wakeup_fn = 0;    /* address of hrtimer_wakeup() */
 const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, ns */
 /* Tests only: the first N task-storage creations of track() fail as if busy. */

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/scenario"
 	"github.com/rtscope/rtscope/internal/target"
+	"github.com/rtscope/rtscope/internal/units"
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
@@ -115,12 +115,6 @@ func (d *demo) watch(s *scenario.Scenario, flags ...string) (*report.Report, err
 // sideBySide prints one metric of one thread from several reports.
 func sideBySide(w io.Writer, comm, metric string, labels []string, reps []*report.Report) {
 	fmt.Fprintf(w, "\n%s %s time (us):\n  %-18s %8s %10s %10s %10s %10s\n", comm, metric, "", "count", "p50", "p90", "p99", "max")
-	us := func(p *uint64) string {
-		if p == nil {
-			return "-"
-		}
-		return strconv.FormatFloat(float64(*p)/1e3, 'f', 1, 64)
-	}
 	for i, rep := range reps {
 		var m *report.Metric
 		for _, t := range rep.Tasks {
@@ -132,6 +126,6 @@ func sideBySide(w io.Writer, comm, metric string, labels []string, reps []*repor
 			fmt.Fprintf(w, "  %-18s %8s\n", labels[i], "-")
 			continue
 		}
-		fmt.Fprintf(w, "  %-18s %8d %10s %10s %10s %10s\n", labels[i], m.Count, us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.MaxNs))
+		fmt.Fprintf(w, "  %-18s %8d %10s %10s %10s %10s\n", labels[i], m.Count, units.UsOf(m.P50Ns), units.UsOf(m.P90Ns), units.UsOf(m.P99Ns), units.UsOf(m.MaxNs))
 	}
 }

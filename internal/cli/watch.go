@@ -77,7 +77,7 @@ func runWatch(args []string) int {
 	htmlPath := fs.String("html", "", "write the report as one self-contained HTML page to FILE: histograms, each metric over time, worst-case timelines and verdicts")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
-	traceEvents := fs.Uint32("trace-events", 8192, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
@@ -174,8 +174,8 @@ func runWatch(args []string) int {
 	if *noTrace && *traces {
 		return Fail("watch", errors.New("--traces and --no-trace conflict"))
 	}
-	if *traceEvents < 64 || *traceEvents&(*traceEvents-1) != 0 || *traceEvents > 1<<20 {
-		return Fail("watch", fmt.Errorf("--trace-events %d must be a power of two from 64 to 1048576", *traceEvents))
+	if err := engine.CheckFlightPerCPU(*traceEvents); err != nil {
+		return Fail("watch", fmt.Errorf("--trace-events %w", err))
 	}
 	o.AutoHousekeeping = *house == ""
 	if *house != "" && *house != "none" {

@@ -83,8 +83,22 @@ type Config struct {
 // short waits go without; a wait worth explaining has its stack.
 const DefaultStackMinWait = 100_000
 
-// DefaultFlightPerCPU is the flight recorder depth per CPU (48 bytes an event).
-const DefaultFlightPerCPU = 8192
+// The flight recorder depth per CPU (48 bytes an event): its default and
+// limits, checked by CheckFlightPerCPU (the one home of both).
+const (
+	DefaultFlightPerCPU = 8192
+	MinFlightPerCPU     = 64
+	MaxFlightPerCPU     = 1 << 20
+)
+
+// CheckFlightPerCPU says why n cannot be the flight recorder's depth per
+// CPU: it must be a power of two from MinFlightPerCPU to MaxFlightPerCPU.
+func CheckFlightPerCPU(n uint32) error {
+	if n < MinFlightPerCPU || n > MaxFlightPerCPU || n&(n-1) != 0 {
+		return fmt.Errorf("%d must be a power of two from %d to %d", n, MinFlightPerCPU, MaxFlightPerCPU)
+	}
+	return nil
+}
 
 // Features tells which optional measurements could be attached.
 type Features struct {
@@ -162,8 +176,8 @@ func Load(cfg Config) (*Engine, error) {
 	if cfg.FlightPerCPU == 0 {
 		cfg.FlightPerCPU = DefaultFlightPerCPU
 	}
-	if cfg.FlightPerCPU&(cfg.FlightPerCPU-1) != 0 {
-		return nil, fmt.Errorf("flight recorder size %d is not a power of two", cfg.FlightPerCPU)
+	if err := CheckFlightPerCPU(cfg.FlightPerCPU); err != nil {
+		return nil, fmt.Errorf("flight recorder depth: %w", err)
 	}
 	if err := features.HaveMapType(ebpf.TaskStorage); err != nil {
 		if errors.Is(err, ebpf.ErrNotSupported) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // Exit statuses of timerlat, as rtla's: 0 passed, 1 error, 2 a stop
@@ -67,7 +68,7 @@ func (a *thresholdActions) fire(o *Options, env Env, st *Stop, tr *trace.Trace, 
 	}
 	doc := thresholdDoc(st, tr, v)
 	fmt.Fprintf(env.Err, "rtscope timerlat: CPU %d %s latency %s us reached %d us: %s\n", st.CPU, ctxTitle[st.Context],
-		usString(st.Value), st.ThresholdUs, v.Verdict)
+		units.Us(st.Value), st.ThresholdUs, v.Verdict)
 	a.fired++
 	a.done = make(chan struct{})
 	done := a.done
@@ -131,7 +132,7 @@ func End(r *Result, o *Options, jsonFile string, log io.Writer) {
 	verdict := "passed: no stop threshold reached"
 	if r.Stop != nil {
 		verdict = fmt.Sprintf("CPU %d %s latency %s us reached %d us", r.Stop.CPU, ctxTitle[r.Stop.Context],
-			usString(r.Stop.Value), r.Stop.ThresholdUs)
+			units.Us(r.Stop.Value), r.Stop.ThresholdUs)
 		if r.Verdict.Verdict != "" {
 			verdict += ": " + r.Verdict.Verdict
 		}
@@ -162,7 +163,7 @@ func WritePerfetto(f *outfile.File, r *Result) error {
 	}
 	st := r.Stop
 	w := perfetto.Window{Title: fmt.Sprintf("timerlat stop: CPU %d %s latency %s us >= %d us", st.CPU, ctxTitle[st.Context],
-		usString(st.Value), st.ThresholdUs), Trace: r.Trace, Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause}
+		units.Us(st.Value), st.ThresholdUs), Trace: r.Trace, Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause}
 	if err := f.Fill(func(out io.Writer) error { return perfetto.Write(out, []perfetto.Window{w}) }); err != nil {
 		return fmt.Errorf("--perfetto: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // StopHook writes the auto-analysis of the sample that stopped the run, from
@@ -443,11 +443,6 @@ func printLive(env Env, r *Result, o *Options) {
 	RenderLost(env.Out, r, false)
 }
 
-// usString prints ns as microseconds with one decimal.
-func usString(ns uint64) string {
-	return strconv.FormatFloat(float64(ns)/1000, 'f', 1, 64)
-}
-
 // Print writes the final views of a session: top or hist (or cyclictest's),
 // then the missed/lost line. The JSON document is written separately.
 func Print(w io.Writer, r *Result, o *Options) {
@@ -563,7 +558,7 @@ func saveTrace(path string, tr *trace.Trace, st *Stop) error {
 		return fmt.Errorf("saving the trace: %w", err)
 	}
 	fmt.Fprintf(f.Writer(), "# rtscope timerlat: %s latency %s us of thread %d on CPU %d; times in us from the timer expiry\n",
-		ctxTitle[st.Context], usString(st.Value), st.TID, st.CPU)
+		ctxTitle[st.Context], units.Us(st.Value), st.TID, st.CPU)
 	if tr.Truncated {
 		fmt.Fprintf(f.Writer(), "# truncated: %s\n", tr.Note)
 	}
@@ -585,12 +580,12 @@ func printStop(w io.Writer, r *Result, o *Options) {
 		fmt.Fprintf(w, "## CPU %d hit stop tracing, analyzing it ##\n", st.CPU)
 	}
 	fmt.Fprintf(w, "%s latency %s us reached the %d us threshold on CPU %d (thread %d)", ctxTitle[st.Context],
-		usString(st.Value), st.ThresholdUs, st.CPU, st.TID)
+		units.Us(st.Value), st.ThresholdUs, st.CPU, st.TID)
 	if s := st.Sample; s != nil {
 		fmt.Fprint(w, ":")
 		for k := 0; k < nCtx; k++ {
 			if s.Valid[k] {
-				fmt.Fprintf(w, " %s %s us", ctxTitle[k], usString(s.Value[k]))
+				fmt.Fprintf(w, " %s %s us", ctxTitle[k], units.Us(s.Value[k]))
 			}
 		}
 	}

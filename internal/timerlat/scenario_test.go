@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtscope/rtscope/internal/units"
+
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/scenario"
 )
@@ -83,7 +85,7 @@ func stopOnScenario(t *testing.T, name string, extra []string, values scenario.V
 	if st == nil {
 		return "no stop in 10 s"
 	}
-	t.Logf("stop: %s latency %s us on CPU %d", ctxTitle[st.Context], usString(st.Value), st.CPU)
+	t.Logf("stop: %s latency %s us on CPU %d", ctxTitle[st.Context], units.Us(st.Value), st.CPU)
 	if st.CPU != 1 || st.Value < 4000000 {
 		t.Fatalf("stop %+v", st)
 	}

@@ -63,6 +63,22 @@ func Us(ns uint64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 
 // UsF prints a float ns as microseconds with one decimal.
 func UsF(ns float64) string { return strconv.FormatFloat(ns/1e3, 'f', 1, 64) }
 
+// UsOf prints *p as Us does, or Unset when there is no value (nil).
+func UsOf(p *uint64) string {
+	if p == nil {
+		return Unset
+	}
+	return Us(*p)
+}
+
+// UsFOf prints *p as UsF does, or Unset when there is no value (nil).
+func UsFOf(p *float64) string {
+	if p == nil {
+		return Unset
+	}
+	return UsF(*p)
+}
+
 // UsFine prints ns as microseconds with three decimals (trace timestamps).
 func UsFine(ns int64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 3, 64) }
 

@@ -25,4 +25,8 @@ func TestFormat(t *testing.T) {
 	if got := UsFine(1234); got != "1.234" {
 		t.Errorf("UsFine = %q", got)
 	}
+	v, f := uint64(2500), 2500.4
+	if UsOf(nil) != Unset || UsFOf(nil) != Unset || UsOf(&v) != "2.5" || UsFOf(&f) != "2.5" {
+		t.Errorf("UsOf/UsFOf: %q %q %q %q", UsOf(nil), UsFOf(nil), UsOf(&v), UsFOf(&f))
+	}
 }
