@@ -4,6 +4,7 @@
 #define RTSCOPE_MAPS_BPF_H
 
 #include "rtscope.h"
+#include "stats_map.bpf.h"
 
 /* Settings, written by user space before load (CollectionSpec.Variables). */
 const volatile bool trace_enabled = true; /* flight recorder and new-max notices */
@@ -66,14 +67,6 @@ struct rts_task_state {
 	__u64 viol_notice_ts; /* end of the window of its last SLO-violation notice */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct rts_task_stats);
-} stats SEC(".maps");
-
 /* A zeroed value to create stats entries from (no 10 KiB stack buffer). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -132,7 +125,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 512);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 32 * sizeof(__u64));
+	__uint(value_size, RTS_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
 /* What to track: by tid, by process (tgid), by name. */

@@ -709,3 +709,11 @@ int BPF_PROG(on_irq_forced_thread_fn_exit)
 struct rts_notice *rts_btf_notice __attribute__((unused));
 struct rts_event *rts_btf_event __attribute__((unused));
 struct rts_target *rts_btf_target __attribute__((unused));
+/* The enums user space mirrors: generated into Go (engine/gen.go -type), and
+ * their enumerators checked against the Go names (TestVocabulary). */
+enum rts_metric *rts_btf_metric __attribute__((unused));
+enum rts_hygiene *rts_btf_hygiene __attribute__((unused));
+enum rts_event_type *rts_btf_event_type __attribute__((unused));
+enum rts_waker_ctx *rts_btf_waker_ctx __attribute__((unused));
+enum rts_notice_type *rts_btf_notice_type __attribute__((unused));
+enum rts_counter *rts_btf_counter __attribute__((unused));

@@ -7,6 +7,8 @@
 #define RTSCOPE_H
 
 #define RTS_COMM_LEN 16
+/* Frames kept of a kernel stack (the stacks map; user space reads its value size). */
+#define RTS_STACK_DEPTH 32
 
 /* Metrics, in the order of the stats array. Names live in internal/metric. */
 enum rts_metric {

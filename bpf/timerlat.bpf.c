@@ -42,13 +42,7 @@ struct tl_sample {
 };
 
 /* The engine's stats map; sizes are copied from the engine's map at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct rts_task_stats);
-} stats SEC(".maps");
+#include "stats_map.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -29,35 +29,12 @@ type (
 	Notice      = bpfRtsNotice
 )
 
-// Notice types (enum rts_notice_type).
-const (
-	NoticeTaskStart = 1
-	NoticeTaskExit  = 2
-	NoticeNewMax    = 3
-	// NoticeSLOViolation: a sample over its SLO that is not a new maximum
-	// (at most one a millisecond per task: RTS_VIOL_NOTICE_GAP_NS).
-	NoticeSLOViolation = 4
-)
-
 // NoticeFlagSLOViolated marks a notice whose sample is over its SLO (new maxima too).
 const NoticeFlagSLOViolated = 1
 
 // ViolationNoticeGap is the kernel's minimum spacing of one task's
 // SLO-violation notices (RTS_VIOL_NOTICE_GAP_NS).
 const ViolationNoticeGap = 1_000_000
-
-// Counters of what was lost or refused (enum rts_counter).
-const (
-	CounterNoticeLost = iota
-	CounterStatsFull
-	CounterStorageFail
-	CounterEvents
-	CounterStackLost
-	// CounterTrackDeferred: tasks whose task storage was busy when they
-	// were to be tracked; tracked at their next switch-in instead.
-	CounterTrackDeferred
-	counterCount
-)
 
 // Target flags (RTS_TF_*).
 const FlagFollow = 1
@@ -563,7 +540,7 @@ func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
 // Counters returns the lost/refused counters summed over CPUs.
 func (e *Engine) Counters() [counterCount]uint64 {
 	var out [counterCount]uint64
-	for i := uint32(0); i < counterCount; i++ {
+	for i := range uint32(counterCount) {
 		var per []uint64
 		if err := e.objs.Counters.Lookup(i, &per); err == nil {
 			for _, v := range per {
@@ -605,8 +582,8 @@ func (e *Engine) Tracing() bool { return e.flight != nil }
 
 // StackIDs resolves a stack id of the stacks map to kernel addresses.
 func (e *Engine) Stack(id uint32) ([]uint64, error) {
-	var frames [32]uint64
-	if err := e.objs.Stacks.Lookup(id, &frames); err != nil {
+	frames := make([]uint64, e.objs.Stacks.ValueSize()/8) // RTS_STACK_DEPTH
+	if err := e.objs.Stacks.Lookup(id, frames); err != nil {
 		return nil, err
 	}
 	var out []uint64

@@ -369,15 +369,19 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	elapsed := time.Since(start)
 	th.wait()
 	res.ActionsFired, res.ActionsSkipped = th.fired, th.skipped
-	// The sample that stopped the run is copied when its thread sleeps again.
+	// The sample that stopped the run is copied when its thread sleeps
+	// again: a period or two later, or as late as a stall of the machine
+	// delays that thread (20 ms on a VM); waited for, a second at most.
 	if res.Stop != nil {
-		time.Sleep(2 * time.Duration(period))
-		_ = st.drain(onSample)
 		c := byTID[res.Stop.TID]
-		for i := range c.recent[:min(c.nRecent, recentMax)] {
-			if s := c.recent[i]; s.Valid[IRQ] && s.Expiry == res.Stop.Start {
-				res.Stop.Sample = &s
-				break
+		for giveUp := time.Now().Add(time.Second); res.Stop.Sample == nil && time.Now().Before(giveUp); {
+			time.Sleep(time.Duration(period))
+			_ = st.drain(onSample)
+			for i := range c.recent[:min(c.nRecent, recentMax)] {
+				if s := c.recent[i]; s.Valid[IRQ] && s.Expiry == res.Stop.Start {
+					res.Stop.Sample = &s
+					break
+				}
 			}
 		}
 	}

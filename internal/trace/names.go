@@ -13,24 +13,24 @@ import (
 	"github.com/rtscope/rtscope/internal/sched"
 )
 
-// Event types (enum rts_event_type).
+// Event types (enum rts_event_type, generated into engine).
 const (
-	evSwitch = iota + 1
-	evWakeup
-	evMigrate
-	evIRQEntry
-	evIRQExit
-	evSoftirqEntry
-	evSoftirqExit
-	evTimerEntry
-	evTimerExit
-	evSleep
-	evUserReturn
-	evHandlerEntry
-	evHandlerExit
-	evExit
-	evStack
-	evSteal
+	evSwitch       = engine.EventSwitch
+	evWakeup       = engine.EventWakeup
+	evMigrate      = engine.EventMigrate
+	evIRQEntry     = engine.EventIRQEntry
+	evIRQExit      = engine.EventIRQExit
+	evSoftirqEntry = engine.EventSoftirqEntry
+	evSoftirqExit  = engine.EventSoftirqExit
+	evTimerEntry   = engine.EventTimerEntry
+	evTimerExit    = engine.EventTimerExit
+	evSleep        = engine.EventSleep
+	evUserReturn   = engine.EventUserReturn
+	evHandlerEntry = engine.EventHandlerEntry
+	evHandlerExit  = engine.EventHandlerExit
+	evExit         = engine.EventExit
+	evStack        = engine.EventStack
+	evSteal        = engine.EventSteal
 )
 
 var typeNames = map[uint8]string{
@@ -41,12 +41,12 @@ var typeNames = map[uint8]string{
 	evExit: "exit", evStack: "stack", evSteal: "steal",
 }
 
-// Waker contexts (enum rts_waker_ctx).
+// Waker contexts (enum rts_waker_ctx, generated into engine).
 const (
-	wakerTask = iota
-	wakerHardIRQ
-	wakerSoftIRQ
-	wakerTimer
+	wakerTask    = engine.WakerTask
+	wakerHardIRQ = engine.WakerHardIRQ
+	wakerSoftIRQ = engine.WakerSoftIRQ
+	wakerTimer   = engine.WakerTimer
 )
 
 // SoftirqNames are the kernel's softirq vectors.

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The per-task statistics hash (key: tracking id), shared by the watch
+ * engine (maps.bpf.h) and timerlat (timerlat.bpf.c), whose loader passes
+ * it the engine's map: one definition, so that the two cannot differ.
+ * Sizes are set at load from the engine's configuration.
+ */
+#ifndef RTSCOPE_STATS_MAP_BPF_H
+#define RTSCOPE_STATS_MAP_BPF_H
+
+#include "rtscope.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rts_task_stats);
+} stats SEC(".maps");
+
+#endif
