@@ -47,6 +47,40 @@ func TestSignalsEndTheRun(t *testing.T) {
 			}
 		})
 	}
+	// SIGKILL: no report can be written, but the launched command dies
+	// with rtscope (Pdeathsig) instead of running on under PID 1.
+	t.Run("SIGKILL", func(t *testing.T) {
+		pidf := filepath.Join(t.TempDir(), "pid")
+		cmd := exec.Command(rtscope, "watch", "-q", "--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 60")
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() && !strings.Contains(sc.Text(), "attached and tracking") {
+		}
+		var pid string
+		for deadline := time.Now().Add(10 * time.Second); pid == "" && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			b, _ := os.ReadFile(pidf)
+			pid = strings.TrimSpace(string(b))
+		}
+		if pid == "" {
+			t.Fatal("the command did not start")
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		gone := false
+		for deadline := time.Now().Add(10 * time.Second); !gone && time.Now().Before(deadline); {
+			_, err := os.Stat("/proc/" + pid)
+			gone = err != nil
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !gone {
+			t.Errorf("the launched command %s still runs after rtscope was killed", pid)
+			_ = exec.Command("kill", "-9", pid).Run()
+		}
+	})
 	t.Run("SIGPIPE", func(t *testing.T) {
 		js := filepath.Join(t.TempDir(), "r.json")
 		// head exits after the first line of the live table: the next

@@ -140,7 +140,11 @@ func Launch(argv []string, user *syscall.Credential) (*Launched, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = UserEnv(os.Environ()) // not rtscope's GODEBUG (see main.go)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Credential: user}
+	// Pdeathsig: if rtscope dies (SIGKILL, OOM), the command dies with it
+	// rather than running on unwatched under PID 1. The kernel sends it when
+	// the forking thread exits: this thread stays locked until Resume, and
+	// the Go runtime does not end unlocked threads.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Credential: user, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("cannot execute %q: %v", argv[0], unwrapExec(err))

@@ -226,6 +226,17 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		cmdDone = make(chan struct{})
 		// Its status is read from Cmd.ProcessState at the end.
 		go func() { _ = launched.Cmd.Wait(); close(cmdDone) }()
+		// An error ends the run before the command is stopped below: it is
+		// killed then, never left running unwatched.
+		done := cmdDone // the loop below sets cmdDone to nil once it fired
+		defer func() {
+			select {
+			case <-done:
+			default:
+				_ = launched.Cmd.Process.Kill()
+				<-done
+			}
+		}()
 	}
 	// Pinned after the command is forked: it keeps its own affinity.
 	if len(o.Housekeeping) > 0 {
