@@ -6,14 +6,17 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -445,12 +448,42 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 	return e.res, nil
 }
 
+// lockDir holds the CPU claims of scenarios. It is root's alone (0700):
+// under a world-writable $TMPDIR any user could hold a claim and block
+// root's scenarios, and two processes with different TMPDIRs would not see
+// each other's claims.
+var lockDir = "/run/rtscope"
+
+// openLockDir creates lockDir, or checks that the one there is a directory
+// that only root can write.
+func openLockDir() error {
+	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(lockDir)
+	if err != nil {
+		return err
+	}
+	owner := int64(-1)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = int64(st.Uid)
+	}
+	if !fi.IsDir() || owner != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s must be a directory only root can write (it is %v, owner %d): remove it", lockDir, fi.Mode(), owner)
+	}
+	return nil
+}
+
 // claimCPU waits until no other scenario runs on cpu (on this machine, in
 // any process): two disturbances on one CPU would blur each other's
-// signature. The claim is a lock file, released when the process ends.
+// signature. The claim is a lock file in lockDir, released when the
+// process ends.
 func claimCPU(ctx context.Context, cpu int) (func(), error) {
-	path := fmt.Sprintf("%s/rtscope-scenario-cpu%d.lock", os.TempDir(), cpu)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o666) // flock needs no write access
+	if err := openLockDir(); err != nil {
+		return nil, fmt.Errorf("claiming CPU %d: %w", cpu, err)
+	}
+	path := fmt.Sprintf("%s/scenario-cpu%d.lock", lockDir, cpu)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600) // flock needs no write access
 	if err != nil {
 		return nil, fmt.Errorf("claiming CPU %d (%s): %w", cpu, path, err)
 	}
