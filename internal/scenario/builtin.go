@@ -45,13 +45,28 @@ func checks(fs ...func(Values) error) func(Values) error {
 	}
 }
 
-// victimParams are the periodic victim of the interference scenarios.
+// victimParams are the periodic victim of the interference scenarios. It
+// is a real-time load of its own: a higher priority, a shorter period or
+// more work than the defaults needs --force, and its duty cycle stays
+// within MaxDuty (victimFits).
 func victimParams() []Param {
-	return []Param{
-		prio("victim-prio", "the victim", 80),
-		dur("victim-period", "period of the victim's loop", 1*ms, 100*us, 100*ms),
-		dur("victim-work", "work per victim cycle", 100*us, 1*us, 50*ms),
+	p := prio("victim-prio", "the victim", 80)
+	p.Guard = GuardAbove
+	period := dur("victim-period", "period of the victim's loop", 1*ms, 100*us, 100*ms)
+	period.Guard = GuardBelow
+	work := dur("victim-work", "work per victim cycle", 100*us, 1*us, 50*ms)
+	work.Guard = GuardAbove
+	return []Param{p, period, work}
+}
+
+// victimFits bounds the victim's duty cycle, even with --force: a FIFO
+// victim busy 99% of its CPU starves everything below it.
+func victimFits(v Values) error {
+	if d := float64(v["victim-work"]) / float64(v["victim-period"]); d > MaxDuty {
+		return fmt.Errorf("--victim-work %s every --victim-period %s is a %.0f%% duty cycle, above the %.0f%% maximum",
+			Us(v["victim-work"]), Us(v["victim-period"]), d*100, MaxDuty*100)
 	}
+	return nil
 }
 
 // injection checks the disturbance size against its interval: bounded duty
@@ -231,7 +246,7 @@ func init() {
 			{Name: "every", Help: "interval between bursts", Kind: Duration, Default: 20 * ms, Min: 1 * ms, Max: 10000 * ms, Guard: GuardBelow},
 			prio("hog-prio", "the hog", 90),
 		}, victimParams()...),
-		check: checks(fits("victim-work", "victim-period"), injection("burst", "every")),
+		check: checks(victimFits, injection("burst", "every")),
 		run: func(e *env) error {
 			if err := e.victim(); err != nil {
 				return err
@@ -256,7 +271,7 @@ func init() {
 			{Name: "spin", Help: "busy-wait per injection", Kind: Duration, Default: 3 * ms, Min: 1 * us, Max: int64(inject.MaxSpin), Guard: GuardAbove},
 			{Name: "every", Help: "interval between injections", Kind: Duration, Default: 100 * ms, Min: 1 * ms, Max: 10000 * ms, Guard: GuardBelow},
 		}, victimParams()...),
-		check: checks(fits("victim-work", "victim-period"), injection("spin", "every")),
+		check: checks(victimFits, injection("spin", "every")),
 		run: func(e *env) error {
 			if err := e.victim(); err != nil {
 				return err
@@ -295,7 +310,7 @@ func init() {
 			{Name: "spin", Help: "non-preemptible busy-wait per injection", Kind: Duration, Default: 3 * ms, Min: 1 * us, Max: int64(inject.MaxSpin), Guard: GuardAbove},
 			{Name: "every", Help: "interval between injections", Kind: Duration, Default: 100 * ms, Min: 1 * ms, Max: 10000 * ms, Guard: GuardBelow},
 		}, victimParams()...),
-		check: checks(fits("victim-work", "victim-period"), injection("spin", "every")),
+		check: checks(victimFits, injection("spin", "every")),
 		run: func(e *env) error {
 			p, err := inject.LoadPreemptOff(e.cpu)
 			if err != nil {

@@ -178,7 +178,7 @@ func (s *Scenario) Resolve(cfg Config) (Values, int, error) {
 			if p.Guard == GuardBelow {
 				more = "below"
 			}
-			return nil, 0, fmt.Errorf("--%s %s is %s the default %s and injects more than the defaults: add --force if you mean it",
+			return nil, 0, fmt.Errorf("--%s %s is %s the default %s and loads the CPU more than the defaults: add --force if you mean it",
 				p.Name, p.Format(x), more, p.Format(p.Default))
 		}
 		v[p.Name] = x

@@ -56,6 +56,12 @@ func TestBadInput(t *testing.T) {
 		{"irq-noise", Config{CPU: -1, Force: true, Values: Values{"spin": 10 * ms, "every": 15 * ms}}, "duty cycle"},
 		{"irq-noise", Config{CPU: -1, Force: true, Values: Values{"every": 10500 * us}}, "multiple of --victim-period"},
 		{"rt-hog", Config{CPU: -1, Values: Values{"burst": 5 * ms}}, "add --force"},
+		// The victim is a real-time load too: harsher than its defaults
+		// needs --force, and never above half its CPU.
+		{"rt-hog", Config{CPU: -1, Values: Values{"victim-prio": 99}}, "--victim-prio 99 is above the default 80"},
+		{"irq-noise", Config{CPU: -1, Values: Values{"victim-period": 500 * us}}, "add --force"},
+		{"preempt-off", Config{CPU: -1, Values: Values{"victim-work": 200 * us}}, "add --force"},
+		{"rt-hog", Config{CPU: -1, Force: true, Values: Values{"victim-period": 100 * us, "victim-work": 99 * us, "every": 20 * ms}}, "99% duty cycle"},
 		{"priority-inversion", Config{CPU: -1, Values: Values{"m-prio": 95}}, "ordered H > M > L"},
 		{"event-driven-blocking", Config{CPU: -1, Values: Values{"min-gap": 9 * ms}}, "--min-gap"},
 		{"event-driven-blocking", Config{CPU: -1, Values: Values{"hold": 9 * ms}}, "--hold"},
