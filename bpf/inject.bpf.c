@@ -13,7 +13,10 @@
  * put_cpu() (net/bpf/test_run.c), i.e. preemption disabled, interrupts
  * enabled: a victim woken during the spin runs only when it ends.
  *
- * Both spins are capped here as well as in user space.
+ * Both spins are capped here as well as in user space: each at
+ * INJ_MAX_SPIN_NS, and together at about half of every second of their CPU
+ * (INJ_BUDGET_NS of INJ_WINDOW_NS), so that no injector can take a CPU
+ * whatever user space asks.
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -23,6 +26,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define INJ_MAX_SPIN_NS (20ULL * 1000 * 1000)
+/* The duty budget: at most INJ_BUDGET_NS of spinning in each INJ_WINDOW_NS,
+ * half of it (inject.MaxDuty) plus one spin of slack: user space allows 50%,
+ * and a stall of the machine stretches the spins it asked for. A spin that
+ * would pass the budget is refused. */
+#define INJ_WINDOW_NS (1000ULL * 1000 * 1000)
+#define INJ_BUDGET_NS (INJ_WINDOW_NS / 2 + INJ_MAX_SPIN_NS)
 
 enum inj_kind {
 	INJ_IRQ = 0,
@@ -34,8 +43,11 @@ struct inj_stats {
 	__u64 count;    /* spins done */
 	__u64 total_ns; /* time spent spinning */
 	__u64 max_ns;
-	__u64 wrong_cpu;
-	__u64 min_ns; /* shortest spin: a stall of the machine only lengthens one */ /* runs refused because they were not on the target CPU */
+	__u64 wrong_cpu;    /* runs refused because they were not on the target CPU */
+	__u64 min_ns;       /* shortest spin: a stall of the machine only lengthens one */
+	__u64 over_budget;  /* spins refused by the duty budget */
+	__u64 window_start; /* the budget's current window */
+	__u64 window_ns;    /* spun in it */
 };
 
 const volatile __u64 hrtimer_wakeup_fn = 0;
@@ -60,12 +72,25 @@ static long spin_step(__u64 i, void *data)
 	return bpf_ktime_get_ns() >= c->end; /* 1 stops bpf_loop */
 }
 
-/* Busy-wait ns (capped) and account it under kind. */
+/* Busy-wait ns (capped, within the duty budget) and account it under
+ * kind. One injector spins on one CPU at a time (its timer interrupt, or its
+ * one pinned thread), so the stats need no lock. */
 static __always_inline void spin(__u64 ns, __u32 kind)
 {
+	struct inj_stats *s = bpf_map_lookup_elem(&stats, &kind);
+	if (!s)
+		return;
 	if (ns > INJ_MAX_SPIN_NS)
 		ns = INJ_MAX_SPIN_NS;
 	__u64 start = bpf_ktime_get_ns();
+	if (start - s->window_start >= INJ_WINDOW_NS) {
+		s->window_start = start;
+		s->window_ns = 0;
+	}
+	if (s->window_ns + ns > INJ_BUDGET_NS) {
+		s->over_budget++;
+		return;
+	}
 	struct spin_ctx c = {.end = start + ns};
 	/* bpf_loop runs at most 2^23 steps a call: a few calls cover 20 ms
 	 * even with a clock read of a few ns. */
@@ -75,15 +100,13 @@ static __always_inline void spin(__u64 ns, __u32 kind)
 		bpf_loop(1 << 23, spin_step, &c, 0);
 	}
 	__u64 took = bpf_ktime_get_ns() - start;
-	struct inj_stats *s = bpf_map_lookup_elem(&stats, &kind);
-	if (s) {
-		__sync_fetch_and_add(&s->count, 1);
-		__sync_fetch_and_add(&s->total_ns, took);
-		if (took > s->max_ns)
-			s->max_ns = took;
-		if (!s->min_ns || took < s->min_ns)
-			s->min_ns = took;
-	}
+	s->window_ns += took;
+	s->count++;
+	s->total_ns += took;
+	if (took > s->max_ns)
+		s->max_ns = took;
+	if (!s->min_ns || took < s->min_ns)
+		s->min_ns = took;
 }
 
 static __always_inline void wrong_cpu(__u32 kind)

@@ -24,7 +24,16 @@ type Stats struct {
 	Max      time.Duration // longest spin
 	Min      time.Duration // shortest spin: what was asked for, which stalls only lengthen
 	WrongCPU uint64        // runs refused because they were not on the target CPU
+	// OverBudget: spins refused in BPF because they would have taken more
+	// than MaxDuty of a second of the CPU, whatever user space asked.
+	OverBudget uint64
 }
+
+// MaxDuty is the share of each second of its CPU an injector may spin:
+// enforced in BPF (INJ_BUDGET_NS of INJ_WINDOW_NS: half a second, plus one
+// MaxSpin of slack for spins a stall stretched) beside the checks of
+// internal/scenario.
+const MaxDuty = 0.5
 
 const (
 	kindIRQ     = 0
@@ -69,7 +78,8 @@ func readStats(m *ebpf.Map, kind uint32) Stats {
 	if err := m.Lookup(kind, &s); err != nil {
 		return Stats{}
 	}
-	return Stats{Count: s.Count, Total: time.Duration(s.TotalNs), Max: time.Duration(s.MaxNs), Min: time.Duration(s.MinNs), WrongCPU: s.WrongCpu}
+	return Stats{Count: s.Count, Total: time.Duration(s.TotalNs), Max: time.Duration(s.MaxNs), Min: time.Duration(s.MinNs), WrongCPU: s.WrongCpu,
+		OverBudget: s.OverBudget}
 }
 
 // IRQNoise busy-waits in hard-IRQ context each time the sleeper timer of

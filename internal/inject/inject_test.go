@@ -155,3 +155,53 @@ func TestPreemptOffDelaysVictim(t *testing.T) {
 		}
 	}
 }
+
+// The duty budget holds in BPF whatever user space asks: 40 spins of the
+// maximum 20 ms back to back get about half a second of each second of the
+// CPU, the rest refused (counted, not spun).
+func TestDutyBudgetInBPF(t *testing.T) {
+	needRoot(t)
+	setupProcess(t)
+	cpu := lastCPU(t)
+	p, err := LoadPreemptOff(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const asked = 40
+	var g workload.Group
+	var elapsed time.Duration
+	errs := make(chan error, 1)
+	_, err = g.Go(workload.Spec{Name: "budget", CPU: cpu, Policy: workload.Other}, func(th *workload.Thread) {
+		start := time.Now()
+		for range asked {
+			if err := p.Spin(MaxSpin); err != nil {
+				errs <- err
+				return
+			}
+		}
+		elapsed = time.Since(start)
+		errs <- nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	t.Logf("%d spins of %v asked in %v: %+v", asked, MaxSpin, elapsed, st)
+	// Half a second and one spin of slack a one-second window: 26 spins.
+	// A stall of the machine may have let the calls reach a second window.
+	perWindow := uint64((time.Second/2 + MaxSpin) / MaxSpin)
+	windows := uint64(elapsed/time.Second) + 1
+	// The budget is filled before a spin is refused: a stall only stretches
+	// the spins, so the time spun is a lower bound a stall cannot break.
+	if st.Count+st.OverBudget != asked || st.Count > perWindow*windows || st.Total < time.Second/2-MaxSpin {
+		t.Errorf("%d spins done and %d refused of %d asked in %v; want at most %d a second, the rest refused",
+			st.Count, st.OverBudget, asked, elapsed, perWindow)
+	}
+}

@@ -96,8 +96,9 @@ type Config struct {
 // DefaultDuration is how long `scenario run` lasts without --duration.
 const DefaultDuration = 10 * time.Second
 
-// MaxDuty is the largest share of a CPU an injector may take, even with --force.
-const MaxDuty = 0.5
+// MaxDuty is the largest share of a CPU an injector may take, even with
+// --force (enforced in BPF as well: inject.MaxDuty).
+const MaxDuty = inject.MaxDuty
 
 var all []*Scenario
 
@@ -539,5 +540,9 @@ func (r *Result) Print(w io.Writer, s *Scenario) {
 	if r.Injected != nil {
 		fmt.Fprintf(w, "  %-14s %6d spins, avg %s max %s\n", "injected", r.Injected.Count,
 			Us(int64(r.Injected.Total)/max(1, int64(r.Injected.Count))), Us(int64(r.Injected.Max)))
+		if n := r.Injected.WrongCPU + r.Injected.OverBudget; n > 0 {
+			fmt.Fprintf(w, "  %-14s %6d refused: %d on another CPU, %d over the duty budget (half of each second)\n", "",
+				n, r.Injected.WrongCPU, r.Injected.OverBudget)
+		}
 	}
 }
