@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,26 @@ func TestCloseReleasesEverything(t *testing.T) {
 	}
 	if after := openFDs(t); after > before+2 {
 		t.Errorf("%d file descriptors open after 3 Load/Attach/Close, %d before", after, before)
+	}
+}
+
+// The flight recorder's size is computed in 64 bits and capped: 2^20
+// events on 4096 possible CPUs wrapped the 32-bit product to 0 before.
+func TestFlightEntries(t *testing.T) {
+	if n, err := flightEntries(2, DefaultFlightPerCPU); err != nil || n != 2*DefaultFlightPerCPU {
+		t.Errorf("defaults on 2 CPUs: %d, %v", n, err)
+	}
+	for _, c := range []struct {
+		ncpu   int
+		perCPU uint32
+		most   string
+	}{
+		{4096, MaxFlightPerCPU, "use --trace-events 4096 or less"}, // 2^32 entries: wrapped to 0
+		{64, MaxFlightPerCPU, "use --trace-events 262144 or less"},  // 3 GiB
+	} {
+		n, err := flightEntries(c.ncpu, c.perCPU)
+		if err == nil || !strings.Contains(err.Error(), c.most) {
+			t.Errorf("%d events on %d CPUs: %d entries, %v; want refused with %q", c.perCPU, c.ncpu, n, err, c.most)
+		}
 	}
 }

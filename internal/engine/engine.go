@@ -68,6 +68,29 @@ const (
 	MaxFlightPerCPU     = 1 << 20
 )
 
+// MaxFlightBytes caps the flight recorder's kernel memory, all possible
+// CPUs together: a ring per possible CPU, not per online one, so that a
+// large --trace-events on a machine with many possible CPUs is refused
+// rather than taking gigabytes.
+const MaxFlightBytes = 1 << 30
+
+// flightEntries is the flight recorder's size in events for ncpu possible
+// CPUs of perCPU events, or why that is too much (computed in 64 bits: the
+// map's entry count is 32 bits wide).
+func flightEntries(ncpu int, perCPU uint32) (uint32, error) {
+	const event = uint64(unsafe.Sizeof(Event{}))
+	total := uint64(ncpu) * uint64(perCPU)
+	if total*event <= MaxFlightBytes {
+		return uint32(total), nil
+	}
+	most := uint64(MinFlightPerCPU)
+	for most*2*uint64(ncpu)*event <= MaxFlightBytes {
+		most *= 2
+	}
+	return 0, fmt.Errorf("the flight recorder of %d events per CPU on %d possible CPUs would take %d MiB of kernel memory, above the %d MiB limit: use --trace-events %d or less",
+		perCPU, ncpu, total*event>>20, MaxFlightBytes>>20, most)
+}
+
 // CheckFlightPerCPU says why n cannot be the flight recorder's depth per
 // CPU: it must be a power of two from MinFlightPerCPU to MaxFlightPerCPU.
 func CheckFlightPerCPU(n uint32) error {
@@ -200,9 +223,13 @@ func Load(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
-	entries := uint32(ncpu) * cfg.FlightPerCPU
-	if !cfg.Trace {
-		entries = 1
+	entries := uint32(1)
+	if cfg.Trace {
+		n, err := flightEntries(ncpu, cfg.FlightPerCPU)
+		if err != nil {
+			return nil, err
+		}
+		entries = n
 	}
 	spec.Maps["flight"].MaxEntries = entries
 
