@@ -60,7 +60,7 @@ func TestFlightEntries(t *testing.T) {
 		most   string
 	}{
 		{4096, MaxFlightPerCPU, "use --trace-events 4096 or less"}, // 2^32 entries: wrapped to 0
-		{64, MaxFlightPerCPU, "use --trace-events 262144 or less"},  // 3 GiB
+		{64, MaxFlightPerCPU, "use --trace-events 262144 or less"}, // 3 GiB
 	} {
 		n, err := flightEntries(c.ncpu, c.perCPU)
 		if err == nil || !strings.Contains(err.Error(), c.most) {
