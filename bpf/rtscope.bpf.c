@@ -248,6 +248,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		if (rts_on_switch_in(ns, now, cpu, irq_ns))
 			refresh_identity(ns, next, cpu);
 	}
+	if (cs)
+		cs->user_pending = ns && ns->release_pending;
 	return 0;
 }
 
@@ -540,12 +542,19 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 /* The "user" part of a timer release: the task is back in user space. */
 static __always_inline int user_return(void)
 {
+	/* Almost every return to user has nothing pending: one per-CPU load
+	 * decides it, before the task storage lookup (rseq_update was 22.5% of
+	 * rtscope's BPF time, 75 ns a run against a 50 ns floor). */
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs || !cs->user_pending)
+		return 0;
+	cs->user_pending = 0;
 	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
 	if (!st || !st->release_pending)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_USER_RETURN);
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
 	if (e)
 		e->a = st->tid;
 	rts_on_user_return(st, now, cpu);

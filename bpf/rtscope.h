@@ -192,6 +192,10 @@ struct rts_cpu_state {
 	__u64 waiting_since; /* when its wait began (its timer's expiry, or its wakeup) */
 	__u64 steal_seen;    /* cumulative hypervisor steal at the last reading */
 	__u64 steal_read_at; /* when it was read (0: never) */
+	/* The task switched in last has a timer release awaiting its return to
+	 * user space: the return hooks (rseq_update runs at every return to
+	 * user after a switch, for every thread) test this before any lookup. */
+	__u64 user_pending;
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */
