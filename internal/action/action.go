@@ -66,6 +66,10 @@ func Parse(spec string) (Action, error) {
 		var haveNum, havePID bool
 		for _, kv := range strings.Split(rest, ",") {
 			k, v, _ := strings.Cut(kv, "=")
+			// "pid=1,pid=parent" would leave two targets.
+			if (k == "num" && haveNum) || (k == "pid" && havePID) {
+				return a, fmt.Errorf("action %q: %s is given twice", spec, k)
+			}
 			switch k {
 			case "num":
 				sig, err := parseSignal(v)

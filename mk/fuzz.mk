@@ -1,0 +1,26 @@
+# `make fuzz`: every parser's fuzz target (go test -fuzz), one after the
+# other (Go fuzzes one target per run), FUZZTIME each. Part of `make test`
+# at 3 s each (about a minute in all, compilation included); their seeds
+# are in the fuzz_test.go files, and what a long run finds is kept under
+# the package's testdata/fuzz/ (commit it with the fix). For a deeper run:
+# `make fuzz FUZZTIME=5m`.
+FUZZTIME ?= 3s
+FUZZ_TARGETS := \
+	internal/units:FuzzParseNs internal/units:FuzzUsRoundTrip \
+	internal/slo:FuzzParse \
+	internal/cpuset:FuzzParseList \
+	internal/action:FuzzParse \
+	internal/timerlat:FuzzParsePriority internal/timerlat:FuzzParseDuration internal/timerlat:FuzzParseArgs \
+	internal/scenario:FuzzParams \
+	internal/cli:FuzzParseIDs \
+	internal/target:FuzzParseUser
+
+.PHONY: fuzz
+fuzz: $(STAMP)/generate
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		GOARCH=$(HOSTARCH) $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -parallel 1 ./$$pkg >.cache/fuzz.log 2>&1 || { cat .cache/fuzz.log; exit 1; }; \
+	done
+
+TEST_EXTRA += fuzz
