@@ -247,3 +247,25 @@ func TestJSON(t *testing.T) {
 		t.Errorf("hypervisor: %s", h.Evidence)
 	}
 }
+
+// TestHypervisorSources: /sys/hypervisor, DMI, the device tree of Arm virt
+// machines, then the bare CPU flag.
+func TestHypervisorSources(t *testing.T) {
+	f := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	for _, tc := range []struct {
+		files      fstest.MapFS
+		name, from string
+	}{
+		{fstest.MapFS{"sys/hypervisor/type": f("xen\n")}, "xen", "/sys/hypervisor/type"},
+		{fstest.MapFS{"sys/class/dmi/id/sys_vendor": f("QEMU\n"), "sys/class/dmi/id/product_name": f("Standard PC (i440FX + PIIX, 1996)\n"),
+			"proc/cpuinfo": f("flags\t: fpu hypervisor\n")}, "QEMU Standard PC", "DMI"},
+		{fstest.MapFS{"proc/device-tree/compatible": f("linux,dummy-virt\x00")}, "QEMU virt", "device tree"},
+		{fstest.MapFS{"proc/cpuinfo": f("flags\t: fpu hypervisor tsc\n")}, "not named", "hypervisor flag"},
+		{fstest.MapFS{"proc/cpuinfo": f("flags\t: fpu tsc\n"), "sys/class/dmi/id/product_name": f("PowerEdge R650\n")}, "", ""},
+	} {
+		name, from := hypervisor(load(tc.files))
+		if !strings.HasPrefix(name, tc.name) || !strings.Contains(from, tc.from) || (tc.name == "") != (name == "") {
+			t.Errorf("%v: %q from %q, want %q from ...%s...", tc.files, name, from, tc.name, tc.from)
+		}
+	}
+}

@@ -252,7 +252,7 @@ func checkIdle(m *machine, _ *Env) Check {
 	switch {
 	case deepest.latencyUs > 10:
 		c.Status = Warn
-		c.Remedy = fmt.Sprintf("an idle CPU takes up to %d us (%s) to wake: hold /dev/cpu_dma_latency open at 0 (rtla timerlat and cyclictest do so while they run; your application should too), or disable the deep states (cpupower idle-set -D 10, or intel_idle.max_cstate=1 / processor.max_cstate=1)", deepest.latencyUs, deepest.name)
+		c.Remedy = fmt.Sprintf("an idle CPU takes up to %d us (%s) to wake: hold /dev/cpu_dma_latency open at 0 while the application runs (cyclictest does by default, rtla timerlat with --dma-latency 0 or --deepest-idle-state), or disable the deep states (cpupower idle-set -D 10, or intel_idle.max_cstate=1 / processor.max_cstate=1)", deepest.latencyUs, deepest.name)
 	default:
 		c.Status = Pass
 	}
@@ -470,6 +470,16 @@ func hypervisor(m *machine) (name, source string) {
 	for _, k := range []string{"KVM", "QEMU", "VMware", "VirtualBox", "Virtual Machine", "Xen", "HVM domU", "Amazon EC2", "Google Compute Engine", "Cloud Hypervisor", "Firecracker"} {
 		if strings.Contains(dmi, k) {
 			return dmi, "DMI product name"
+		}
+	}
+	// Arm boards have no CPU flag and often no DMI: QEMU's and crosvm's
+	// virt machines say so in the device tree.
+	for _, f := range []string{"sys/firmware/devicetree/base/compatible", "proc/device-tree/compatible"} {
+		if s, ok := m.read(f); ok {
+			s = strings.ReplaceAll(strings.Trim(s, "\x00"), "\x00", " ")
+			if strings.Contains(s, "dummy-virt") || strings.Contains(s, "qemu") {
+				return "QEMU virt (" + s + ")", "the device tree's compatible"
+			}
 		}
 	}
 	if flag {
