@@ -194,7 +194,9 @@ func TestPreemptionSources(t *testing.T) {
 		{"cmdline after -- is init's", fstest.MapFS{"proc/sys/kernel/version": dyn, "proc/cmdline": cfg("ro -- preempt=full\n"),
 			"proc/sys/kernel/osrelease": cfg("6.9\n"), "boot/config-6.9": cfg("CONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_VOLUNTARY=y\n")}, "voluntary", "the build default"},
 		{"plain PREEMPT", fstest.MapFS{"proc/sys/kernel/version": cfg("#1 SMP PREEMPT Mon\n")}, "full", "uname -v"},
-		{"nothing", fstest.MapFS{"proc/sys/kernel/version": cfg("#1 SMP Mon\n")}, "", "no kernel config"},
+		{"no mark in uname", fstest.MapFS{"proc/sys/kernel/version": cfg("#1 SMP Debian 6.1.192-2\n")}, "none-or-voluntary", "names no preemption"},
+		{"dynamic, mode unknown", fstest.MapFS{"proc/sys/kernel/version": dyn}, "", "its mode is not visible"},
+		{"nothing", fstest.MapFS{}, "", "uname -v unreadable"},
 	} {
 		m := load(tc.files)
 		model, src := preemptionModel(m)
@@ -267,5 +269,29 @@ func TestHypervisorSources(t *testing.T) {
 		if !strings.HasPrefix(name, tc.name) || !strings.Contains(from, tc.from) || (tc.name == "") != (name == "") {
 			t.Errorf("%v: %q from %q, want %q from ...%s...", tc.files, name, from, tc.name, tc.from)
 		}
+	}
+}
+
+// TestPICheck: the judgement of a watch run's hygiene, and Add recounting.
+func TestPICheck(t *testing.T) {
+	task := Task{TID: 7, PID: 7, Comm: "task-H"}
+	for _, tc := range []struct {
+		u    PIUse
+		want Status
+	}{
+		{PIUse{Task: task, Policy: "FIFO", RT: true, Windows: 8, FutexNoPI: 2}, Warn},
+		{PIUse{Task: task, Policy: "FIFO", RT: true, Windows: 8}, Pass},
+		{PIUse{Task: task, Policy: "FIFO", RT: true}, Skip},
+		{PIUse{Task: task, Policy: "OTHER", Windows: 8, FutexNoPI: 2}, Skip},
+	} {
+		if c := PICheck(tc.u); c.Status != tc.want || c.Task.TID != 7 || (c.Status == Warn && c.Remedy == "") {
+			t.Errorf("%+v: %s (%s), want %s", tc.u, c.Status, c.Evidence, tc.want)
+		}
+	}
+	r := run(t, "rt-tuned", Env{})
+	r.SetStrict(false)
+	r.Add(PICheck(PIUse{Task: task, Policy: "FIFO", RT: true, Windows: 1, FutexNoPI: 1}))
+	if r.Summary.Warn != 1 || r.Get("task_pi") == nil {
+		t.Errorf("after Add: %+v", r.Summary)
 	}
 }

@@ -67,10 +67,18 @@ func preemptionModel(m *machine) (model, source string) {
 			return o.model, src
 		}
 	}
-	if !dynamic && strings.Contains(m.version, " PREEMPT ") {
+	noConfig := "no kernel config readable (/proc/config.gz, /boot/config-" + m.release + ")"
+	switch {
+	case dynamic:
+		return "", "PREEMPT_DYNAMIC (uname -v) but its mode is not visible: debugfs unreadable, no preempt= boot option, " + noConfig
+	case strings.Contains(m.version, " PREEMPT ") || strings.HasSuffix(m.version, " PREEMPT"):
 		return "full", "uname -v: " + m.version
+	case m.version != "":
+		// uname -v names PREEMPT, PREEMPT_DYNAMIC and PREEMPT_RT builds;
+		// none and voluntary leave no mark there.
+		return "none-or-voluntary", "uname -v names no preemption (" + m.version + "), " + noConfig
 	}
-	return "", "uname -v says neither PREEMPT_RT nor PREEMPT, and no kernel config is readable (/proc/config.gz, /boot/config-" + m.release + ")"
+	return "", "uname -v unreadable, " + noConfig
 }
 
 func checkPreemption(m *machine, _ *Env) Check {
@@ -88,7 +96,7 @@ func checkPreemption(m *machine, _ *Env) Check {
 	case "full", "lazy":
 		c.Status = Warn
 		c.Remedy = "a PREEMPT_RT kernel (Debian linux-image-rt-amd64/arm64; 6.12+ mainline CONFIG_PREEMPT_RT): spinlock and softirq sections stay non-preemptible here (tens to hundreds of us)"
-	case "none", "voluntary":
+	case "none", "voluntary", "none-or-voluntary":
 		c.Status = Fail
 		c.Remedy = "boot a PREEMPT_RT kernel, or at least preempt=full on a PREEMPT_DYNAMIC kernel: without preemption a task waits for whatever runs in the kernel to finish (milliseconds)"
 	default:

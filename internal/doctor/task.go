@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rtscope/rtscope/internal/sched"
 )
@@ -106,8 +107,8 @@ func statusField(status, key string) string {
 }
 
 // taskChecks checks one thread's policy, memory locking and affinity. PI
-// mutex use needs the thread's futex waits: rtscope watch reports them
-// (hygiene futex_waits_without_pi, docs/doctor.md).
+// mutex use needs the thread's futex waits, which only the engine sees:
+// PICheck judges them from a watch run (doctor --watch).
 func taskChecks(m *machine, t thread) []Check {
 	task := t.Task
 	stat, _ := fs.ReadFile(m.fsys, t.dir+"/stat")
@@ -216,4 +217,45 @@ func statPolicy(stat string) (policy uint32, rtprio, nice int, ok bool) {
 		return 0, 0, 0, false
 	}
 	return uint32(p), r, n, true
+}
+
+// PIUse is what a short rtscope watch run saw of one thread's locking
+// (filled by the command line from the watch report: doctor itself loads
+// no BPF).
+type PIUse struct {
+	Task      Task
+	Policy    string        // OTHER, FIFO, ...
+	RT        bool          // a real-time policy
+	Windows   int           // worst-case windows analysed
+	FutexNoPI uint64        // futex waits without PI in them (hygiene futex_waits_without_pi)
+	Watched   time.Duration // how long it was watched
+}
+
+// PICheck judges a thread's mutexes: an RT thread seen waiting on a futex
+// without priority inheritance risks unbounded priority inversion when a
+// lower-priority thread holds the lock.
+func PICheck(u PIUse) Check {
+	task := u.Task
+	c := Check{Name: "task_pi", Task: &task, Data: map[string]any{"futex_waits_without_pi": u.FutexNoPI, "windows": u.Windows,
+		"watched_ns": u.Watched.Nanoseconds()}}
+	switch {
+	case !u.RT:
+		c.Status, c.Evidence = Skip, u.Policy+": priority inheritance matters to real-time threads"
+	case u.FutexNoPI > 0:
+		c.Status = Warn
+		c.Evidence = fmt.Sprintf("%d futex waits without priority inheritance in its %d worst-case windows over %v (rtscope watch)", u.FutexNoPI, u.Windows, u.Watched)
+		c.Remedy = "use PTHREAD_PRIO_INHERIT mutexes (pthread_mutexattr_setprotocol) for locks shared with lower-priority threads: a plain futex lets a middle-priority task delay it without bound"
+	case u.Windows == 0:
+		c.Status, c.Evidence = Skip, fmt.Sprintf("no worst-case window in %v of watching (no samples, or --no-trace)", u.Watched)
+	default:
+		c.Status = Pass
+		c.Evidence = fmt.Sprintf("no futex wait without priority inheritance in its %d worst-case windows over %v (rtscope watch)", u.Windows, u.Watched)
+	}
+	return c
+}
+
+// Add appends checks (task_pi from a watch run) and recounts the summary.
+func (r *Report) Add(cs ...Check) {
+	r.Checks = append(r.Checks, cs...)
+	r.finish(r.Strict)
 }
