@@ -23,6 +23,8 @@ for f in /proc/cmdline /proc/sys/kernel/osrelease /proc/sys/kernel/version /proc
 	/sys/devices/system/clocksource/clocksource0/available_clocksource; do
 	cp_one "$f"
 done
+# Init's arguments (after --) are no business of doctor's.
+sed -i 's/ -- .*/ --/' "$dir/proc/cmdline"
 mkdir -p "$dir/dev" && head -c 4 /dev/cpu_dma_latency >"$dir/dev/cpu_dma_latency"
 for f in /proc/irq/[0-9]*/smp_affinity_list /proc/irq/[0-9]*/effective_affinity_list \
 	/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/name /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/latency \
