@@ -171,7 +171,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			ev = fmt.Sprintf("%s/%d: %s", c.Task.Comm, c.Task.TID, ev)
 		}
 		fmt.Fprintf(&b, "%-4s  %-16s %s\n", strings.ToUpper(string(c.Status)), c.Name, ev)
-		if c.Remedy != "" && (c.Status == Warn || c.Status == Fail) {
+		if c.Remedy != "" && c.Status != Pass && c.Status != Skip {
 			fmt.Fprintf(&b, "      remedy: %s\n", c.Remedy)
 		}
 	}

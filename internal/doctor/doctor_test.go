@@ -86,7 +86,7 @@ func TestHost(t *testing.T) {
 	if r.ExitStatus != ExitFailed {
 		t.Errorf("exit status %d, want %d (a failed check)", r.ExitStatus, ExitFailed)
 	}
-	if h := r.Get("hypervisor"); h.Data["steal_fraction"] != 0.0 || h.Data["cpu_ns"] != uint64(2_000_000_000) {
+	if h := r.Get("hypervisor"); h.Data["hypervisor"] != "KVM" || h.Data["steal_fraction"] != 0.0 || h.Data["cpu_ns"] != uint64(2_000_000_000) {
 		t.Errorf("hypervisor: %s; want 0 steal in 200 ticks", h.Evidence)
 	}
 }
@@ -263,6 +263,8 @@ func TestHypervisorSources(t *testing.T) {
 			"proc/cpuinfo": f("flags\t: fpu hypervisor\n")}, "QEMU Standard PC", "DMI"},
 		{fstest.MapFS{"proc/device-tree/compatible": f("linux,dummy-virt\x00")}, "QEMU virt", "device tree"},
 		{fstest.MapFS{"proc/cpuinfo": f("flags\t: fpu hypervisor tsc\n")}, "not named", "hypervisor flag"},
+		{fstest.MapFS{"proc/cpuinfo": f("flags\t: fpu hypervisor tsc\n"),
+			"sys/devices/system/clocksource/clocksource0/available_clocksource": f("tsc kvm-clock\n")}, "KVM", "kvm-clock"},
 		{fstest.MapFS{"proc/cpuinfo": f("flags\t: fpu tsc\n"), "sys/class/dmi/id/product_name": f("PowerEdge R650\n")}, "", ""},
 	} {
 		name, from := hypervisor(load(tc.files))

@@ -490,6 +490,13 @@ func hypervisor(m *machine) (name, source string) {
 			}
 		}
 	}
+	// Paravirtual clocks are registered only under their hypervisor.
+	avail, _ := m.read("sys/devices/system/clocksource/clocksource0/available_clocksource")
+	for _, k := range []struct{ clock, name string }{{"kvm-clock", "KVM"}, {"hyperv_clocksource", "Hyper-V"}, {"xen", "Xen"}} {
+		if strings.Contains(avail, k.clock) {
+			return k.name, "its paravirtual clock source " + k.clock
+		}
+	}
 	if flag {
 		return "not named (no /sys/hypervisor/type or DMI product)", "the CPU's hypervisor flag in /proc/cpuinfo"
 	}
