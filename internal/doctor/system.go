@@ -108,7 +108,7 @@ func checkPreemption(m *machine, _ *Env) Check {
 
 func checkIsolation(m *machine, _ *Env) Check {
 	c := Check{Name: "isolcpus", Data: map[string]any{"isolated": fmtList(m.isolated), "online": fmtList(m.online)}}
-	iso, hasIso := m.read("sys/devices/system/cpu/isolated")
+	iso, _ := m.read("sys/devices/system/cpu/isolated")
 	c.Evidence = fmt.Sprintf("isolated CPUs %s of online %s (/sys/devices/system/cpu/isolated %q, nohz_full %s, isolcpus= %q)",
 		fmtList(m.isolated), fmtList(m.online), iso, fmtList(m.nohz), m.cmdline["isolcpus"])
 	switch {
@@ -119,7 +119,6 @@ func checkIsolation(m *machine, _ *Env) Check {
 	case len(m.online) == 1:
 		c.Status, c.Evidence = Info, "one CPU online: nothing to isolate"
 	default:
-		_ = hasIso
 		c.Status = Warn
 		c.Remedy = "isolate the real-time CPUs: isolcpus=domain,managed_irq,LIST nohz_full=LIST rcu_nocbs=LIST (tuned realtime: isolated_cores=LIST); else every kernel thread and task may run beside them"
 	}
