@@ -35,6 +35,10 @@ func FuzzParse(f *testing.F) {
 			if a.Signal < 1 || a.Signal > 64 || (a.PID <= 0) == !a.Parent || a.File != "" || a.Command != "" {
 				t.Fatalf("Parse(%q) = %+v: a signal action needs a signal 1-64 and one target", s, a)
 			}
+			// A pid beyond 32 bits wraps in kill(2): 4294967295 is -1, every process.
+			if a.PID > MaxPID {
+				t.Fatalf("Parse(%q) = %+v: pid beyond the kernel's limit %d", s, a, MaxPID)
+			}
 		case Shell:
 			if strings.TrimSpace(a.Command) == "" || a.Signal != 0 || a.PID != 0 || a.File != "" {
 				t.Fatalf("Parse(%q) = %+v: a shell action needs a command, and only that", s, a)

@@ -125,6 +125,9 @@ type Lost struct {
 	// WindowsLost counts worst-case windows not cut (a snapshot of the
 	// rings failed) or cut for an earlier maximum than the metric's.
 	WindowsLost uint64 `json:"windows_lost"`
+	// ExitedWindowsDropped counts windows of exited tasks released to
+	// bound memory (WindowKeeper): their worst cases say so in worst_note.
+	ExitedWindowsDropped uint64 `json:"exited_windows_dropped"`
 	// TrackingDeferred counts tasks tracked late, from their next
 	// switch-in, because the kernel's task storage was busy when they
 	// appeared (preemptible kernels); their first events are missing.

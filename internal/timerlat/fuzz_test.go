@@ -2,6 +2,7 @@ package timerlat
 
 import (
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +38,9 @@ func FuzzParsePriority(f *testing.F) {
 		case schedDeadline:
 			if p.Runtime == 0 || p.Runtime > p.Period {
 				t.Fatalf("ParsePriority(%q) = %+v: runtime not within its period", s, p)
+			}
+			if p.Period > math.MaxInt64 {
+				t.Fatalf("ParsePriority(%q) = %+v: a period the kernel refuses (bit 63 set)", s, p)
 			}
 		default:
 			t.Fatalf("ParsePriority(%q) = %+v: unknown policy", s, p)

@@ -33,6 +33,12 @@ import (
 // tracked tasks, 9 windows each, reports would otherwise reach gigabytes.
 const DefaultTraceMax = 1024
 
+// ExitedWindowsPerMetric bounds the decoded windows exited tasks keep for
+// the final report, per metric (report.WindowKeeper): a window of 1024
+// events takes about 400 KB (392-byte trace.Event), so at most about 60 MB
+// for the 9 metrics, however many short-lived threads come and go.
+const ExitedWindowsPerMetric = 16
+
 // ViolationBudget bounds the SLO-violation windows explained per second,
 // all tasks together: each costs a cut, a decode and an analysis (about
 // 0.1-1 ms), and the monitor must not take a CPU from what it watches. The
@@ -123,6 +129,8 @@ type session struct {
 	house    *report.Housekeeping // where rtscope's own threads run
 	// windows not cut (snapshot failed) or stale (Metric.SetWorst)
 	windowsLost uint64
+	// decoded windows of exited tasks, bounded (report.WindowKeeper)
+	exitedWindows report.WindowKeeper
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -171,7 +179,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
-		steal: &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method}}
+		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
+		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -605,6 +614,9 @@ func (s *session) finish(id uint64) {
 	if s.visible(t) {
 		report.Final(s.o.Out, t, s.o.Traces)
 	}
+	// Printed: from now on only the run's report needs its windows, and
+	// only the largest of them, whatever the number of tasks that exit.
+	s.exitedWindows.Keep(t)
 }
 
 // refresh re-reads the statistics of live tasks.
@@ -717,6 +729,7 @@ func (s *session) build() *report.Report {
 	}
 	rep.Steal = s.steal
 	rep.Lost.WindowsLost = s.windowsLost
+	rep.Lost.ExitedWindowsDropped = s.exitedWindows.Dropped
 	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
@@ -735,6 +748,10 @@ func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.ExitedWindowsDropped > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d window(s) of exited tasks dropped to bound memory: each metric keeps its %d largest (statistics and verdicts are whole)\n",
+			l.ExitedWindowsDropped, s.exitedWindows.PerMetric)
+	}
 	if l.TrackingDeferred > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) tracked from their next switch-in: the kernel's task storage was busy when they appeared\n",
 			l.TrackingDeferred)
