@@ -198,6 +198,24 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 	run, enabled, err := e.ProgramStats()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.setLive(live)
+	x.counters = counters[:]
+	x.windowsLost = windowsLost
+	x.memBytes = mem
+	if err == nil {
+		x.run, x.runEnabled = run, enabled
+	}
+}
+
+// tick replaces the live tasks' statistics only (tests).
+func (x *Exporter) tick(live []*engine.TaskStats) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.setLive(live)
+}
+
+// setLive replaces the live tasks' statistics. Called with mu held.
+func (x *Exporter) setLive(live []*engine.TaskStats) {
 	next := make(map[uint64]*engine.TaskStats, len(live))
 	for _, st := range live {
 		x.labelOf(st)
@@ -211,12 +229,6 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 		}
 	}
 	x.live = next
-	x.counters = counters[:]
-	x.windowsLost = windowsLost
-	x.memBytes = mem
-	if err == nil {
-		x.run, x.runEnabled = run, enabled
-	}
 }
 
 // Exit folds a task's final statistics into its target's total
