@@ -217,7 +217,7 @@ func TestServePrometheus(t *testing.T) {
 		`sum(rtscope_slo_violations_explained_total{target="control"})`:   -1,
 		`histogram_quantile(0.5, rate(rtscope_cycle_seconds_bucket[1m]))`: -1,
 	}
-	missing := map[string]string{}
+	var missing map[string]string
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		missing = map[string]string{}
