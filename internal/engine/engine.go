@@ -654,21 +654,8 @@ func (e *Engine) MemoryBytes() uint64 {
 		for _, m := range c.Maps {
 			add(m)
 		}
-		for _, p := range c.Programs {
-			if info, err := p.Info(); err == nil {
-				if v, ok := info.Memlock(); ok {
-					total += v
-				}
-			}
-		}
 	}
-	for _, p := range []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate, e.objs.OnSchedFork,
-		e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename, e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry,
-		e.objs.OnHrtimerExpireExit, e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit,
-		e.objs.TrackExisting} {
-		if p == nil {
-			continue
-		}
+	for _, p := range e.programs() {
 		if info, err := p.Info(); err == nil {
 			if v, ok := info.Memlock(); ok {
 				total += v

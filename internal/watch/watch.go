@@ -98,6 +98,37 @@ type Options struct {
 	Ready func()
 	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
 	Stopped func(e *engine.Engine)
+	// Hooks for an always-on agent (internal/serve). All run on the
+	// session's goroutine, in the order of events, so an exporter sees a
+	// task's last live statistics before its exit and never after it.
+	Hooks Hooks
+}
+
+// Hooks let a long-running session export what it measures. Each is
+// optional and runs on the session's goroutine: it must not block.
+type Hooks struct {
+	// Tick, every TickEvery (default 1s), gets the engine and the
+	// statistics of every live task (exited tasks excluded: they went to
+	// Exit first).
+	TickEvery time.Duration
+	// windowsLost counts worst-case windows not cut (snapshot failed).
+	Tick func(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64)
+	// Exit gets a task's final statistics just before the engine forgets
+	// them.
+	Exit func(st *engine.TaskStats)
+	// Violation gets each SLO violation noticed, with the task's tracking
+	// id and name (empty when not known yet): its analysed cause, or
+	// notAnalysed with the reason (report.NotAnalysed*).
+	Violation func(id uint64, comm string, m metric.ID, cause, notAnalysed string)
+	// DropExited: forget an exited task's report once Exit has seen it,
+	// so that task churn does not grow memory (no final report of it).
+	DropExited bool
+	// NeverEnd: the session ends only by its context or duration, never
+	// because its targets are gone (new ones may come).
+	NeverEnd bool
+	// Control, when set, runs functions on the session's goroutine with
+	// the engine (runtime target changes); each must return quickly.
+	Control <-chan func(e *engine.Engine)
 }
 
 type session struct {
@@ -279,6 +310,17 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		seriesTick = tk.C
 		s.samplers = map[uint64]map[metric.ID]*report.Sampler{}
 	}
+	var hookTick <-chan time.Time
+	if o.Hooks.Tick != nil {
+		every := o.Hooks.TickEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		hookTick = tk.C
+		s.tick()
+	}
 	cmdExited := false
 	everTracked := false
 
@@ -313,6 +355,10 @@ loop:
 			}
 		case <-seriesTick:
 			s.sampleSeries()
+		case <-hookTick:
+			s.tick()
+		case f := <-o.Hooks.Control:
+			f(eng)
 		case <-houseTick:
 			s.housekeep()
 		case <-live.C:
@@ -353,6 +399,9 @@ loop:
 	}
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
+	}
+	if o.Hooks.Tick != nil {
+		s.tick() // the last statistics before the engine closes
 	}
 	rep := s.build()
 	if launched != nil {
@@ -400,7 +449,7 @@ func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Com
 // targetsGone tells whether watching should end by itself.
 func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 	o := s.o.Targets
-	if len(o.Comms) > 0 {
+	if len(o.Comms) > 0 || s.o.Hooks.NeverEnd {
 		return false // names may appear at any time
 	}
 	if haveCmd && !cmdExited {
@@ -527,6 +576,13 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		}
 		if s.budgetUsed >= ViolationBudget {
 			v.Skip(report.NotAnalysedBudget, 1)
+			if s.o.Hooks.Violation != nil {
+				comm := ""
+				if t := s.tasks[n.Id]; t != nil {
+					comm = t.Comm
+				}
+				s.o.Hooks.Violation(n.Id, comm, m, "", report.NotAnalysedBudget)
+			}
 			continue
 		}
 		s.budgetUsed++
@@ -543,6 +599,9 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
 		e := s.o.Explain(t, m, tr)
 		v.Add(e, n.Value, tr)
+		if s.o.Hooks.Violation != nil {
+			s.o.Hooks.Violation(n.Id, t.Comm, m, e.Cause, "")
+		}
 		if first == nil {
 			first = &explained{n: n, t: t, tr: tr, e: e}
 		}
@@ -600,6 +659,18 @@ func (s *session) finish(id uint64) {
 	if err != nil {
 		return
 	}
+	if s.o.Hooks.Exit != nil {
+		s.o.Hooks.Exit(st)
+	}
+	if s.o.Hooks.DropExited {
+		// Nothing of it is kept: churn must not grow the agent's memory.
+		delete(s.tasks, id)
+		delete(s.traces, id)
+		delete(s.viol, id)
+		delete(s.samplers, id)
+		s.eng.Forget(id)
+		return
+	}
 	t := report.FromStats(st)
 	if s.samplers != nil {
 		s.sample(st) // its last interval
@@ -617,6 +688,21 @@ func (s *session) finish(id uint64) {
 	// Printed: from now on only the run's report needs its windows, and
 	// only the largest of them, whatever the number of tasks that exit.
 	s.exitedWindows.Keep(t)
+}
+
+// tick hands the statistics of the live tasks to Hooks.Tick.
+func (s *session) tick() {
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return
+	}
+	live := all[:0]
+	for _, st := range all {
+		if !s.final[st.Id] {
+			live = append(live, st)
+		}
+	}
+	s.o.Hooks.Tick(s.eng, live, s.windowsLost)
 }
 
 // refresh re-reads the statistics of live tasks.
