@@ -10,7 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rtscope/rtscope/internal/slo"
-	"github.com/rtscope/rtscope/internal/target"
 )
 
 // Config is the agent's configuration file (YAML, docs/serve.md):
@@ -31,9 +30,9 @@ type Config struct {
 
 // TargetConfig is one target: exactly one of its fields.
 type TargetConfig struct {
-	Comm string `yaml:"comm"`
-	PID  int    `yaml:"pid"`
-	TID  int    `yaml:"tid"`
+	Comm string `yaml:"comm" json:"comm,omitempty"`
+	PID  int    `yaml:"pid" json:"pid,omitempty"`
+	TID  int    `yaml:"tid" json:"tid,omitempty"`
 }
 
 // LoadConfig reads and validates a configuration file. Errors are one
@@ -70,20 +69,8 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		return "config " + name
 	}
 	for i, t := range c.Targets {
-		n := 0
-		for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
-			return nil, fmt.Errorf("%s: a target has exactly one of comm, pid or tid", at(tLines, i))
-		}
-		switch {
-		case len(t.Comm) > target.CommLen:
-			return nil, fmt.Errorf("%s: comm %q has more than %d characters (the kernel's limit)", at(tLines, i), t.Comm, target.CommLen)
-		case t.PID < 0 || t.TID < 0:
-			return nil, fmt.Errorf("%s: a pid or tid is a positive number", at(tLines, i))
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("%s: %v", at(tLines, i), err)
 		}
 	}
 	for i, s := range c.SLO {
@@ -110,19 +97,4 @@ func itemLines(root *yaml.Node, key string) []int {
 		}
 	}
 	return nil
-}
-
-// Merge adds the file's targets and SLOs to those of the flags.
-func (c *Config) Merge(spec *target.Spec, slos []string) []string {
-	for _, t := range c.Targets {
-		switch {
-		case t.Comm != "":
-			spec.Comms = append(spec.Comms, t.Comm)
-		case t.PID != 0:
-			spec.PIDs = append(spec.PIDs, t.PID)
-		case t.TID != 0:
-			spec.TIDs = append(spec.TIDs, t.TID)
-		}
-	}
-	return append(append([]string(nil), slos...), c.SLO...)
 }
