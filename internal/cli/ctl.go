@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -33,6 +34,9 @@ Commands:
   remove-slo SPEC              remove an SLO (as listed)
   reload                       reread --config, as SIGHUP does: the targets
                                and SLOs become those of the flags and file
+  windows [NAME]               the archived windows (serve --archive) with
+                               their verdicts, newest first; NAME: one with
+                               its events
 
 Flags:
 `
@@ -54,7 +58,7 @@ func runCtl(args []string) int {
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return Fail("ctl", errors.New("missing command (list, add, remove, add-slo, remove-slo, reload)"))
+		return Fail("ctl", errors.New("missing command (list, add, remove, add-slo, remove-slo, reload, windows)"))
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
 	t := serve.TargetConfig{Comm: *comm, PID: *pid, TID: *tid}
@@ -64,6 +68,9 @@ func runCtl(args []string) int {
 	}
 	wantArgs := 0
 	if cmd == "add-slo" || cmd == "remove-slo" {
+		wantArgs = 1
+	}
+	if cmd == "windows" && len(rest) == 1 {
 		wantArgs = 1
 	}
 	if len(rest) != wantArgs {
@@ -90,8 +97,14 @@ func runCtl(args []string) int {
 		err = c.Do(http.MethodDelete, serve.PathSLO, serve.SLORequest{SLO: rest[0]}, &out)
 	case "reload":
 		err = c.Do(http.MethodPost, serve.PathReload, nil, &out)
+	case "windows":
+		path := serve.PathWindows
+		if len(rest) == 1 {
+			path += "/" + url.PathEscape(rest[0])
+		}
+		err = c.Do(http.MethodGet, path, nil, &out)
 	default:
-		return Fail("ctl", fmt.Errorf("unknown command %q (list, add, remove, add-slo, remove-slo, reload)", cmd))
+		return Fail("ctl", fmt.Errorf("unknown command %q (list, add, remove, add-slo, remove-slo, reload, windows)", cmd))
 	}
 	if err != nil {
 		return Fail("ctl", err)

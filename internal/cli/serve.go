@@ -33,6 +33,7 @@ whenever they appear. Metric names: docs/metrics.md.
 
 Targets and SLOs come from flags and from --config (YAML), both combined:
   listen: 127.0.0.1:9717
+  archive: /var/lib/rtscope/windows   # archive_max_mb: 64
   targets:
     - comm: control
     - pid: 1234
@@ -41,7 +42,9 @@ Targets and SLOs come from flags and from --config (YAML), both combined:
     - 1234:cycle=1ms
 
 While it runs, rtscope ctl changes targets and SLOs through --socket, and
-SIGHUP (or rtscope ctl reload) rereads --config: docs/serve.md.
+SIGHUP (or rtscope ctl reload) rereads --config. --archive keeps new worst
+cases and SLO-violation windows on disk with their verdicts (rtscope ctl
+windows): docs/serve.md.
 
 Flags:
 `
@@ -51,6 +54,9 @@ func runServe(args []string) int {
 	fs.SortFlags = false
 	config := fs.String("config", "", "YAML configuration file (targets, slo, listen)")
 	listen := fs.String("listen", "", "address of /metrics (default "+serve.DefaultListen+", localhost only)")
+	archive := fs.String("archive", "", "directory of archived worst-case and SLO-violation windows (empty: none)")
+	archiveMB := fs.Int64("archive-max-mb", 0, "size cap of --archive in MiB; the oldest windows are removed (default 64)")
+	violGap := fs.Duration("archive-violation-gap", serve.DefaultViolationGap, "least time between two archived violation windows of a target and metric")
 	socket := fs.String("socket", serve.DefaultSocket, "unix socket of the control API (rtscope ctl), root only; empty: no API")
 	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
 	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
@@ -115,6 +121,29 @@ func runServe(args []string) int {
 	}
 	if err := engine.CheckFlightPerCPU(*traceEvents); err != nil {
 		return Fail("serve", fmt.Errorf("--trace-events %w", err))
+	}
+	archDir, archBytes := *archive, int64(serve.DefaultArchiveBytes)
+	if file != nil {
+		if archDir == "" {
+			archDir = file.Archive
+		}
+		if file.ArchMB > 0 {
+			archBytes = file.ArchMB << 20
+		}
+	}
+	if fs.Changed("archive-max-mb") {
+		if *archiveMB <= 0 {
+			return Fail("serve", errors.New("--archive-max-mb must be above zero"))
+		}
+		archBytes = *archiveMB << 20
+	}
+	if *violGap < 0 {
+		return Fail("serve", errors.New("--archive-violation-gap must not be negative"))
+	}
+	if archDir != "" {
+		if o.Archive, err = serve.OpenArchive(archDir, archBytes, *violGap); err != nil {
+			return Fail("serve", err)
+		}
 	}
 	o.Control = serve.NewControl(flagCfg, *config, file)
 	o.Socket = *socket

@@ -25,6 +25,7 @@ const (
 	PathTargets = "/v1/targets" // GET: State; POST, DELETE: a TargetConfig
 	PathSLO     = "/v1/slo"     // POST, DELETE: {"slo": SPEC}
 	PathReload  = "/v1/reload"  // POST
+	PathWindows = "/v1/windows" // GET: ArchiveList; GET PathWindows/NAME: one ArchivedWindow
 )
 
 // SLORequest is the body of POST and DELETE PathSLO.
@@ -68,8 +69,9 @@ func listenSocket(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// apiHandler serves the control API of c.
-func apiHandler(c *Control) http.Handler {
+// apiHandler serves the control API of c, and the archive's windows when
+// a is not nil.
+func apiHandler(c *Control, a *Archive) http.Handler {
 	mux := http.NewServeMux()
 	state := func(w http.ResponseWriter) {
 		st, err := c.State()
@@ -114,6 +116,25 @@ func apiHandler(c *Control) http.Handler {
 			return
 		}
 		state(w)
+	})
+	mux.HandleFunc("GET "+PathWindows, func(w http.ResponseWriter, r *http.Request) {
+		if a == nil {
+			fail(w, http.StatusNotFound, errors.New("no archive: start the agent with --archive DIR"))
+			return
+		}
+		reply(w, a.List())
+	})
+	mux.HandleFunc("GET "+PathWindows+"/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if a == nil {
+			fail(w, http.StatusNotFound, errors.New("no archive: start the agent with --archive DIR"))
+			return
+		}
+		win, err := a.Get(r.PathValue("name"))
+		if err != nil {
+			fail(w, http.StatusNotFound, err)
+			return
+		}
+		reply(w, win)
 	})
 	return mux
 }

@@ -77,7 +77,7 @@ func TestAPIRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: apiHandler(c)}
+	srv := &http.Server{Handler: apiHandler(c, nil)}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	cl := NewClient(sock)

@@ -15,6 +15,8 @@ import (
 // Config is the agent's configuration file (YAML, docs/serve.md):
 //
 //	listen: 127.0.0.1:9717
+//	archive: /var/lib/rtscope/windows
+//	archive_max_mb: 64
 //	targets:
 //	  - comm: control
 //	  - pid: 1234
@@ -24,6 +26,8 @@ import (
 //	  - 1234:cycle=1ms
 type Config struct {
 	Listen  string         `yaml:"listen"`
+	Archive string         `yaml:"archive"`        // directory of archived windows ("": none)
+	ArchMB  int64          `yaml:"archive_max_mb"` // its size cap, MiB
 	Targets []TargetConfig `yaml:"targets"`
 	SLO     []string       `yaml:"slo"`
 }
@@ -68,6 +72,9 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		}
 		return "config " + name
 	}
+	if c.ArchMB < 0 {
+		return nil, fmt.Errorf("config %s line %d: archive_max_mb is a size in MiB above zero", name, keyLine(&root, "archive_max_mb"))
+	}
 	for i, t := range c.Targets {
 		if err := t.Check(); err != nil {
 			return nil, fmt.Errorf("%s: %v", at(tLines, i), err)
@@ -97,4 +104,18 @@ func itemLines(root *yaml.Node, key string) []int {
 		}
 	}
 	return nil
+}
+
+// keyLine returns the line of a top-level key (0: not there).
+func keyLine(root *yaml.Node, key string) int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return 0
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// Control changes targets and SLOs at run time (the API, SIGHUP);
 	// nil: none, and no API.
 	Control *Control
+	// Archive, when set, gets the new worst and the violation windows,
+	// served by the API; Run closes it.
+	Archive *Archive
 	// Watch is the session: targets, SLOs, analysis, housekeeping. Its
 	// hooks, duration and output are set by Run.
 	Watch watch.Options
@@ -83,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 			_ = ln.Close() // failing anyway
 			return err
 		}
-		api = &http.Server{Handler: apiHandler(o.Control), ReadHeaderTimeout: 10 * time.Second}
+		api = &http.Server{Handler: apiHandler(o.Control, o.Archive), ReadHeaderTimeout: 10 * time.Second}
 		defer func() {
 			_ = api.Close()         // stops serving; nothing to report at exit
 			_ = os.Remove(o.Socket) // the next agent would replace it anyway
@@ -107,6 +110,10 @@ func Run(ctx context.Context, o Options) error {
 	w.Hooks.NeverEnd = true
 	if o.Control != nil {
 		w.Hooks.Control = o.Control.Hook()
+	}
+	if o.Archive != nil {
+		w.Hooks.Window = o.Archive.Add
+		defer o.Archive.Close() // after the session: it adds no more
 	}
 	ready := w.Ready
 	serveErr := make(chan error, 2) // /metrics and the API
