@@ -81,7 +81,7 @@ func TestServeControl(t *testing.T) {
 		}
 	}
 	write("targets:\n  - comm: nothing-here\n")
-	agent, metricsURL := startServeSocket(t, sock, "--config", cfg, "--tick", "200ms")
+	agent, metricsURL := startServeSocket(t, sock, "--config", cfg, "--tick", "200ms", "--archive", filepath.Join(dir, "arch"))
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("control socket %s: %v, mode %v, want 0600", sock, err, fi.Mode())
 	}
@@ -179,6 +179,26 @@ func TestServeControl(t *testing.T) {
 	final, _ := scrape(t, metricsURL, series)
 	if final < after {
 		t.Errorf("cycle count went back from %v to %v over the reloads", after, final)
+	}
+	// The archive holds control's worst windows, with verdicts.
+	out, err := exec.Command(rtscope, "ctl", "--socket", sock, "windows").Output()
+	if err != nil {
+		t.Fatalf("ctl windows: %v", err)
+	}
+	var arch struct {
+		Windows []struct{ Name, Kind, Target, Verdict string } `json:"windows"`
+	}
+	if err := json.Unmarshal(out, &arch); err != nil {
+		t.Fatalf("ctl windows: %v\n%s", err, out)
+	}
+	worst := 0
+	for _, w := range arch.Windows {
+		if w.Kind == "worst" && w.Target == "control" && w.Verdict != "" {
+			worst++
+		}
+	}
+	if worst == 0 {
+		t.Errorf("no worst window of control with a verdict archived: %s", out)
 	}
 	t.Logf("control cycles: %v when seen, %v at the removed task's end, %v at the end", first, after, final)
 	agent.Process.Signal(syscall.SIGTERM)
