@@ -68,6 +68,7 @@ type Archive struct {
 	lastViol map[string]time.Time // target/metric -> last violation archived
 	queue    chan *ArchivedWindow
 	done     chan struct{}
+	pending  sync.WaitGroup // windows queued and not yet written (settle)
 
 	mu      sync.Mutex
 	index   []*ArchivedWindow // oldest first, without Window
@@ -146,14 +147,20 @@ func (a *Archive) Add(worst bool, t *report.Task, m metric.ID, value uint64, get
 	w := &ArchivedWindow{Time: now, Kind: kind, Target: t.Comm, TID: t.TID, PID: t.PID, Metric: m.String(), ValueNs: value,
 		Verdict: e.Verdict, Cause: e.Cause, Culprit: e.Culprit, Window: tr}
 	w.Name = fmt.Sprintf("%019d-%s-%s.json", now.UnixNano(), kind, m)
+	a.pending.Add(1)
 	select {
 	case a.queue <- w:
 	default:
+		a.pending.Done()
 		a.mu.Lock()
 		a.dropped++
 		a.mu.Unlock()
 	}
 }
+
+// settle waits until every queued window is written (tests: the queue's
+// drops then depend on nothing but what was added).
+func (a *Archive) settle() { a.pending.Wait() }
 
 // Close writes what is queued and stops the writer.
 func (a *Archive) Close() {
@@ -180,6 +187,7 @@ func (a *Archive) writer() {
 			a.rotate()
 		}
 		a.mu.Unlock()
+		a.pending.Done()
 	}
 }
 
