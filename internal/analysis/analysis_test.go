@@ -611,6 +611,30 @@ func TestEffectivePriority(t *testing.T) {
 	}
 }
 
+// Issue 15, item 7: a task that set FIFO 70 on itself after it started,
+// reported with the identity it had at discovery (OTHER nice 0), is judged
+// as the FIFO 70 task its window's events show: interference by a FIFO 90
+// task, not the starvation of a SCHED_OTHER one.
+func TestPolicySetAfterStart(t *testing.T) {
+	fifo70 := th{control.tid, control.comm, "FIFO 70", 29}
+	stale := th{control.tid, control.comm, "OTHER nice 0", 120}
+	tr := window("latency", fifo70, us1(1000),
+		sw(us1(-10), 1, idle, "R", hog),
+		wakeBy(0, 1, fifo70, hog),
+		sw(us1(1000), 1, hog, "S", fifo70),
+	)
+	s := subject(stale, "latency")
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "hog/102 (FIFO 90)", "FIFO 70")
+	if strings.Contains(r.Verdict, "OTHER") || strings.Contains(r.Verdict, "starvation") {
+		t.Errorf("verdict uses the stale identity: %s", r.Verdict)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "ran as FIFO 70") {
+		t.Errorf("notes %v", r.Notes)
+	}
+}
+
 // Percentages add up to 100.0 whatever the split (largest remainder), and
 // every nanosecond is in one item, on pseudo-random windows.
 func TestSumsOnRandomWindows(t *testing.T) {

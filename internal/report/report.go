@@ -133,13 +133,18 @@ type Lost struct {
 
 // Task is one tracked thread.
 type Task struct {
-	TID             uint32             `json:"tid"`
-	PID             uint32             `json:"pid"`
-	Comm            string             `json:"comm"`
-	Policy          string             `json:"policy"`
-	Priority        *int               `json:"priority"` // RT priority 1..99, null for non-RT
-	Nice            *int               `json:"nice"`     // null for RT
-	Sched           string             `json:"sched"`
+	TID      uint32 `json:"tid"`
+	PID      uint32 `json:"pid"`
+	Comm     string `json:"comm"`
+	Policy   string `json:"policy"`
+	Priority *int   `json:"priority"` // RT priority 1..99, null for non-RT
+	Nice     *int   `json:"nice"`     // null for RT
+	Sched    string `json:"sched"`
+	// SchedSeen lists the identities (as Sched prints them) the task ran
+	// with, in the order first seen, the last one included; SchedChanges
+	// counts the changes seen at its switch-ins (a policy set after start).
+	SchedSeen       []string           `json:"sched_seen"`
+	SchedChanges    uint32             `json:"sched_changes"`
 	CPUs            string             `json:"cpus"` // affinity, e.g. "0-1"
 	LastCPU         uint32             `json:"last_cpu"`
 	Exited          bool               `json:"exited"`
@@ -226,6 +231,10 @@ func FromStats(s *engine.TaskStats) *Task {
 	if s.NominalPeriod != 0 {
 		t.NominalPeriodNs = u64p(s.NominalPeriod)
 	}
+	t.SchedChanges = s.SchedChanges
+	for _, id := range engine.SchedSeen(s) {
+		t.SchedSeen = append(t.SchedSeen, sched.Describe(id.Policy, id.Prio))
+	}
 	v, rt := sched.UserPrio(int(s.Prio))
 	if rt && sched.IsRT(s.Policy) {
 		t.Priority = &v
@@ -259,6 +268,20 @@ func MetricStats(s *engine.TaskStats, id metric.ID) metric.Stats {
 // Placeholder is a task known from its start notice, before its statistics are read.
 func Placeholder(id uint64, tid uint32) *Task {
 	return &Task{TID: tid, id: id, Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
+}
+
+// SchedHistory says how the task's identity changed during the run
+// ("policy changed once during the run (seen OTHER nice 0, FIFO 50; last
+// FIFO 50)"), empty when it did not.
+func (t *Task) SchedHistory() string {
+	if t.SchedChanges == 0 {
+		return ""
+	}
+	times := "once"
+	if t.SchedChanges > 1 {
+		times = fmt.Sprintf("%d times", t.SchedChanges)
+	}
+	return fmt.Sprintf("policy changed %s during the run (seen %s; last %s)", times, strings.Join(t.SchedSeen, ", "), t.Sched)
 }
 
 // ID is the engine's tracking id of the task.

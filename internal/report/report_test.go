@@ -54,6 +54,39 @@ func TestFromStatsUnsetAndIdentity(t *testing.T) {
 	}
 }
 
+// A task that set its own policy after it started (issue 15, item 7): the
+// header and the JSON give the identity it ran with last, and say it
+// changed, with every identity seen.
+func TestPolicyChangedDuringTheRun(t *testing.T) {
+	s := sampleStats()
+	s.Policy, s.Prio = 1, 49 // FIFO 50, last seen
+	s.SchedChanges = 1
+	s.SchedSeen[0] = 1<<31 | 0<<8 | 120 // OTHER nice 0, at discovery
+	s.SchedSeen[1] = 1<<31 | 1<<8 | 49
+	tk := FromStats(s)
+	var buf bytes.Buffer
+	Final(&buf, tk, false)
+	head := strings.SplitN(buf.String(), "\n", 3)
+	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run (seen OTHER nice 0, FIFO 50; last FIFO 50)" {
+		t.Errorf("header:\n%s\n%s", head[0], head[1])
+	}
+	b, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"policy":"FIFO"`, `"priority":50`, `"sched":"FIFO 50"`,
+		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+	// Unchanged: no history line, its one identity in sched_seen.
+	s.SchedChanges, s.SchedSeen[0], s.SchedSeen[1] = 0, 1<<31|1<<8|49, 0
+	if tk := FromStats(s); tk.SchedHistory() != "" || len(tk.SchedSeen) != 1 || tk.SchedSeen[0] != "FIFO 50" {
+		t.Errorf("unchanged task: %q, seen %v", tk.SchedHistory(), tk.SchedSeen)
+	}
+}
+
 func TestJSONNullsAndNames(t *testing.T) {
 	r := &Report{Schema: Schema, Tasks: []*Task{FromStats(sampleStats())}}
 	b, err := json.Marshal(r)
