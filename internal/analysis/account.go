@@ -49,6 +49,7 @@ func (a *accountant) thread(t *Thread) *Thread {
 			c = *k
 		}
 	}
+	c.Monitor = a.tl.monitor[c.TID]
 	return &c
 }
 
@@ -61,6 +62,9 @@ func who(t *Thread) string {
 	}
 	if t.TID == 0 {
 		return "idle"
+	}
+	if t.Monitor {
+		return MonitorName
 	}
 	if t.Sched == "" {
 		return fmt.Sprintf("%s/%d", t.Comm, t.TID)
@@ -140,7 +144,12 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		default:
 			rel = "lower priority"
 		}
-		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint(kind, t.TID),
+		key := fmt.Sprint(kind, t.TID)
+		if t.Monitor {
+			// rtscope's threads are one cause, however many ran.
+			key = kind + "monitor"
+		}
+		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
 			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
 	case ctxHardIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, IRQ: c.irq, IRQName: c.irqName, HardIRQ: true,
@@ -347,6 +356,9 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	}
 	tl := build(tr.Events)
 	tl.stealClock = tr.StealClock
+	for _, tid := range tr.Monitor {
+		tl.monitor[tid] = true
+	}
 	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}}
 	segs, migs := tl.taskTimeline(s.TID)
 	lost := 0
@@ -440,6 +452,11 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 		}
 	}
 	stealSummary(res, tl, tr, w)
+	for _, it := range res.Breakdown {
+		if it.Thread != nil && it.Thread.Monitor {
+			res.MonitorNs += it.Ns
+		}
+	}
 	verdict(res, tl, s, segs)
 	return res
 }

@@ -71,6 +71,8 @@ type timelines struct {
 	// means none); steal: ns charged to the hypervisor per CPU.
 	stealClock bool
 	steal      map[int]uint64
+	// monitor: rtscope's own threads (trace.Trace.Monitor).
+	monitor map[uint32]bool
 }
 
 func threadOfNext(e *trace.Event) *Thread {
@@ -83,7 +85,7 @@ func threadOfPrev(e *trace.Event) *Thread {
 
 func build(events []trace.Event) *timelines {
 	tl := &timelines{events: events, cpus: map[int][]ctxSeg{}, threads: map[uint32]*Thread{}, stacks: map[uint32][]trace.Event{},
-		steal: map[int]uint64{}}
+		steal: map[int]uint64{}, monitor: map[uint32]bool{}}
 	byCPU := map[int][]int{}
 	for i := range events {
 		e := &events[i]

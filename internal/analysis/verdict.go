@@ -30,6 +30,9 @@ func (g *group) top() *Item {
 func groupKey(it *Item) string {
 	switch it.Kind {
 	case KindInterference, KindBlocking, KindIRQOff:
+		if it.Thread.Monitor {
+			return it.Kind + ":monitor"
+		}
 		return fmt.Sprint(it.Kind, ":", it.Thread.TID)
 	case KindHardIRQ:
 		return "hardirq"
@@ -369,6 +372,10 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	if platformStall(res, tl, g, top, share) {
 		return
 	}
+	if t := top.Thread; t != nil && t.Monitor {
+		monitorVerdict(res, s, top, share)
+		return
+	}
 	switch g.kind {
 	case KindHypervisor:
 		res.Cause = "hypervisor"
@@ -512,6 +519,35 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	default:
 		res.Cause = "inconclusive"
 		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
+	}
+}
+
+// monitorVerdict explains a window dominated by rtscope's own threads: the
+// observer effect, with how they held the CPU and the remedy.
+func monitorVerdict(res *Result, s Subject, top *Item, share string) {
+	t := top.Thread
+	how := ""
+	switch {
+	case top.Kind == KindIRQOff:
+		how = "until the timer interrupt came (interrupts off, or the interrupt's entry latency)"
+	case top.Kind == KindInterference:
+		how = fmt.Sprintf("above this task's %s", s.Sched)
+	case !isRT(s):
+		how = "in SCHED_OTHER time sharing"
+	case t.Sampled && t.UserSpace:
+		how = "in user space, after real-time throttling or the fair server gave it the CPU"
+	case t.KPrio == s.KPrio:
+		how = "at this task's own priority"
+	default:
+		how = "in the kernel, " + modelWords(res.Preemption)
+	}
+	res.Cause = "monitor"
+	res.Culprit = MonitorName
+	res.Verdict = fmt.Sprintf("the monitor itself: rtscope's own threads (%s/%d first) ran %s on CPU %d, %s. "+
+		"This is watching's own cost (the observer effect), not the workload's: keep rtscope off the watched CPUs "+
+		"with -H CPUS (its housekeeping CPUs)", t.Comm, t.TID, share, top.CPU, how)
+	if len(t.Stack) > 0 {
+		res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
 	}
 }
 

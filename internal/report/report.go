@@ -31,6 +31,7 @@ type Report struct {
 	Features   Features `json:"features"`
 	Lost       Lost     `json:"lost"`
 	Steal      *Steal   `json:"steal"`
+	Monitor    *Monitor `json:"monitor"`           // rtscope's own share of the windows; null without analysis
 	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
 	Actions    *Actions `json:"actions,omitempty"` // with --on-threshold
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
@@ -94,6 +95,45 @@ type Steal struct {
 	WorstCasesWithSteal  uint64 `json:"worst_cases_with_steal"`
 	WorstCaseStealNs     uint64 `json:"worst_case_steal_ns"`
 	WorstCasesHypervisor uint64 `json:"worst_cases_hypervisor"`
+}
+
+// Monitor is rtscope's own share of the windows it explained: the time its
+// threads ran on the CPUs of a waiting task (the observer effect), and how
+// often that time dominated (cause "monitor"). Not safe for concurrent use.
+type Monitor struct {
+	PID                   uint32 `json:"pid"`         // rtscope's process: its threads are the monitor
+	WorstCases            uint64 `json:"worst_cases"` // analysed
+	WorstCasesWithMonitor uint64 `json:"worst_cases_with_monitor"`
+	WorstCaseMonitorNs    uint64 `json:"worst_case_monitor_ns"`
+	WorstCasesMonitor     uint64 `json:"worst_cases_monitor"` // of them, cause "monitor"
+	Violations            uint64 `json:"violations"`          // SLO violations explained
+	ViolationsWithMonitor uint64 `json:"violations_with_monitor"`
+	ViolationMonitorNs    uint64 `json:"violation_monitor_ns"`
+	ViolationsMonitor     uint64 `json:"violations_monitor"` // of them, cause "monitor"
+}
+
+// AddWorst counts one analysed worst case.
+func (m *Monitor) AddWorst(e Explanation) {
+	m.WorstCases++
+	if e.MonitorNs > 0 {
+		m.WorstCasesWithMonitor++
+		m.WorstCaseMonitorNs += e.MonitorNs
+	}
+	if e.Cause == "monitor" {
+		m.WorstCasesMonitor++
+	}
+}
+
+// AddViolation counts one explained SLO violation.
+func (m *Monitor) AddViolation(e Explanation) {
+	m.Violations++
+	if e.MonitorNs > 0 {
+		m.ViolationsWithMonitor++
+		m.ViolationMonitorNs += e.MonitorNs
+	}
+	if e.Cause == "monitor" {
+		m.ViolationsMonitor++
+	}
 }
 
 // AddWorst counts one analysed worst case.

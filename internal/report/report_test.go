@@ -231,3 +231,34 @@ func TestSetWorstRefusesAStaleWindow(t *testing.T) {
 		t.Errorf("the maximum's window refused: note %q", m.WorstNote)
 	}
 }
+
+// The monitor's share (issue 15, item 6): windows holding rtscope's own
+// threads are counted apart, with their time, and printed when there are any.
+func TestMonitorShare(t *testing.T) {
+	m := &Monitor{PID: 42}
+	var buf bytes.Buffer
+	WriteMonitor(&buf, m)
+	if buf.Len() != 0 {
+		t.Errorf("printed with no monitor time: %q", buf.String())
+	}
+	m.AddWorst(Explanation{Cause: "interference"})
+	m.AddWorst(Explanation{Cause: "monitor", MonitorNs: 1_500_000})
+	m.AddViolation(Explanation{Cause: "exit-from-idle", MonitorNs: 2_000})
+	m.AddViolation(Explanation{Cause: "monitor", MonitorNs: 30_000})
+	m.AddViolation(Explanation{Cause: "hardirq"})
+	want := Monitor{PID: 42, WorstCases: 2, WorstCasesWithMonitor: 1, WorstCaseMonitorNs: 1_500_000, WorstCasesMonitor: 1,
+		Violations: 3, ViolationsWithMonitor: 2, ViolationMonitorNs: 32_000, ViolationsMonitor: 1}
+	if *m != want {
+		t.Errorf("monitor %+v, want %+v", *m, want)
+	}
+	WriteMonitor(&buf, m)
+	if got := buf.String(); !strings.Contains(got, "ran 1500.0 us inside 1 of 2 worst cases (1 mostly its own) and 32.0 us inside 2 of 3 explained SLO violations (1 mostly its own)") {
+		t.Errorf("summary %q", got)
+	}
+	var v Violations
+	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 30_000}, 40_000, &trace.Trace{})
+	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 20_000}, 35_000, &trace.Trace{})
+	if c := v.Causes; len(c) != 1 || c[0].Count != 2 || c[0].MonitorNs != 50_000 {
+		t.Errorf("violation causes %+v", c)
+	}
+}

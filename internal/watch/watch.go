@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -112,6 +113,11 @@ type session struct {
 	budgetUsed  int
 	steal       *report.Steal
 	stealStart  []uint64
+	// rtscope's own threads (the monitor), re-read at most every
+	// monitorRefresh, and their share of the windows explained.
+	monitor     *report.Monitor
+	monitorTIDs []uint32
+	monitorRead time.Time
 	// On-threshold actions: done is non-nil while they run (one run at a
 	// time); crossings noticed meanwhile are counted, not acted on.
 	actDone    chan struct{}
@@ -171,7 +177,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
-		steal: &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method}}
+		steal:   &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
+		monitor: &report.Monitor{PID: uint32(os.Getpid())}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -532,8 +539,10 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		}
 		tr := snap.Cut(trace.Window{Metric: m.String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
 			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
+		tr.Monitor = s.monitorThreads()
 		e := s.o.Explain(t, m, tr)
 		v.Add(e, n.Value, tr)
+		s.monitor.AddViolation(e)
 		if first == nil {
 			first = &explained{n: n, t: t, tr: tr, e: e}
 		}
@@ -637,9 +646,11 @@ func (s *session) attach(t *report.Task) {
 			continue
 		}
 		if s.o.Analyze != nil {
+			tr.Monitor = s.monitorThreads()
 			e := s.o.Analyze(t, m, tr)
 			rm.Verdict, rm.Cause, rm.Analysis = e.Verdict, e.Cause, e.Detail
 			s.steal.AddWorst(e)
+			s.monitor.AddWorst(e)
 		}
 	}
 	for _, m := range metric.All() {
@@ -716,6 +727,9 @@ func (s *session) build() *report.Report {
 		}
 	}
 	rep.Steal = s.steal
+	if s.o.Analyze != nil || s.o.Explain != nil {
+		rep.Monitor = s.monitor
+	}
 	rep.Lost.WindowsLost = s.windowsLost
 	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
@@ -740,6 +754,7 @@ func (s *session) summary(rep *report.Report) {
 			l.TrackingDeferred)
 	}
 	report.WriteSteal(s.o.Out, rep.Steal, rep.DurationNs)
+	report.WriteMonitor(s.o.Out, rep.Monitor)
 	if a := rep.Actions; a != nil {
 		fmt.Fprintf(s.o.Out, "rtscope watch: on-threshold actions ran %d time(s); %d violation(s) came while they ran or after the stop\n",
 			a.ThresholdFired, a.ThresholdSkipped)
@@ -888,4 +903,29 @@ func (s *session) housekeep() {
 	}
 	s.house.CPUs, s.house.Reason, s.house.Shared = list, reason, shared
 	fmt.Fprintf(s.o.Log, "rtscope watch: own threads on CPU %s: %s (-H overrides)\n", list, reason)
+}
+
+// monitorRefresh bounds how often rtscope's own thread list is re-read: the
+// Go runtime starts its threads early and rarely adds one later.
+const monitorRefresh = 500 * time.Millisecond
+
+// monitorThreads returns the threads of rtscope's own process (the
+// monitor), for the analysis to name them as such (trace.Trace.Monitor).
+func (s *session) monitorThreads() []uint32 {
+	if s.monitorTIDs != nil && time.Since(s.monitorRead) < monitorRefresh {
+		return s.monitorTIDs
+	}
+	s.monitorRead = time.Now()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return s.monitorTIDs
+	}
+	tids := make([]uint32, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
+			tids = append(tids, uint32(tid))
+		}
+	}
+	s.monitorTIDs = tids
+	return tids
 }
