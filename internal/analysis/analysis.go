@@ -67,6 +67,10 @@ type Thread struct {
 	// Monitor: one of rtscope's own threads (trace.Trace.Monitor), named
 	// as the monitor, not as an anonymous task.
 	Monitor bool `json:"monitor,omitempty"`
+	// BoostedFrom is its own identity ("FIFO 5") when it ran boosted by
+	// priority inheritance (Sched) while holding the task's PI lock: it
+	// ran on the task's behalf.
+	BoostedFrom string `json:"boosted_from,omitempty"`
 }
 
 // MonitorName is how verdicts name rtscope's own threads: the observer

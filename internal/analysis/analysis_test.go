@@ -417,6 +417,65 @@ func TestPriorityInheritanceNoInversion(t *testing.T) {
 	}
 }
 
+// Issue 15, item 4: the owner of the task's PI lock (FIFO 5) runs boosted
+// to the waiter's FIFO 70 after releasing it to the waiter, until it is
+// switched out: it ran on the waiter's behalf, not as a higher or equal
+// priority.
+func TestBoostedLockOwner(t *testing.T) {
+	waiter := th{140, "waiter", "FIFO 70", 29}
+	owner := th{141, "owner", "FIFO 5", 94}
+	boosted := th{141, "owner", "FIFO 70", 29}
+	stale := th{140, "waiter", "OTHER nice 0", 120}
+	const want = "owner/141 (FIFO 5, boosted to FIFO 70) ran by priority inheritance while holding this task's lock"
+	// A cycle: the waiter blocks on the PI lock, the owner runs boosted
+	// and wakes it, and keeps the CPU 40 us more in the kernel.
+	cycle := window("cycle", waiter, us1(1100),
+		sw(us1(-500), 1, idle, "R", owner),
+		sw(us1(-100), 1, owner, "R+", waiter),
+		sleep(us1(100), 1, waiter, "PI futex lock"),
+		sw(us1(100), 1, waiter, "S", boosted),
+		wakeBy(us1(1000), 1, waiter, owner),
+		sw(us1(1040), 1, boosted, "R+", waiter),
+		sleep(us1(1100), 1, waiter, "timer sleep (nanosleep)"),
+		sw(us1(1100), 1, waiter, "S", owner),
+	)
+	for _, subj := range []th{waiter, stale} { // stale: the identity the issue's report had
+		r := explain(cycle, subject(subj, "cycle"), "none")
+		checkSums(t, r)
+		it := item(r, PhaseRunnable, KindBlocking, owner.tid)
+		if it == nil || it.Label != want || it.Ns != uint64(us1(40)) || it.Thread.BoostedFrom != "FIFO 5" {
+			t.Errorf("subject %s: owner item %+v, want %q for 40 us:\n%s", subj.sched, it, want, dump(r))
+		}
+		for _, it := range r.Breakdown {
+			if strings.Contains(it.Label, "higher priority") || strings.Contains(it.Label, "equal priority") {
+				t.Errorf("subject %s: %s", subj.sched, it.Label)
+			}
+		}
+	}
+	// A latency window the boosted owner dominates: a lock hand-over.
+	lat := window("latency", waiter, us1(500),
+		sw(us1(-2000), 1, idle, "R", owner),
+		sw(us1(-1500), 1, owner, "R+", waiter),
+		sleep(us1(-900), 1, waiter, "PI futex lock"),
+		sw(us1(-900), 1, waiter, "S", boosted),
+		wakeBy(0, 1, waiter, owner),
+		sw(us1(500), 1, boosted, "R+", waiter),
+	)
+	r := explain(lat, subject(waiter, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "internal-blocking", "lock hand-over", "owner/141 (FIFO 5, boosted to FIFO 70)", "not a higher priority")
+	// A FIFO 90 task holding the lock is no boost: plain interference.
+	hi := th{141, "owner", "FIFO 90", 9}
+	plain := window("latency", waiter, us1(500),
+		sleep(us1(-900), 1, waiter, "PI futex lock"),
+		sw(us1(-900), 1, waiter, "S", hi),
+		wakeBy(0, 1, waiter, hi),
+		sw(us1(500), 1, hi, "R+", waiter),
+	)
+	r = explain(plain, subject(waiter, "latency"), "none")
+	wantCause(t, r, "interference", "owner/141 (FIFO 90)")
+}
+
 // Case 6.2: a semaphore posted by a lower-priority thread that sleeps meanwhile.
 func TestInternalBlocking(t *testing.T) {
 	tr := window("cycle", control, us1(6100),

@@ -403,6 +403,11 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	case KindBlocking:
 		t := top.Thread
 		switch {
+		case t.BoostedFrom != "":
+			res.Cause = "internal-blocking"
+			res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
+				"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
+				"shorten the critical section", who(t), share, cpu)
 		case !rt:
 			res.Cause = "blocking"
 			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+

@@ -203,10 +203,13 @@ func WriteMonitor(w io.Writer, m *Monitor) {
 	if m == nil || m.WorstCaseMonitorNs+m.ViolationMonitorNs == 0 {
 		return
 	}
-	fmt.Fprintf(w, "rtscope watch: the monitor itself (rtscope's own threads) ran %s us inside %d of %d worst cases (%d mostly its own) "+
-		"and %s us inside %d of %d explained SLO violations (%d mostly its own); -H keeps it off the watched CPUs\n",
-		units.Us(m.WorstCaseMonitorNs), m.WorstCasesWithMonitor, m.WorstCases, m.WorstCasesMonitor,
-		units.Us(m.ViolationMonitorNs), m.ViolationsWithMonitor, m.Violations, m.ViolationsMonitor)
+	fmt.Fprintf(w, "rtscope watch: the monitor itself (rtscope's own threads) ran %s us inside %d of %d worst cases (%d mostly its own)",
+		units.Us(m.WorstCaseMonitorNs), m.WorstCasesWithMonitor, m.WorstCases, m.WorstCasesMonitor)
+	if m.Violations > 0 {
+		fmt.Fprintf(w, " and %s us inside %d of %d explained SLO violations (%d mostly its own)",
+			units.Us(m.ViolationMonitorNs), m.ViolationsWithMonitor, m.Violations, m.ViolationsMonitor)
+	}
+	fmt.Fprintln(w, "; -H keeps it off the watched CPUs")
 }
 
 func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {
