@@ -46,6 +46,10 @@ const Usage = `Actions (--on-threshold, --on-end; repeatable, run in the order g
   continue                   --on-threshold only: keep going (default: stop)
 `
 
+// MaxPID is the largest process id there can be: the kernel's
+// PID_MAX_LIMIT (include/linux/threads.h, 64-bit).
+const MaxPID = 1 << 22
+
 // Parse reads one action, e.g. "signal,num=USR1,pid=parent".
 func Parse(spec string) (Action, error) {
 	kind, rest, _ := strings.Cut(spec, ",")
@@ -66,6 +70,10 @@ func Parse(spec string) (Action, error) {
 		var haveNum, havePID bool
 		for _, kv := range strings.Split(rest, ",") {
 			k, v, _ := strings.Cut(kv, "=")
+			// "pid=1,pid=parent" would leave two targets.
+			if (k == "num" && haveNum) || (k == "pid" && havePID) {
+				return a, fmt.Errorf("action %q: %s is given twice", spec, k)
+			}
 			switch k {
 			case "num":
 				sig, err := parseSignal(v)
@@ -78,11 +86,14 @@ func Parse(spec string) (Action, error) {
 					a.Parent, havePID = true, true
 					continue
 				}
-				pid, err := strconv.Atoi(v)
-				if err != nil || pid <= 0 {
-					return a, fmt.Errorf("action %q: pid %q is not a process id or parent", spec, v)
+				// kill(2) takes a 32-bit pid_t, and pids end at
+				// PID_MAX_LIMIT: pid=4294967295 reached the kernel as -1,
+				// which signals every process there is.
+				pid, err := strconv.ParseInt(v, 10, 32)
+				if err != nil || pid <= 0 || pid > MaxPID {
+					return a, fmt.Errorf("action %q: pid %q is not a process id (1 to %d) or parent", spec, v, MaxPID)
 				}
-				a.PID, havePID = pid, true
+				a.PID, havePID = int(pid), true
 			default:
 				return a, fmt.Errorf("action %q: signal takes num=SIG and pid=PID|parent, not %q", spec, kv)
 			}

@@ -263,6 +263,7 @@ func lost(l report.Lost) string {
 	}{
 		{l.Notices, "notices (ring full)"}, {l.TasksNotTracked, "tasks not tracked"}, {l.Stacks, "stacks"},
 		{l.TracesTruncated, "traces truncated"}, {l.WindowsLost, "worst-case windows"},
+		{l.ExitedWindowsDropped, "windows of exited tasks (memory bound)"},
 		{l.TrackingDeferred, "tasks tracked late"},
 	} {
 		if x.n > 0 {

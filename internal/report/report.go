@@ -154,6 +154,9 @@ type Features struct {
 	UserReturn  string `json:"timer_user,omitempty"` // limits of the timer-user metric, empty when none
 	ThreadedIRQ string `json:"handler"`              // how handler time is measured
 	Steal       string `json:"steal"`                // how hypervisor steal is read, or why it is not
+	// WaiterStacks is empty when the stack of what runs while a tracked
+	// task waits is sampled, else why not (kernels before 5.19).
+	WaiterStacks string `json:"waiter_stacks,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
@@ -165,6 +168,9 @@ type Lost struct {
 	// WindowsLost counts worst-case windows not cut (a snapshot of the
 	// rings failed) or cut for an earlier maximum than the metric's.
 	WindowsLost uint64 `json:"windows_lost"`
+	// ExitedWindowsDropped counts windows of exited tasks released to
+	// bound memory (WindowKeeper): their worst cases say so in worst_note.
+	ExitedWindowsDropped uint64 `json:"exited_windows_dropped"`
 	// TrackingDeferred counts tasks tracked late, from their next
 	// switch-in, because the kernel's task storage was busy when they
 	// appeared (preemptible kernels); their first events are missing.

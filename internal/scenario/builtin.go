@@ -74,7 +74,7 @@ func victimFits(v Values) error {
 func injection(size, every string) func(Values) error {
 	return func(v Values) error {
 		if d := float64(v[size]) / float64(v[every]); d > MaxDuty {
-			return fmt.Errorf("--%s %s every %s is a %.0f%% duty cycle, above the %.0f%% maximum", size, Us(v[size]), Us(v[every]), d*100, MaxDuty*100)
+			return fmt.Errorf("--%s %s every --%s %s is a %.0f%% duty cycle, above the %.0f%% maximum", size, Us(v[size]), every, Us(v[every]), d*100, MaxDuty*100)
 		}
 		if v[every]%v["victim-period"] != 0 {
 			return fmt.Errorf("--%s %s must be a multiple of --victim-period %s, so that every disturbance hits a victim wakeup", every, Us(v[every]), Us(v["victim-period"]))
@@ -126,7 +126,8 @@ func init() {
 		},
 		check: checks(fits("work", "period"), fits("bg-work", "bg-period"), func(v Values) error {
 			if u := float64(v["work"])/float64(v["period"]) + float64(v["bg-work"])/float64(v["bg-period"]); u > 0.9 {
-				return fmt.Errorf("the two tasks would use %.0f%% of the CPU, above 90%%", u*100)
+				return fmt.Errorf("--work %s every --period %s and --bg-work %s every --bg-period %s would use %.0f%% of the CPU, above 90%%",
+					Us(v["work"]), Us(v["period"]), Us(v["bg-work"]), Us(v["bg-period"]), u*100)
 			}
 			return nil
 		}),
@@ -226,7 +227,7 @@ func init() {
 		},
 		check: checks(fits("h-work", "h-period"), fits("l-work", "l-period"), func(v Values) error {
 			if !(v["h-prio"] > v["m-prio"] && v["m-prio"] > v["l-prio"]) {
-				return fmt.Errorf("priorities must be ordered H > M > L (got %d, %d, %d)", v["h-prio"], v["m-prio"], v["l-prio"])
+				return fmt.Errorf("--h-prio %d, --m-prio %d and --l-prio %d must be ordered H > M > L", v["h-prio"], v["m-prio"], v["l-prio"])
 			}
 			return nil
 		}),

@@ -33,31 +33,31 @@ const childArg = "rtscope-scenario-child"
 
 // runChild is the child mode: run one scenario with its flags and exit.
 func runChild(args []string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "scenario child:", err)
+		return 1
+	}
 	s, err := Get(args[0])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
 	var cfg Config
 	fs, collect := s.Flags(&cfg)
 	if err := fs.Parse(args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
 	collect()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := s.Run(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
 	// The injector's own count, for the test that watched this child.
 	if path := os.Getenv(resultEnv); path != "" && res.Injected != nil {
 		b, _ := json.Marshal(res.Injected)
 		if err := os.WriteFile(path, b, 0o600); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return fail(err)
 		}
 	}
 	return 0
@@ -193,6 +193,15 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A child that failed (its error went to stderr) reports no threads:
+	// say so rather than "did not report thread".
+	if c := rep.Command; c != nil && (c.ExitStatus == nil || *c.ExitStatus != 0) {
+		how := c.Signal
+		if c.ExitStatus != nil {
+			how = fmt.Sprintf("exit status %d", *c.ExitStatus)
+		}
+		t.Fatalf("the scenario child %s ended with %s (its error is printed above, after \"scenario child:\")", name, how)
 	}
 	tasks := map[string]*report.Task{}
 	for _, task := range rep.Tasks {

@@ -97,9 +97,11 @@ func parseDLTime(s string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a time (ns, or with us, ms, s)", s)
 	}
-	// 18446744074s used to wrap to a 290 ms period.
-	if n > math.MaxUint64/mult {
-		return 0, fmt.Errorf("%q is too large", s)
+	// 18446744074s used to wrap to a 290 ms period. The kernel refuses a
+	// time with bit 63 set (__checkparam_dl): such a value was accepted
+	// here and failed only once the run had started.
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large (at most %d ns)", s, int64(math.MaxInt64))
 	}
 	return n * mult, nil
 }

@@ -43,6 +43,13 @@ func ParseNs(s string) (uint64, error) {
 		}
 		return 0, fmt.Errorf("time %q has an unknown unit (use ns, us, ms or s)", s)
 	}
+	// A whole number is read exactly (a float64 rounds beyond 2^53 ns).
+	if n, err := strconv.ParseUint(num, 10, 64); err == nil {
+		if n > math.MaxInt64/uint64(mult) {
+			return 0, fmt.Errorf("time %q is too large", s)
+		}
+		return n * uint64(mult), nil
+	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("time %q is not a number with a unit", s)
@@ -51,7 +58,9 @@ func ParseNs(s string) (uint64, error) {
 		return 0, fmt.Errorf("time %q is negative", s)
 	}
 	ns := v * mult
-	if ns > math.MaxInt64 {
+	// float64(math.MaxInt64) is 2^63, which an int64 cannot hold: the
+	// result must stay below it (time.Duration and int64 parameters).
+	if ns >= math.MaxInt64 {
 		return 0, fmt.Errorf("time %q is too large", s)
 	}
 	return uint64(math.Round(ns)), nil

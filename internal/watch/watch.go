@@ -34,6 +34,12 @@ import (
 // tracked tasks, 9 windows each, reports would otherwise reach gigabytes.
 const DefaultTraceMax = 1024
 
+// ExitedWindowsPerMetric bounds the decoded windows exited tasks keep for
+// the final report, per metric (report.WindowKeeper): a window of 1024
+// events takes about 400 KB (392-byte trace.Event), so at most about 60 MB
+// for the 9 metrics, however many short-lived threads come and go.
+const ExitedWindowsPerMetric = 16
+
 // ViolationBudget bounds the SLO-violation windows explained per second,
 // all tasks together: each costs a cut, a decode and an analysis (about
 // 0.1-1 ms), and the monitor must not take a CPU from what it watches. The
@@ -93,6 +99,37 @@ type Options struct {
 	Ready func()
 	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
 	Stopped func(e *engine.Engine)
+	// Hooks for an always-on agent (internal/serve). All run on the
+	// session's goroutine, in the order of events, so an exporter sees a
+	// task's last live statistics before its exit and never after it.
+	Hooks Hooks
+}
+
+// Hooks let a long-running session export what it measures. Each is
+// optional and runs on the session's goroutine: it must not block.
+type Hooks struct {
+	// Tick, every TickEvery (default 1s), gets the engine and the
+	// statistics of every live task (exited tasks excluded: they went to
+	// Exit first).
+	TickEvery time.Duration
+	// windowsLost counts worst-case windows not cut (snapshot failed).
+	Tick func(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64)
+	// Exit gets a task's final statistics just before the engine forgets
+	// them.
+	Exit func(st *engine.TaskStats)
+	// Violation gets each SLO violation noticed, with the task's tracking
+	// id and name (empty when not known yet): its analysed cause, or
+	// notAnalysed with the reason (report.NotAnalysed*).
+	Violation func(id uint64, comm string, m metric.ID, cause, notAnalysed string)
+	// DropExited: forget an exited task's report once Exit has seen it,
+	// so that task churn does not grow memory (no final report of it).
+	DropExited bool
+	// NeverEnd: the session ends only by its context or duration, never
+	// because its targets are gone (new ones may come).
+	NeverEnd bool
+	// Control, when set, runs functions on the session's goroutine with
+	// the engine (runtime target changes); each must return quickly.
+	Control <-chan func(e *engine.Engine)
 }
 
 type session struct {
@@ -129,6 +166,8 @@ type session struct {
 	house    *report.Housekeeping // where rtscope's own threads run
 	// windows not cut (snapshot failed) or stale (Metric.SetWorst)
 	windowsLost uint64
+	// decoded windows of exited tasks, bounded (report.WindowKeeper)
+	exitedWindows report.WindowKeeper
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -177,8 +216,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
-		steal:   &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
-		monitor: &report.Monitor{PID: uint32(os.Getpid())}}
+		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
+		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
+		monitor:       &report.Monitor{PID: uint32(os.Getpid())}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -277,6 +317,17 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		seriesTick = tk.C
 		s.samplers = map[uint64]map[metric.ID]*report.Sampler{}
 	}
+	var hookTick <-chan time.Time
+	if o.Hooks.Tick != nil {
+		every := o.Hooks.TickEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		hookTick = tk.C
+		s.tick()
+	}
 	cmdExited := false
 	everTracked := false
 
@@ -311,6 +362,10 @@ loop:
 			}
 		case <-seriesTick:
 			s.sampleSeries()
+		case <-hookTick:
+			s.tick()
+		case f := <-o.Hooks.Control:
+			f(eng)
 		case <-houseTick:
 			s.housekeep()
 		case <-live.C:
@@ -351,6 +406,9 @@ loop:
 	}
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
+	}
+	if o.Hooks.Tick != nil {
+		s.tick() // the last statistics before the engine closes
 	}
 	rep := s.build()
 	if launched != nil {
@@ -398,7 +456,7 @@ func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Com
 // targetsGone tells whether watching should end by itself.
 func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 	o := s.o.Targets
-	if len(o.Comms) > 0 {
+	if len(o.Comms) > 0 || s.o.Hooks.NeverEnd {
 		return false // names may appear at any time
 	}
 	if haveCmd && !cmdExited {
@@ -525,6 +583,13 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		}
 		if s.budgetUsed >= ViolationBudget {
 			v.Skip(report.NotAnalysedBudget, 1)
+			if s.o.Hooks.Violation != nil {
+				comm := ""
+				if t := s.tasks[n.Id]; t != nil {
+					comm = t.Comm
+				}
+				s.o.Hooks.Violation(n.Id, comm, m, "", report.NotAnalysedBudget)
+			}
 			continue
 		}
 		s.budgetUsed++
@@ -543,6 +608,9 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		e := s.o.Explain(t, m, tr)
 		v.Add(e, n.Value, tr)
 		s.monitor.AddViolation(e)
+		if s.o.Hooks.Violation != nil {
+			s.o.Hooks.Violation(n.Id, t.Comm, m, e.Cause, "")
+		}
 		if first == nil {
 			first = &explained{n: n, t: t, tr: tr, e: e}
 		}
@@ -600,6 +668,18 @@ func (s *session) finish(id uint64) {
 	if err != nil {
 		return
 	}
+	if s.o.Hooks.Exit != nil {
+		s.o.Hooks.Exit(st)
+	}
+	if s.o.Hooks.DropExited {
+		// Nothing of it is kept: churn must not grow the agent's memory.
+		delete(s.tasks, id)
+		delete(s.traces, id)
+		delete(s.viol, id)
+		delete(s.samplers, id)
+		s.eng.Forget(id)
+		return
+	}
 	t := report.FromStats(st)
 	if s.samplers != nil {
 		s.sample(st) // its last interval
@@ -614,6 +694,24 @@ func (s *session) finish(id uint64) {
 	if s.visible(t) {
 		report.Final(s.o.Out, t, s.o.Traces)
 	}
+	// Printed: from now on only the run's report needs its windows, and
+	// only the largest of them, whatever the number of tasks that exit.
+	s.exitedWindows.Keep(t)
+}
+
+// tick hands the statistics of the live tasks to Hooks.Tick.
+func (s *session) tick() {
+	all, err := s.eng.AllStats()
+	if err != nil {
+		return
+	}
+	live := all[:0]
+	for _, st := range all {
+		if !s.final[st.Id] {
+			live = append(live, st)
+		}
+	}
+	s.o.Hooks.Tick(s.eng, live, s.windowsLost)
 }
 
 // refresh re-reads the statistics of live tasks.
@@ -702,6 +800,9 @@ func (s *session) build() *report.Report {
 	if err := s.eng.Features.UserReturn; err != nil {
 		rep.Features.UserReturn = "unavailable: " + err.Error()
 	}
+	if err := s.eng.Features.WaiterStacks; err != nil && s.eng.Tracing() {
+		rep.Features.WaiterStacks = err.Error()
+	}
 	if !s.eng.Features.UserReturnFexit && s.eng.Features.UserReturn == nil {
 		rep.Features.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): fexit is not allowed on this kernel"
 	}
@@ -731,6 +832,7 @@ func (s *session) build() *report.Report {
 		rep.Monitor = s.monitor
 	}
 	rep.Lost.WindowsLost = s.windowsLost
+	rep.Lost.ExitedWindowsDropped = s.exitedWindows.Dropped
 	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
@@ -749,6 +851,10 @@ func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.ExitedWindowsDropped > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d window(s) of exited tasks dropped to bound memory: each metric keeps its %d largest (statistics and verdicts are whole)\n",
+			l.ExitedWindowsDropped, s.exitedWindows.PerMetric)
+	}
 	if l.TrackingDeferred > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) tracked from their next switch-in: the kernel's task storage was busy when they appeared\n",
 			l.TrackingDeferred)

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 )
 
@@ -49,10 +52,65 @@ func TestManyShortLivedTasksLeaveNothing(t *testing.T) {
 			break
 		}
 	}
+	// Hardly any window is cut here (/bin/true barely runs): the bound on
+	// them is TestExitedTasksWindowsBounded's.
+	heldWindows(t, rep)
 	if rep.Lost.TasksNotTracked != 0 {
 		t.Errorf("lost: %+v", rep.Lost)
 	}
 	// Notices dropped while the poller was starved (a heavily loaded machine)
 	// are counted, and the sweep still finishes every task: checked above.
 	t.Logf("%d tasks, kernel memory %d KiB at the end, lost %+v", len(rep.Tasks), mem/1024, rep.Lost)
+}
+
+// heldWindows counts the decoded windows a report holds (worst cases and
+// violation examples), and fails t on a maximum left without its window and
+// without a note saying why.
+func heldWindows(t *testing.T, rep *report.Report) int {
+	held := 0
+	for _, tk := range rep.Tasks {
+		for name, m := range tk.Metrics {
+			if m.Worst != nil {
+				held++
+			} else if m.MaxNs != nil && m.WorstNote == "" && rep.Features.Trace {
+				t.Errorf("tid %d %s: a maximum without its window and without a note", tk.TID, name)
+			}
+			if m.ViolationCauses != nil {
+				for _, c := range m.ViolationCauses.Causes {
+					if c.Example != nil && c.Example.Window != nil {
+						held++
+					}
+				}
+			}
+		}
+	}
+	return held
+}
+
+// Short-lived tasks that sleep and wake each cut windows (a task's first
+// sample is a new maximum): the run's report keeps at most
+// ExitedWindowsPerMetric of each metric, the largest, and counts the rest.
+// Before the bound, every window of every exited task was kept to the end.
+func TestExitedTasksWindowsBounded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	const n = 1000
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do sleep 0.001 & i=$((i+1)); if [ $((i %% 50)) -eq 0 ]; then wait; fi; done; wait", n)
+	rep, err := Run(context.Background(), Options{
+		Targets: target.Spec{Command: []string{"sh", "-c", script}},
+		Quiet:   true, Out: io.Discard, SLO: slo.Set{Default: [metric.Count]uint64{metric.Latency: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := heldWindows(t, rep)
+	bound := int(metric.Count) * ExitedWindowsPerMetric
+	t.Logf("%d tasks, %d windows held, %d dropped", len(rep.Tasks), held, rep.Lost.ExitedWindowsDropped)
+	if held > bound {
+		t.Errorf("the report holds %d windows of exited tasks, above the bound of %d", held, bound)
+	}
+	if uint64(held)+rep.Lost.ExitedWindowsDropped <= uint64(bound) {
+		t.Errorf("only %d windows cut for %d tasks that each slept: the bound was not exercised", uint64(held)+rep.Lost.ExitedWindowsDropped, n)
+	}
 }

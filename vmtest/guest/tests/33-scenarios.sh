@@ -23,7 +23,7 @@ cd /tmp || exit 1
 	echo "exit $?"
 } | while IFS= read -r l; do
 	case "$l" in
-	"=== RUN"* | "--- "* | "    "* | ok* | FAIL* | PASS* | "exit "*) echo "$l" | cut -c1-220 ;;
+	"=== RUN"* | "--- "* | "    "* | ok* | FAIL* | PASS* | "exit "* | "scenario child:"*) echo "$l" | cut -c1-220 ;;
 	esac
 	case "$l" in "exit "*) echo "${l#exit }" >/tmp/sig.rc ;; esac
 done

@@ -1,0 +1,461 @@
+package serve
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
+)
+
+// MaxTargets bounds the target label's values: tasks are aggregated by
+// their name (comm at first sight), and names beyond this many (a fork
+// bomb of distinct names, a --pid whose threads all rename) go to the
+// OtherTarget label, counted by rtscope_target_overflow_total.
+const MaxTargets = 200
+
+// OtherTarget is the label of tasks whose name came after MaxTargets others.
+const OtherTarget = "_other"
+
+// ClassicBuckets are the classic histogram bounds in seconds, 1 us to 1 s
+// in 1-2-5 steps: the range of scheduling latencies worth telling apart.
+var ClassicBuckets = []float64{1e-6, 2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6,
+	1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1}
+
+// nativeSchema: native histogram buckets grow by 2^(1/8), about the
+// resolution of the engine's histogram (8 buckets per power of two).
+const nativeSchema = 3
+
+// hist is one metric's cumulative histogram (engine layout, ns).
+type hist struct {
+	count, sum, violations uint64
+	buckets                [metric.Buckets]uint64
+}
+
+func (h *hist) add(ms *engine.MetricStats) {
+	h.count += ms.Count
+	h.sum += ms.Sum
+	h.violations += ms.Violations
+	for i, c := range ms.Hist {
+		h.buckets[i] += uint64(c)
+	}
+}
+
+// agg is what the tasks of one target name measured.
+type agg struct {
+	m                                    [metric.Count]hist
+	wakeups, voluntary, preempted, timer uint64
+	overruns                             uint64
+	tasks                                uint64 // live tasks
+	exited                               uint64
+}
+
+func (a *agg) add(st *engine.TaskStats) {
+	for i := range a.m {
+		a.m[i].add(&st.M[i])
+	}
+	a.wakeups += st.Wakeups
+	a.voluntary += st.SwitchesVoluntary
+	a.preempted += st.SwitchesPreempted
+	a.timer += st.TimerReleases
+	a.overruns += st.Overruns
+}
+
+func (a *agg) merge(b *agg) {
+	for i := range a.m {
+		x, y := &a.m[i], &b.m[i]
+		x.count += y.count
+		x.sum += y.sum
+		x.violations += y.violations
+		for j := range x.buckets {
+			x.buckets[j] += y.buckets[j]
+		}
+	}
+	a.wakeups += b.wakeups
+	a.voluntary += b.voluntary
+	a.preempted += b.preempted
+	a.timer += b.timer
+	a.overruns += b.overruns
+	a.tasks += b.tasks
+	a.exited += b.exited
+}
+
+type causeKey struct {
+	target, metric, cause string
+}
+
+// Exporter turns the session's statistics into Prometheus metrics. The
+// session's goroutine feeds it (Tick, Exit, Violation); scrapes read it
+// (Collect); a mutex orders the two. Counters are cumulative since the
+// agent started: an exited task's final statistics are folded into its
+// target's total before the engine forgets them, so a total never goes
+// down.
+type Exporter struct {
+	mu      sync.Mutex
+	started time.Time
+	label   map[uint64]string // tracking id -> target label, fixed at first sight
+	live    map[uint64]*engine.TaskStats
+	done    map[string]*agg // exited tasks, by label
+	names   map[string]bool // labels given out (MaxTargets)
+	// overflow counts tasks labelled OtherTarget.
+	overflow    uint64
+	explained   map[causeKey]uint64
+	notAnalysed map[causeKey]uint64
+	counters    []uint64 // engine counters (engine.Counter*)
+	memBytes    uint64
+	run         engine.RunStats
+	runEnabled  bool
+	windowsLost uint64
+	descs       exporterDescs
+}
+
+type exporterDescs struct {
+	hist                                                 [metric.Count]*prometheus.Desc
+	violations, explained, notAnalysed                   *prometheus.Desc
+	wakeups, switches, timer, overruns, tasks, exited    *prometheus.Desc
+	lost, deferred, events, mem, bpfRun, bpfRuns, misses *prometheus.Desc
+	overflow, started                                    *prometheus.Desc
+}
+
+// MetricName is the Prometheus name of an engine metric's histogram.
+func MetricName(m metric.ID) string {
+	return "rtscope_" + strings.ReplaceAll(m.String(), "-", "_") + "_seconds"
+}
+
+// NewExporter returns an empty exporter.
+func NewExporter() *Exporter {
+	x := &Exporter{started: time.Now(), label: map[uint64]string{}, live: map[uint64]*engine.TaskStats{},
+		done: map[string]*agg{}, names: map[string]bool{}, explained: map[causeKey]uint64{},
+		notAnalysed: map[causeKey]uint64{}}
+	d := &x.descs
+	t := []string{"target"}
+	for _, m := range metric.All() {
+		d.hist[m] = prometheus.NewDesc(MetricName(m), m.Info().Desc+", per target.", t, nil)
+	}
+	tm := []string{"target", "metric"}
+	d.violations = prometheus.NewDesc("rtscope_slo_violations_total", "Samples over their SLO, per target and metric (counted in the kernel: every one).", tm, nil)
+	d.explained = prometheus.NewDesc("rtscope_slo_violations_explained_total", "SLO violations whose window was analysed, by the analysis' cause.", []string{"target", "metric", "cause"}, nil)
+	d.notAnalysed = prometheus.NewDesc("rtscope_slo_violations_not_analysed_total", "SLO violations noticed but not analysed, by reason.", []string{"target", "metric", "reason"}, nil)
+	d.wakeups = prometheus.NewDesc("rtscope_wakeups_total", "Wakeups of the target's tasks.", t, nil)
+	d.switches = prometheus.NewDesc("rtscope_context_switches_total", "Switches out of the target's tasks: voluntary (block, sleep) or preempted.", []string{"target", "kind"}, nil)
+	d.timer = prometheus.NewDesc("rtscope_timer_releases_total", "Timer releases (wakeups by a timer) of the target's tasks.", t, nil)
+	d.overruns = prometheus.NewDesc("rtscope_overruns_total", "Cycles longer than the task's period.", t, nil)
+	d.tasks = prometheus.NewDesc("rtscope_tasks", "Tasks of the target tracked now.", t, nil)
+	d.exited = prometheus.NewDesc("rtscope_tasks_exited_total", "Tasks of the target that exited while tracked (their counts stay in the totals).", t, nil)
+	d.lost = prometheus.NewDesc("rtscope_lost_total", "What was lost, by kind: notices (notice ring full), tasks_not_tracked (stats map full or task storage failed), stacks, windows (worst-case windows not cut).", []string{"kind"}, nil)
+	d.deferred = prometheus.NewDesc("rtscope_tracking_deferred_total", "Tasks tracked at their next switch-in because task storage was busy (not lost).", nil, nil)
+	d.events = prometheus.NewDesc("rtscope_flight_events_total", "Events written to the flight recorder.", nil, nil)
+	d.mem = prometheus.NewDesc("rtscope_bpf_memory_bytes", "Kernel memory of the engine's BPF maps and programs (memlock as the kernel reports it).", nil, nil)
+	d.bpfRun = prometheus.NewDesc("rtscope_bpf_run_seconds_total", "Time the engine's BPF programs ran (only while kernel.bpf_stats_enabled=1; absent otherwise).", nil, nil)
+	d.bpfRuns = prometheus.NewDesc("rtscope_bpf_runs_total", "Runs of the engine's BPF programs (only while kernel.bpf_stats_enabled=1; absent otherwise).", nil, nil)
+	d.misses = prometheus.NewDesc("rtscope_bpf_recursion_misses_total", "Program runs the kernel skipped because another BPF program ran on the CPU: events not seen.", nil, nil)
+	d.overflow = prometheus.NewDesc("rtscope_target_overflow_total", "Tasks labelled "+OtherTarget+" because MaxTargets names were already given out.", nil, nil)
+	d.started = prometheus.NewDesc("rtscope_start_time_seconds", "When the agent started, Unix time.", nil, nil)
+	return x
+}
+
+// labelOf returns (and fixes) the target label of a task: its name at first
+// sight, so that a rename does not move its counts between series.
+func (x *Exporter) labelOf(st *engine.TaskStats) string {
+	return x.labelFor(st.Id, engine.CommString(st.Comm))
+}
+
+// labelFor is labelOf by tracking id and name.
+func (x *Exporter) labelFor(id uint64, comm string) string {
+	if l, ok := x.label[id]; ok {
+		return l
+	}
+	if comm == "" {
+		return "unknown" // not fixed: the name comes with its statistics
+	}
+	l := comm
+	if !x.names[l] {
+		if len(x.names) >= MaxTargets {
+			l = OtherTarget
+			x.overflow++
+		} else {
+			x.names[l] = true
+		}
+	}
+	x.label[id] = l
+	return l
+}
+
+// Tick replaces the live tasks' statistics and the engine's own counters
+// (watch.Hooks.Tick).
+func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64) {
+	counters := e.Counters()
+	mem := e.MemoryBytes()
+	run, enabled, err := e.ProgramStats()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.setLive(live)
+	x.counters = counters[:]
+	x.windowsLost = windowsLost
+	x.memBytes = mem
+	if err == nil {
+		x.run, x.runEnabled = run, enabled
+	}
+}
+
+// tick replaces the live tasks' statistics only (tests).
+func (x *Exporter) tick(live []*engine.TaskStats) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.setLive(live)
+}
+
+// setLive replaces the live tasks' statistics. Called with mu held.
+func (x *Exporter) setLive(live []*engine.TaskStats) {
+	next := make(map[uint64]*engine.TaskStats, len(live))
+	for _, st := range live {
+		x.labelOf(st)
+		next[st.Id] = st
+	}
+	for id, st := range x.live {
+		if next[id] == nil {
+			// Gone without its exit seen (its final statistics could not
+			// be read): its last counts stay in the total, never dropped.
+			x.fold(st)
+		}
+	}
+	x.live = next
+}
+
+// Exit folds a task's final statistics into its target's total
+// (watch.Hooks.Exit).
+func (x *Exporter) Exit(st *engine.TaskStats) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.fold(st)
+}
+
+// fold moves a task's statistics into its target's total. Called with mu held.
+func (x *Exporter) fold(st *engine.TaskStats) {
+	l := x.labelOf(st)
+	a := x.done[l]
+	if a == nil {
+		a = &agg{}
+		x.done[l] = a
+	}
+	a.add(st)
+	a.exited++
+	delete(x.live, st.Id)
+	delete(x.label, st.Id)
+}
+
+// Violation counts one SLO violation noticed, by cause or by why it was not
+// analysed (watch.Hooks.Violation).
+func (x *Exporter) Violation(id uint64, comm string, m metric.ID, cause, notAnalysed string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	l := x.labelFor(id, comm)
+	if notAnalysed != "" {
+		x.notAnalysed[causeKey{l, m.String(), reasonName(notAnalysed)}]++
+		return
+	}
+	if cause == "" {
+		cause = "none"
+	}
+	x.explained[causeKey{l, m.String(), cause}]++
+}
+
+// reasonName is the short label of a report.NotAnalysed* reason.
+func reasonName(r string) string {
+	switch r {
+	case report.NotAnalysedBudget:
+		return "budget"
+	case report.NotAnalysedNoTrace:
+		return "no_trace"
+	case report.NotAnalysedKernelLimit:
+		return "kernel_limit"
+	}
+	return "other"
+}
+
+// Describe sends nothing: the exporter is an unchecked collector, its
+// series come and go with targets.
+func (x *Exporter) Describe(chan<- *prometheus.Desc) {}
+
+// totals sums exited and live tasks by label. Called with mu held.
+func (x *Exporter) totals() map[string]*agg {
+	out := map[string]*agg{}
+	get := func(l string) *agg {
+		a := out[l]
+		if a == nil {
+			a = &agg{}
+			out[l] = a
+		}
+		return a
+	}
+	for l, a := range x.done {
+		get(l).merge(a)
+	}
+	for id, st := range x.live {
+		a := get(x.label[id])
+		a.add(st)
+		a.tasks++
+	}
+	return out
+}
+
+// Collect sends every series (prometheus.Collector).
+func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	d := &x.descs
+	tot := x.totals()
+	labels := make([]string, 0, len(tot))
+	for l := range tot {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	counter := func(desc *prometheus.Desc, v uint64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), lv...)
+	}
+	for _, l := range labels {
+		a := tot[l]
+		for _, m := range metric.All() {
+			h := &a.m[m]
+			if h.count == 0 {
+				continue
+			}
+			ch <- &histMetric{desc: d.hist[m], h: h, label: l, created: x.started}
+			counter(d.violations, h.violations, l, m.String())
+		}
+		counter(d.wakeups, a.wakeups, l)
+		counter(d.switches, a.voluntary, l, "voluntary")
+		counter(d.switches, a.preempted, l, "preempted")
+		counter(d.timer, a.timer, l)
+		counter(d.overruns, a.overruns, l)
+		counter(d.exited, a.exited, l)
+		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(a.tasks), l)
+	}
+	for k, v := range x.explained {
+		counter(d.explained, v, k.target, k.metric, k.cause)
+	}
+	for k, v := range x.notAnalysed {
+		counter(d.notAnalysed, v, k.target, k.metric, k.cause)
+	}
+	if x.counters != nil {
+		c := x.counters
+		counter(d.lost, c[engine.CounterNoticeLost], "notices")
+		counter(d.lost, c[engine.CounterStatsFull]+c[engine.CounterStorageFail], "tasks_not_tracked")
+		counter(d.lost, c[engine.CounterStackLost], "stacks")
+		counter(d.deferred, c[engine.CounterTrackDeferred])
+		counter(d.events, c[engine.CounterEvents])
+	}
+	counter(d.lost, x.windowsLost, "windows")
+	ch <- prometheus.MustNewConstMetric(d.mem, prometheus.GaugeValue, float64(x.memBytes))
+	if x.runEnabled {
+		ch <- prometheus.MustNewConstMetric(d.bpfRun, prometheus.CounterValue, x.run.Runtime.Seconds())
+		counter(d.bpfRuns, x.run.Runs)
+	}
+	counter(d.misses, x.run.Misses)
+	counter(d.overflow, x.overflow)
+	ch <- prometheus.MustNewConstMetric(d.started, prometheus.GaugeValue, float64(x.started.UnixNano())/1e9)
+}
+
+// histMetric is one target's histogram of one metric, with classic buckets
+// and native (schema 3) buckets both: prometheus.NewConstHistogram and
+// NewConstNativeHistogram each give only one kind.
+type histMetric struct {
+	desc    *prometheus.Desc
+	h       *hist
+	label   string
+	created time.Time
+}
+
+func (hm *histMetric) Desc() *prometheus.Desc { return hm.desc }
+
+// Write converts the engine's log-linear buckets (8 linear sub-buckets per
+// power of two of ns). A classic bucket `le` counts the engine buckets whose
+// every value is at most le (a lower bound: values within ±6.25% of a bound
+// may count above it). A native bucket gets each engine bucket by its
+// midpoint; exact zeros go to the zero bucket.
+func (hm *histMetric) Write(out *dto.Metric) error {
+	h := hm.h
+	classic := make([]*dto.Bucket, len(ClassicBuckets))
+	cum := make([]uint64, len(ClassicBuckets))
+	native := map[int]int64{}
+	var zero uint64
+	for b, c := range h.buckets {
+		if c == 0 {
+			continue
+		}
+		lo, hi := metric.BucketRange(b)
+		top := float64(hi-1) / 1e9
+		for i, le := range ClassicBuckets {
+			if top <= le {
+				cum[i] += c
+			}
+		}
+		if hi-lo == 1 && lo == 0 {
+			zero += c
+			continue
+		}
+		mid := (float64(lo) + float64(hi-lo)/2) / 1e9
+		if b == metric.Buckets-1 {
+			mid = float64(lo) / 1e9 // the last bucket is open-ended
+		}
+		idx := int(math.Ceil(math.Log2(mid) * (1 << nativeSchema)))
+		native[idx] += int64(c)
+	}
+	for i, le := range ClassicBuckets {
+		classic[i] = &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(cum[i])}
+	}
+	spans, deltas := nativeSpans(native)
+	out.Label = []*dto.LabelPair{{Name: proto.String("target"), Value: proto.String(hm.label)}}
+	out.Histogram = &dto.Histogram{
+		SampleCount:      proto.Uint64(h.count),
+		SampleSum:        proto.Float64(float64(h.sum) / 1e9),
+		Bucket:           classic,
+		CreatedTimestamp: timestamppb.New(hm.created),
+		Schema:           proto.Int32(nativeSchema),
+		ZeroThreshold:    proto.Float64(0),
+		ZeroCount:        proto.Uint64(zero),
+		PositiveSpan:     spans,
+		PositiveDelta:    deltas,
+	}
+	return nil
+}
+
+// nativeSpans encodes sparse bucket counts as native histogram spans and
+// deltas (each count as the difference from the previous bucket's).
+func nativeSpans(b map[int]int64) ([]*dto.BucketSpan, []int64) {
+	idx := make([]int, 0, len(b))
+	for i := range b {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var spans []*dto.BucketSpan
+	var deltas []int64
+	var prev int64
+	for n, i := range idx {
+		switch {
+		case n == 0:
+			spans = append(spans, &dto.BucketSpan{Offset: proto.Int32(int32(i)), Length: proto.Uint32(1)})
+		case i == idx[n-1]+1:
+			*spans[len(spans)-1].Length++
+		default:
+			spans = append(spans, &dto.BucketSpan{Offset: proto.Int32(int32(i - idx[n-1] - 1)), Length: proto.Uint32(1)})
+		}
+		deltas = append(deltas, b[i]-prev)
+		prev = b[i]
+	}
+	if len(spans) == 0 {
+		// A native histogram without buckets still needs a span, or the
+		// client's text/protobuf encoders take it for a classic one.
+		spans = []*dto.BucketSpan{{Offset: proto.Int32(0), Length: proto.Uint32(0)}}
+	}
+	return spans, deltas
+}

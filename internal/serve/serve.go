@@ -1,0 +1,118 @@
+// Package serve is the always-on agent (rtscope serve): the watch session
+// on the same engine and analysis, run until stopped, its measurements
+// exported to Prometheus (/metrics) as cumulative per-target histograms and
+// counters.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rtscope/rtscope/internal/watch"
+)
+
+// DefaultListen is the /metrics address: localhost only, as a node agent
+// scraped by a local Prometheus (or a tunnel) should be by default.
+const DefaultListen = "127.0.0.1:9717"
+
+// Options of the agent.
+type Options struct {
+	Listen string // host:port of /metrics
+	// Watch is the session: targets, SLOs, analysis, housekeeping. Its
+	// hooks, duration and output are set by Run.
+	Watch watch.Options
+	// Tick is how often the live tasks' statistics are read for /metrics
+	// (default 1s): a scrape sees values at most this old.
+	Tick time.Duration
+	Log  io.Writer
+	// Ready, when set, is called with the listening address once the
+	// engine is attached and /metrics serves.
+	Ready func(addr string)
+}
+
+// Run serves /metrics and watches until ctx ends. It survives the exit of
+// every target: comm targets pick up new tasks whenever they appear.
+func Run(ctx context.Context, o Options) error {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	// Listen first: a busy port fails before the engine loads.
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+	}
+	x := NewExporter()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
+			func() float64 { return 1 }))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
+		// Native histograms need the protobuf format; the text format
+		// carries the classic buckets.
+		EnableOpenMetrics: true}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "rtscope serve: metrics at /metrics")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
+
+	w := o.Watch
+	w.Duration = 0
+	w.Quiet = true
+	w.Out = io.Discard
+	w.Log = o.Log
+	w.Series = false
+	w.Hooks.TickEvery = o.Tick
+	w.Hooks.Tick = x.Tick
+	w.Hooks.Exit = x.Exit
+	w.Hooks.Violation = x.Violation
+	w.Hooks.DropExited = true
+	w.Hooks.NeverEnd = true
+	ready := w.Ready
+	serveErr := make(chan error, 1)
+	w.Ready = func() {
+		if ready != nil {
+			ready()
+		}
+		go func() { serveErr <- srv.Serve(ln) }()
+		if o.Ready != nil {
+			o.Ready(ln.Addr().String())
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	httpErr := make(chan error, 1) // the server's failure, which ends the run
+	go func() {
+		select {
+		case err := <-serveErr:
+			if !errors.Is(err, http.ErrServerClosed) {
+				httpErr <- err
+				cancel()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	if _, err := watch.Run(ctx, w); err != nil {
+		return err
+	}
+	select {
+	case err := <-httpErr:
+		return fmt.Errorf("serve /metrics on %s: %w", o.Listen, err)
+	default:
+	}
+	return nil
+}
