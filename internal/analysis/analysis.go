@@ -26,6 +26,9 @@ type Subject struct {
 	Metric string
 	// NominalPeriod (ns) of a periodic task, 0 when unknown (period, jitter).
 	NominalPeriod uint64
+	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
+	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
+	TimerSlackNs uint64
 }
 
 // Phases of the window an item belongs to.

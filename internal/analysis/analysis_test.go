@@ -816,6 +816,62 @@ func TestLateInterruptWithSwitches(t *testing.T) {
 	wantCause(t, r, "release", "timer slack", "OTHER nice 0")
 }
 
+// A SCHED_OTHER task's release delay within the timer slack read from the
+// task, or mostly the slack's (at most twice it), is named with the slack's
+// value, whether the CPU switched tasks or idled meanwhile; beyond twice the
+// slack, or for an RT task, the slack does not explain it.
+func TestTimerSlackRead(t *testing.T) {
+	normal := th{control.tid, control.comm, "OTHER nice 0", 120}
+	switches := func(subj th, d float64) *trace.Trace {
+		return window("timer-irq", subj, us1(d),
+			sw(us1(-100), 1, subj, "S", other),
+			sw(us1(d/2), 1, other, "S", peer),
+			timerIn(us1(d), 1, "hrtimer_wakeup", 0),
+		)
+	}
+	idles := func(subj th, d float64) *trace.Trace {
+		return window("timer-irq", subj, us1(d),
+			sw(us1(-800), 1, subj, "S", idle),
+			timerIn(us1(d), 1, "hrtimer_wakeup", 0),
+		)
+	}
+	withSlack := func(subj th, ns uint64) Subject {
+		s := subject(subj, "timer-irq")
+		s.TimerSlackNs = ns
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		tr    *trace.Trace
+		s     Subject
+		slack bool
+		words string
+	}{
+		{"within, switches", switches(normal, 150), withSlack(normal, 200_000), true, "within this OTHER nice 0 task's timer slack of 200.0 us"},
+		{"within, idle", idles(normal, 150), withSlack(normal, 200_000), true, "within this OTHER nice 0 task's timer slack of 200.0 us"},
+		{"mostly the slack, idle", idles(normal, 350), withSlack(normal, 200_000), true, "timer slack of 200.0 us (read from the task) accounts for most, the remaining 150.0 us"},
+		{"beyond, switches", switches(normal, 450), withSlack(normal, 200_000), false, ""},
+		{"beyond, idle", idles(normal, 450), withSlack(normal, 200_000), false, ""},
+		{"beyond twice the default slack", switches(normal, 120), withSlack(normal, 50_000), false, ""},
+		{"RT", switches(control, 150), withSlack(control, 200_000), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := explain(tc.tr, tc.s, "none")
+			checkSums(t, r)
+			if !tc.slack {
+				if r.Culprit == "timer slack" || strings.HasPrefix(r.Verdict, "timer slack") {
+					t.Errorf("blamed on the timer slack: %s", r.Verdict)
+				}
+				return
+			}
+			wantCause(t, r, "release", "timer slack", tc.words, "PR_SET_TIMERSLACK")
+			if r.Culprit != "timer slack" {
+				t.Errorf("culprit %q, want timer slack", r.Culprit)
+			}
+		})
+	}
+}
+
 func stealEv(t int64, cpu int, ns uint64, since int64) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "steal", StealNs: ns, SinceT: i64(since)}
 }

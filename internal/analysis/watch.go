@@ -29,6 +29,9 @@ func SubjectOf(t *report.Task, m string) Subject {
 	if t.NominalPeriodNs != nil {
 		s.NominalPeriod = *t.NominalPeriodNs
 	}
+	if t.TimerSlackNs != nil {
+		s.TimerSlackNs = *t.TimerSlackNs
+	}
 	return s
 }
 

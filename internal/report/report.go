@@ -198,6 +198,10 @@ type Task struct {
 	Hygiene         map[string]uint64  `json:"hygiene"`
 	Metrics         map[string]*Metric `json:"metrics"`
 	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+	// TimerSlackNs is the thread's timer slack, read from
+	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
+	// a policy change); null when unread.
+	TimerSlackNs *uint64 `json:"timer_slack_ns"`
 	// Health is ok, violated, no-slo or no-samples; Headline says why in
 	// one line (Judge).
 	Health   string `json:"health"`

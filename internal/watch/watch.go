@@ -155,6 +155,8 @@ type session struct {
 	monitor     *report.Monitor
 	monitorTIDs []uint32
 	monitorRead time.Time
+	// timer slack of each task, read from /proc while it runs (slackOf)
+	slack map[uint64]slackRead
 	// On-threshold actions: done is non-nil while they run (one run at a
 	// time); crossings noticed meanwhile are counted, not acted on.
 	actDone    chan struct{}
@@ -218,7 +220,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
 		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
 		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
-		monitor:       &report.Monitor{PID: uint32(os.Getpid())}}
+		monitor:       &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -598,6 +600,7 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 			// Known from its start notice only: its identity is in the stats.
 			if st, err := s.eng.Stats(n.Id); err == nil {
 				t = report.FromStats(st)
+				s.slackOf(t)
 			} else {
 				t = report.Placeholder(n.Id, n.Tid)
 			}
@@ -650,7 +653,9 @@ func (s *session) sweep(force bool) error {
 	}
 	for _, st := range all {
 		if _, ok := s.tasks[st.Id]; !ok {
-			s.tasks[st.Id] = report.FromStats(st)
+			t := report.FromStats(st)
+			s.slackOf(t)
+			s.tasks[st.Id] = t
 		}
 		if st.Exited != 0 && !s.final[st.Id] {
 			s.finish(st.Id)
@@ -681,6 +686,7 @@ func (s *session) finish(id uint64) {
 		return
 	}
 	t := report.FromStats(st)
+	s.slackOf(t)
 	if s.samplers != nil {
 		s.sample(st) // its last interval
 	}
@@ -725,6 +731,7 @@ func (s *session) refresh() {
 			continue
 		}
 		t := report.FromStats(st)
+		s.slackOf(t)
 		s.names.SetComm(st.Tid, t.Comm)
 		s.tasks[st.Id] = t
 	}
@@ -1034,4 +1041,27 @@ func (s *session) monitorThreads() []uint32 {
 	}
 	s.monitorTIDs = tids
 	return tids
+}
+
+// slackRead is a task's timer slack and the policy changes it was read at.
+type slackRead struct {
+	ns      *uint64
+	changes uint32
+}
+
+// slackOf sets t's timer slack: read from /proc/TID/timerslack_ns when the
+// task is first seen alive, and again after its policy changed (the kernel
+// zeroes an RT task's slack and restores it when it leaves RT); an exited
+// task keeps the last value read.
+func (s *session) slackOf(t *report.Task) {
+	r, ok := s.slack[t.ID()]
+	if (!ok || r.changes != t.SchedChanges) && !t.Exited {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", t.TID)); err == nil {
+			if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				r = slackRead{ns: &v, changes: t.SchedChanges}
+				s.slack[t.ID()] = r
+			}
+		}
+	}
+	t.TimerSlackNs = r.ns
 }
