@@ -47,7 +47,7 @@ struct rts_task_state {
 	__u64 sleep_ts;    /* last voluntary switch-out */
 	__u64 cycle_start; /* last timer wakeup, 0: none yet */
 	__u32 cycle_cpu;
-	__u32 pad;
+	__u32 sched_key;      /* rts_sched_key of its identity last seen, 0: none */
 	__u64 last_expiry;    /* expiry of the previous timer release */
 	__u64 last_spacing;   /* spacing of the previous two timer expiries */
 	__u64 nominal_period; /* smallest spacing seen twice in a row */

@@ -34,8 +34,9 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 	if (!s)
 		return;
 	s->policy = t->policy;
-	s->prio = t->prio;
+	s->prio = t->normal_prio; /* its own, not a priority-inheritance boost */
 	s->rt_priority = t->rt_priority;
+	rts_sched_seen(st, s, rts_sched_key(t->policy, t->normal_prio));
 	s->cpus_mask = t->cpus_mask.bits[0];
 	s->nr_cpus_allowed = t->nr_cpus_allowed;
 	s->last_cpu = cpu;
@@ -245,7 +246,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		clear_waiting(ns);
 	if (ns) {
 		ns->prio = next->prio;
-		if (rts_on_switch_in(ns, now, cpu, irq_ns))
+		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns);
+		/*
+		 * A task that sets its own policy after it started (sched_setattr
+		 * in the thread) and never sleeps again is seen only here: two
+		 * plain loads and a compare per switch-in of a tracked task.
+		 */
+		if (woken || ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
 			refresh_identity(ns, next, cpu);
 	}
 	if (cs)

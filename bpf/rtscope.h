@@ -58,6 +58,8 @@ enum rts_hygiene {
 	RTS_H_COUNT,
 };
 
+#define RTS_SCHED_SEEN 4 /* distinct identities kept per task */
+
 /* Per tracked task statistics: value of the `stats` hash, key = tracking id. */
 struct rts_task_stats {
 	__u64 id;
@@ -79,6 +81,14 @@ struct rts_task_stats {
 	__u64 overruns;       /* cycle longer than the nominal period */
 	__u64 nominal_period; /* smallest expiry spacing seen twice in a row (the loop's period) */
 	__u64 hygiene[RTS_H_COUNT];
+	/*
+	 * Policies and normal priorities the task ran with (rts_sched_key, 0:
+	 * empty), the first ones seen; sched_changes counts every change seen
+	 * at a switch-in, so a policy set after the task started is reported.
+	 */
+	__u32 sched_seen[RTS_SCHED_SEEN];
+	__u32 sched_changes;
+	__u32 pad_sched;
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];
 };

@@ -117,3 +117,13 @@ int BPF_PROG(test_steal, __u64 now, __u64 steal)
 	rts_steal_update(cs, 0, now, steal);
 	return 0;
 }
+
+/* tid is seen running with this policy and normal priority (at a switch-in). */
+SEC("raw_tp")
+int BPF_PROG(test_sched, __u64 tid, __u64 policy, __u64 normal_prio)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return 0;
+	return rts_sched_seen(st, rts_stats(st), rts_sched_key(policy, (int)normal_prio));
+}

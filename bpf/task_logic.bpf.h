@@ -358,6 +358,42 @@ static __always_inline void rts_on_handler_exit(struct rts_task_state *st, __u64
  * Start tracking: fill the state and create the stats entry. Called with a
  * freshly created (zeroed) task storage entry. Returns 0 on success.
  */
+/*
+ * The identity a task runs with, as one nonzero word: policy and normal
+ * priority (a priority-inheritance boost is not the task's own identity).
+ */
+static __always_inline __u32 rts_sched_key(__u32 policy, int normal_prio)
+{
+	return 1U << 31 | (policy & 0xff) << 8 | (normal_prio < 0 ? 255U : (__u32)normal_prio & 0xff);
+}
+
+/*
+ * The task is seen with identity key (at tracking, or at a switch-in where
+ * it differs from the last one): count a change and keep the first
+ * RTS_SCHED_SEEN distinct identities. It says whether key is new to st.
+ */
+static __always_inline bool rts_sched_seen(struct rts_task_state *st, struct rts_task_stats *s,
+					   __u32 key)
+{
+	if (st->sched_key == key)
+		return false;
+	bool changed = st->sched_key != 0;
+	st->sched_key = key;
+	if (!s)
+		return true;
+	if (changed)
+		s->sched_changes++;
+	for (int i = 0; i < RTS_SCHED_SEEN; i++) {
+		if (s->sched_seen[i] == key)
+			break;
+		if (!s->sched_seen[i]) {
+			s->sched_seen[i] = key;
+			break;
+		}
+	}
+	return true;
+}
+
 static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, __u32 pid,
 					  __u32 target, __u32 flags, bool sleeping)
 {

@@ -60,6 +60,7 @@ struct task_struct {
 	int on_cpu;
 	int prio;
 	int static_prio;
+	int normal_prio;
 	unsigned int policy;
 	unsigned int rt_priority;
 	int nr_cpus_allowed;

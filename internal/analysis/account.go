@@ -17,6 +17,9 @@ type accountant struct {
 	w     int64
 	items map[string]*Item
 	last  map[string]int64 // end of the last span of each item
+	// lockOwners: the tasks that released the subject's PI futex locks in
+	// the window (woke it from a "PI futex lock" sleep).
+	lockOwners map[uint32]bool
 }
 
 func (a *accountant) add(it Item, from, to int64) *Item {
@@ -49,6 +52,12 @@ func (a *accountant) thread(t *Thread) *Thread {
 			c = *k
 		}
 	}
+	c.Monitor = a.tl.monitor[c.TID]
+	// The owner of the task's PI lock above its own priority seen in the
+	// window: priority inheritance, on the task's behalf.
+	if l := a.tl.lowest[c.TID]; a.lockOwners[c.TID] && l != nil && higher(c.KPrio, l.KPrio) && c.KPrio >= -1 {
+		c.BoostedFrom = l.Sched
+	}
 	return &c
 }
 
@@ -61,6 +70,12 @@ func who(t *Thread) string {
 	}
 	if t.TID == 0 {
 		return "idle"
+	}
+	if t.Monitor {
+		return MonitorName
+	}
+	if t.BoostedFrom != "" {
+		return fmt.Sprintf("%s/%d (%s, boosted to %s)", t.Comm, t.TID, t.BoostedFrom, t.Sched)
 	}
 	if t.Sched == "" {
 		return fmt.Sprintf("%s/%d", t.Comm, t.TID)
@@ -131,6 +146,12 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		}
 		kind, rel := KindBlocking, ""
 		switch {
+		case t.BoostedFrom != "":
+			// Not a priority misconfiguration nor equal-priority FIFO: the
+			// owner finishing its critical section at the waiter's priority.
+			a.add(Item{Phase: phase, Kind: KindBlocking, CPU: cpu, Thread: t, key: fmt.Sprint("pi-owner", t.TID),
+				Label: fmt.Sprintf("%s ran by priority inheritance while holding this task's lock", who(t))}, from, to)
+			return
 		case t.KPrio == kprioUnknown:
 			rel = "priority unknown"
 		case higher(t.KPrio, a.s.KPrio):
@@ -140,7 +161,12 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		default:
 			rel = "lower priority"
 		}
-		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint(kind, t.TID),
+		key := fmt.Sprint(kind, t.TID)
+		if t.Monitor {
+			// rtscope's threads are one cause, however many ran.
+			key = kind + "monitor"
+		}
+		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
 			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
 	case ctxHardIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, IRQ: c.irq, IRQName: c.irqName, HardIRQ: true,
@@ -347,8 +373,18 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	}
 	tl := build(tr.Events)
 	tl.stealClock = tr.StealClock
+	for _, tid := range tr.Monitor {
+		tl.monitor[tid] = true
+	}
 	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}}
 	segs, migs := tl.taskTimeline(s.TID)
+	a.lockOwners = map[uint32]bool{}
+	for _, sg := range segs {
+		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == "PI futex lock" && sg.wake != nil &&
+			sg.wake.Waker != nil && sg.wake.Waker.Kind == "task" {
+			a.lockOwners[sg.wake.Waker.TID] = true
+		}
+	}
 	lost := 0
 	for _, sg := range segs {
 		if sg.missed && sg.to > 0 && sg.from < w {
@@ -440,6 +476,11 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 		}
 	}
 	stealSummary(res, tl, tr, w)
+	for _, it := range res.Breakdown {
+		if it.Thread != nil && it.Thread.Monitor {
+			res.MonitorNs += it.Ns
+		}
+	}
 	verdict(res, tl, s, segs)
 	return res
 }

@@ -26,6 +26,9 @@ type Subject struct {
 	Metric string
 	// NominalPeriod (ns) of a periodic task, 0 when unknown (period, jitter).
 	NominalPeriod uint64
+	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
+	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
+	TimerSlackNs uint64
 }
 
 // Phases of the window an item belongs to.
@@ -64,7 +67,18 @@ type Thread struct {
 	Stack     []string `json:"stack,omitempty"`
 	UserSpace bool     `json:"user_space,omitempty"`
 	Sampled   bool     `json:"sampled"` // a stack sample exists
+	// Monitor: one of rtscope's own threads (trace.Trace.Monitor), named
+	// as the monitor, not as an anonymous task.
+	Monitor bool `json:"monitor,omitempty"`
+	// BoostedFrom is its own identity ("FIFO 5") when it ran boosted by
+	// priority inheritance (Sched) while holding the task's PI lock: it
+	// ran on the task's behalf.
+	BoostedFrom string `json:"boosted_from,omitempty"`
 }
+
+// MonitorName is how verdicts name rtscope's own threads: the observer
+// effect is a cause of its own, to be told apart from the workload's.
+const MonitorName = "rtscope itself (the monitor)"
 
 // Item is one cause of the window and the time it took.
 type Item struct {
@@ -161,6 +175,9 @@ type Result struct {
 	// it is accounted on (the hypervisor items); null when the kernel's
 	// steal clock was not readable, so that none is known.
 	StealNs *uint64 `json:"steal_ns"`
+	// MonitorNs is the time rtscope's own threads ran on the window's CPUs
+	// while the task waited or was interrupted (items of its threads).
+	MonitorNs uint64 `json:"monitor_ns"`
 	// Culprit names the dominant cause's evidence in a few words (a
 	// thread, an IRQ, a callback): with Cause, the key of the cause
 	// histogram of SLO violations.

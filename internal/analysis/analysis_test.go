@@ -417,6 +417,65 @@ func TestPriorityInheritanceNoInversion(t *testing.T) {
 	}
 }
 
+// Issue 15, item 4: the owner of the task's PI lock (FIFO 5) runs boosted
+// to the waiter's FIFO 70 after releasing it to the waiter, until it is
+// switched out: it ran on the waiter's behalf, not as a higher or equal
+// priority.
+func TestBoostedLockOwner(t *testing.T) {
+	waiter := th{140, "waiter", "FIFO 70", 29}
+	owner := th{141, "owner", "FIFO 5", 94}
+	boosted := th{141, "owner", "FIFO 70", 29}
+	stale := th{140, "waiter", "OTHER nice 0", 120}
+	const want = "owner/141 (FIFO 5, boosted to FIFO 70) ran by priority inheritance while holding this task's lock"
+	// A cycle: the waiter blocks on the PI lock, the owner runs boosted
+	// and wakes it, and keeps the CPU 40 us more in the kernel.
+	cycle := window("cycle", waiter, us1(1100),
+		sw(us1(-500), 1, idle, "R", owner),
+		sw(us1(-100), 1, owner, "R+", waiter),
+		sleep(us1(100), 1, waiter, "PI futex lock"),
+		sw(us1(100), 1, waiter, "S", boosted),
+		wakeBy(us1(1000), 1, waiter, owner),
+		sw(us1(1040), 1, boosted, "R+", waiter),
+		sleep(us1(1100), 1, waiter, "timer sleep (nanosleep)"),
+		sw(us1(1100), 1, waiter, "S", owner),
+	)
+	for _, subj := range []th{waiter, stale} { // stale: the identity the issue's report had
+		r := explain(cycle, subject(subj, "cycle"), "none")
+		checkSums(t, r)
+		it := item(r, PhaseRunnable, KindBlocking, owner.tid)
+		if it == nil || it.Label != want || it.Ns != uint64(us1(40)) || it.Thread.BoostedFrom != "FIFO 5" {
+			t.Errorf("subject %s: owner item %+v, want %q for 40 us:\n%s", subj.sched, it, want, dump(r))
+		}
+		for _, it := range r.Breakdown {
+			if strings.Contains(it.Label, "higher priority") || strings.Contains(it.Label, "equal priority") {
+				t.Errorf("subject %s: %s", subj.sched, it.Label)
+			}
+		}
+	}
+	// A latency window the boosted owner dominates: a lock hand-over.
+	lat := window("latency", waiter, us1(500),
+		sw(us1(-2000), 1, idle, "R", owner),
+		sw(us1(-1500), 1, owner, "R+", waiter),
+		sleep(us1(-900), 1, waiter, "PI futex lock"),
+		sw(us1(-900), 1, waiter, "S", boosted),
+		wakeBy(0, 1, waiter, owner),
+		sw(us1(500), 1, boosted, "R+", waiter),
+	)
+	r := explain(lat, subject(waiter, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "internal-blocking", "lock hand-over", "owner/141 (FIFO 5, boosted to FIFO 70)", "not a higher priority")
+	// A FIFO 90 task holding the lock is no boost: plain interference.
+	hi := th{141, "owner", "FIFO 90", 9}
+	plain := window("latency", waiter, us1(500),
+		sleep(us1(-900), 1, waiter, "PI futex lock"),
+		sw(us1(-900), 1, waiter, "S", hi),
+		wakeBy(0, 1, waiter, hi),
+		sw(us1(500), 1, hi, "R+", waiter),
+	)
+	r = explain(plain, subject(waiter, "latency"), "none")
+	wantCause(t, r, "interference", "owner/141 (FIFO 90)")
+}
+
 // Case 6.2: a semaphore posted by a lower-priority thread that sleeps meanwhile.
 func TestInternalBlocking(t *testing.T) {
 	tr := window("cycle", control, us1(6100),
@@ -611,6 +670,30 @@ func TestEffectivePriority(t *testing.T) {
 	}
 }
 
+// Issue 15, item 7: a task that set FIFO 70 on itself after it started,
+// reported with the identity it had at discovery (OTHER nice 0), is judged
+// as the FIFO 70 task its window's events show: interference by a FIFO 90
+// task, not the starvation of a SCHED_OTHER one.
+func TestPolicySetAfterStart(t *testing.T) {
+	fifo70 := th{control.tid, control.comm, "FIFO 70", 29}
+	stale := th{control.tid, control.comm, "OTHER nice 0", 120}
+	tr := window("latency", fifo70, us1(1000),
+		sw(us1(-10), 1, idle, "R", hog),
+		wakeBy(0, 1, fifo70, hog),
+		sw(us1(1000), 1, hog, "S", fifo70),
+	)
+	s := subject(stale, "latency")
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "hog/102 (FIFO 90)", "FIFO 70")
+	if strings.Contains(r.Verdict, "OTHER") || strings.Contains(r.Verdict, "starvation") {
+		t.Errorf("verdict uses the stale identity: %s", r.Verdict)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "ran as FIFO 70") {
+		t.Errorf("notes %v", r.Notes)
+	}
+}
+
 // Percentages add up to 100.0 whatever the split (largest remainder), and
 // every nanosecond is in one item, on pseudo-random windows.
 func TestSumsOnRandomWindows(t *testing.T) {
@@ -731,6 +814,62 @@ func TestLateInterruptWithSwitches(t *testing.T) {
 	r = explain(mk(normal, 58), subject(normal, "timer-irq"), "none")
 	checkSums(t, r)
 	wantCause(t, r, "release", "timer slack", "OTHER nice 0")
+}
+
+// A SCHED_OTHER task's release delay within the timer slack read from the
+// task, or mostly the slack's (at most twice it), is named with the slack's
+// value, whether the CPU switched tasks or idled meanwhile; beyond twice the
+// slack, or for an RT task, the slack does not explain it.
+func TestTimerSlackRead(t *testing.T) {
+	normal := th{control.tid, control.comm, "OTHER nice 0", 120}
+	switches := func(subj th, d float64) *trace.Trace {
+		return window("timer-irq", subj, us1(d),
+			sw(us1(-100), 1, subj, "S", other),
+			sw(us1(d/2), 1, other, "S", peer),
+			timerIn(us1(d), 1, "hrtimer_wakeup", 0),
+		)
+	}
+	idles := func(subj th, d float64) *trace.Trace {
+		return window("timer-irq", subj, us1(d),
+			sw(us1(-800), 1, subj, "S", idle),
+			timerIn(us1(d), 1, "hrtimer_wakeup", 0),
+		)
+	}
+	withSlack := func(subj th, ns uint64) Subject {
+		s := subject(subj, "timer-irq")
+		s.TimerSlackNs = ns
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		tr    *trace.Trace
+		s     Subject
+		slack bool
+		words string
+	}{
+		{"within, switches", switches(normal, 150), withSlack(normal, 200_000), true, "within this OTHER nice 0 task's timer slack of 200.0 us"},
+		{"within, idle", idles(normal, 150), withSlack(normal, 200_000), true, "within this OTHER nice 0 task's timer slack of 200.0 us"},
+		{"mostly the slack, idle", idles(normal, 350), withSlack(normal, 200_000), true, "timer slack of 200.0 us (read from the task) accounts for most, the remaining 150.0 us"},
+		{"beyond, switches", switches(normal, 450), withSlack(normal, 200_000), false, ""},
+		{"beyond, idle", idles(normal, 450), withSlack(normal, 200_000), false, ""},
+		{"beyond twice the default slack", switches(normal, 120), withSlack(normal, 50_000), false, ""},
+		{"RT", switches(control, 150), withSlack(control, 200_000), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := explain(tc.tr, tc.s, "none")
+			checkSums(t, r)
+			if !tc.slack {
+				if r.Culprit == "timer slack" || strings.HasPrefix(r.Verdict, "timer slack") {
+					t.Errorf("blamed on the timer slack: %s", r.Verdict)
+				}
+				return
+			}
+			wantCause(t, r, "release", "timer slack", tc.words, "PR_SET_TIMERSLACK")
+			if r.Culprit != "timer slack" {
+				t.Errorf("culprit %q, want timer slack", r.Culprit)
+			}
+		})
+	}
 }
 
 func stealEv(t int64, cpu int, ns uint64, since int64) trace.Event {

@@ -35,6 +35,9 @@ type fixture struct {
 		WithoutSteal string `json:"without_steal_cause"`
 		// WithoutStack: the same for the stack samples.
 		WithoutStack string `json:"without_stack_cause"`
+		// WithoutMonitor: the cause without the trace's monitor_tids (before
+		// rtscope's own threads were told apart from the workload's).
+		WithoutMonitor string `json:"without_monitor_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -97,6 +100,25 @@ func TestRecordedWindows(t *testing.T) {
 				if r0 := explain(&stripped, fx.subject(), model); r0.Cause != cause {
 					t.Errorf("without its %s the window gets %q (%s), want %q: the fixture no longer shows what %s fixes",
 						what, r0.Cause, r0.Verdict, cause, what)
+				}
+			}
+			if len(fx.Trace.Monitor) > 0 {
+				var ns uint64
+				for _, it := range r.Breakdown {
+					if it.Thread != nil && it.Thread.Monitor {
+						ns += it.Ns
+					}
+				}
+				if r.MonitorNs == 0 || r.MonitorNs != ns {
+					t.Errorf("monitor_ns %d, want the %d ns of the monitor's items", r.MonitorNs, ns)
+				}
+			}
+			if c := fx.Want.WithoutMonitor; c != "" {
+				anon := *fx.Trace
+				anon.Monitor = nil
+				if r0 := explain(&anon, fx.subject(), model); r0.Cause != c || r0.MonitorNs != 0 || strings.Contains(r0.Verdict, MonitorName) {
+					t.Errorf("without monitor_tids the window gets %q (%s), want %q: the fixture no longer shows the monitor told apart",
+						r0.Cause, r0.Verdict, c)
 				}
 			}
 			without("steal", fx.Want.WithoutSteal, "steal events")

@@ -71,6 +71,11 @@ type timelines struct {
 	// means none); steal: ns charged to the hypervisor per CPU.
 	stealClock bool
 	steal      map[int]uint64
+	// monitor: rtscope's own threads (trace.Trace.Monitor).
+	monitor map[uint32]bool
+	// lowest: each thread's lowest priority seen in the window (its own,
+	// when it also ran boosted by priority inheritance).
+	lowest map[uint32]*Thread
 }
 
 func threadOfNext(e *trace.Event) *Thread {
@@ -83,13 +88,28 @@ func threadOfPrev(e *trace.Event) *Thread {
 
 func build(events []trace.Event) *timelines {
 	tl := &timelines{events: events, cpus: map[int][]ctxSeg{}, threads: map[uint32]*Thread{}, stacks: map[uint32][]trace.Event{},
-		steal: map[int]uint64{}}
+		steal: map[int]uint64{}, monitor: map[uint32]bool{}, lowest: map[uint32]*Thread{}}
+	seen := func(tid uint32, comm, sched string, kprio int) {
+		if tid == 0 || sched == "" || kprio == kprioUnknown {
+			return
+		}
+		if l := tl.lowest[tid]; l == nil || kprio > l.KPrio {
+			tl.lowest[tid] = &Thread{TID: tid, Comm: comm, Sched: sched, KPrio: kprio}
+		}
+	}
 	byCPU := map[int][]int{}
 	for i := range events {
 		e := &events[i]
 		byCPU[e.CPU] = append(byCPU[e.CPU], i)
 		switch e.Type {
+		case "wakeup":
+			seen(e.TID, e.Comm, e.Sched, e.KPrio)
+			if w := e.Waker; w != nil && w.Kind == "task" {
+				seen(w.TID, w.Comm, w.Sched, w.KPrio)
+			}
 		case "switch":
+			seen(e.NextTID, e.NextComm, e.NextSched, e.NextKPrio)
+			seen(e.PrevTID, e.PrevComm, e.PrevSched, e.PrevKPrio)
 			if e.NextTID != 0 {
 				tl.threads[e.NextTID] = threadOfNext(e)
 			}

@@ -29,6 +29,9 @@ func SubjectOf(t *report.Task, m string) Subject {
 	if t.NominalPeriodNs != nil {
 		s.NominalPeriod = *t.NominalPeriodNs
 	}
+	if t.TimerSlackNs != nil {
+		s.TimerSlackNs = *t.TimerSlackNs
+	}
 	return s
 }
 
@@ -93,7 +96,7 @@ func ForViolation(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanati
 
 // Explanation is the result as the report carries it.
 func (r *Result) Explanation() report.Explanation {
-	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, Detail: r}
+	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, MonitorNs: r.MonitorNs, Detail: r}
 }
 
 func isFutexNoPI(reason string) bool {

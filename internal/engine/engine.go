@@ -740,3 +740,28 @@ func EventX(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[0])) }
 func EventY(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[8])) }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
+
+// Identity is a policy and normal kernel priority a task ran with.
+type Identity struct {
+	Policy uint32
+	Prio   int // kernel priority: 0..98 RT, 100..139 normal, -1 deadline
+}
+
+// SchedSeen returns the identities s's task was seen with, in the order
+// first seen (at most RTS_SCHED_SEEN: a task that changed more often
+// shows its first ones; SchedChanges counts them all).
+func SchedSeen(s *TaskStats) []Identity {
+	var ids []Identity
+	for _, k := range s.SchedSeen {
+		if k == 0 {
+			break
+		}
+		// rts_sched_key: 1<<31 | policy<<8 | normal prio byte (255: -1).
+		id := Identity{Policy: k >> 8 & 0xff, Prio: int(k & 0xff)}
+		if id.Prio == 255 {
+			id.Prio = -1
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -5,6 +5,7 @@ package engine
 // metric values. The twins run task_logic.bpf.h, the engine's own code.
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -277,6 +278,37 @@ func TestTwinPIDReuse(t *testing.T) {
 	}
 	expect(t, tw.stats(300), metric.Latency, 0, 0, 0)
 	expect(t, tw.statsID(old), metric.Latency, 1, 800, 800)
+}
+
+// A task that sets its own policy after it started (sched_setattr in the
+// thread) is seen with its new identity at a switch-in: every change is
+// counted and the distinct identities kept in the order first seen.
+func TestTwinSchedChanges(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(400, false, false)
+	seen := func(policy uint64, prio int) bool {
+		return tw.run(tw.objs.TestSched, 400, policy, uint64(int64(prio))) == 1
+	}
+	const other, fifo, deadline = 0, 1, 6
+	if !seen(other, 120) {
+		t.Fatal("the first identity is not new")
+	}
+	if seen(other, 120) {
+		t.Fatal("an unchanged identity is new")
+	}
+	seen(fifo, 49) // FIFO 50
+	seen(fifo, 29) // FIFO 70
+	seen(fifo, 49) // back to FIFO 50: a change, not a new identity kept
+	seen(deadline, -1)
+	seen(other, 100) // a fifth identity: counted, not kept
+	s := tw.stats(400)
+	if s.SchedChanges != 5 {
+		t.Errorf("sched changes %d, want 5", s.SchedChanges)
+	}
+	want := []Identity{{other, 120}, {fifo, 49}, {fifo, 29}, {deadline, -1}}
+	if got := SchedSeen(s); !slices.Equal(got, want) {
+		t.Errorf("seen %v, want %v", got, want)
+	}
 }
 
 func TestTwinIRQThreadHandler(t *testing.T) {

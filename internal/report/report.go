@@ -31,6 +31,7 @@ type Report struct {
 	Features   Features `json:"features"`
 	Lost       Lost     `json:"lost"`
 	Steal      *Steal   `json:"steal"`
+	Monitor    *Monitor `json:"monitor"`           // rtscope's own share of the windows; null without analysis
 	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
 	Actions    *Actions `json:"actions,omitempty"` // with --on-threshold
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
@@ -96,6 +97,45 @@ type Steal struct {
 	WorstCasesHypervisor uint64 `json:"worst_cases_hypervisor"`
 }
 
+// Monitor is rtscope's own share of the windows it explained: the time its
+// threads ran on the CPUs of a waiting task (the observer effect), and how
+// often that time dominated (cause "monitor"). Not safe for concurrent use.
+type Monitor struct {
+	PID                   uint32 `json:"pid"`         // rtscope's process: its threads are the monitor
+	WorstCases            uint64 `json:"worst_cases"` // analysed
+	WorstCasesWithMonitor uint64 `json:"worst_cases_with_monitor"`
+	WorstCaseMonitorNs    uint64 `json:"worst_case_monitor_ns"`
+	WorstCasesMonitor     uint64 `json:"worst_cases_monitor"` // of them, cause "monitor"
+	Violations            uint64 `json:"violations"`          // SLO violations explained
+	ViolationsWithMonitor uint64 `json:"violations_with_monitor"`
+	ViolationMonitorNs    uint64 `json:"violation_monitor_ns"`
+	ViolationsMonitor     uint64 `json:"violations_monitor"` // of them, cause "monitor"
+}
+
+// AddWorst counts one analysed worst case.
+func (m *Monitor) AddWorst(e Explanation) {
+	m.WorstCases++
+	if e.MonitorNs > 0 {
+		m.WorstCasesWithMonitor++
+		m.WorstCaseMonitorNs += e.MonitorNs
+	}
+	if e.Cause == "monitor" {
+		m.WorstCasesMonitor++
+	}
+}
+
+// AddViolation counts one explained SLO violation.
+func (m *Monitor) AddViolation(e Explanation) {
+	m.Violations++
+	if e.MonitorNs > 0 {
+		m.ViolationsWithMonitor++
+		m.ViolationMonitorNs += e.MonitorNs
+	}
+	if e.Cause == "monitor" {
+		m.ViolationsMonitor++
+	}
+}
+
 // AddWorst counts one analysed worst case.
 func (s *Steal) AddWorst(e Explanation) {
 	s.WorstCases++
@@ -139,13 +179,18 @@ type Lost struct {
 
 // Task is one tracked thread.
 type Task struct {
-	TID             uint32             `json:"tid"`
-	PID             uint32             `json:"pid"`
-	Comm            string             `json:"comm"`
-	Policy          string             `json:"policy"`
-	Priority        *int               `json:"priority"` // RT priority 1..99, null for non-RT
-	Nice            *int               `json:"nice"`     // null for RT
-	Sched           string             `json:"sched"`
+	TID      uint32 `json:"tid"`
+	PID      uint32 `json:"pid"`
+	Comm     string `json:"comm"`
+	Policy   string `json:"policy"`
+	Priority *int   `json:"priority"` // RT priority 1..99, null for non-RT
+	Nice     *int   `json:"nice"`     // null for RT
+	Sched    string `json:"sched"`
+	// SchedSeen lists the identities (as Sched prints them) the task ran
+	// with, in the order first seen, the last one included; SchedChanges
+	// counts the changes seen at its switch-ins (a policy set after start).
+	SchedSeen       []string           `json:"sched_seen"`
+	SchedChanges    uint32             `json:"sched_changes"`
 	CPUs            string             `json:"cpus"` // affinity, e.g. "0-1"
 	LastCPU         uint32             `json:"last_cpu"`
 	Exited          bool               `json:"exited"`
@@ -153,6 +198,10 @@ type Task struct {
 	Hygiene         map[string]uint64  `json:"hygiene"`
 	Metrics         map[string]*Metric `json:"metrics"`
 	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+	// TimerSlackNs is the thread's timer slack, read from
+	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
+	// a policy change); null when unread.
+	TimerSlackNs *uint64 `json:"timer_slack_ns"`
 	// Health is ok, violated, no-slo or no-samples; Headline says why in
 	// one line (Judge).
 	Health   string `json:"health"`
@@ -232,6 +281,10 @@ func FromStats(s *engine.TaskStats) *Task {
 	if s.NominalPeriod != 0 {
 		t.NominalPeriodNs = u64p(s.NominalPeriod)
 	}
+	t.SchedChanges = s.SchedChanges
+	for _, id := range engine.SchedSeen(s) {
+		t.SchedSeen = append(t.SchedSeen, sched.Describe(id.Policy, id.Prio))
+	}
 	v, rt := sched.UserPrio(int(s.Prio))
 	if rt && sched.IsRT(s.Policy) {
 		t.Priority = &v
@@ -265,6 +318,20 @@ func MetricStats(s *engine.TaskStats, id metric.ID) metric.Stats {
 // Placeholder is a task known from its start notice, before its statistics are read.
 func Placeholder(id uint64, tid uint32) *Task {
 	return &Task{TID: tid, id: id, Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
+}
+
+// SchedHistory says how the task's identity changed during the run
+// ("policy changed once during the run (seen OTHER nice 0, FIFO 50; last
+// FIFO 50)"), empty when it did not.
+func (t *Task) SchedHistory() string {
+	if t.SchedChanges == 0 {
+		return ""
+	}
+	times := "once"
+	if t.SchedChanges > 1 {
+		times = fmt.Sprintf("%d times", t.SchedChanges)
+	}
+	return fmt.Sprintf("policy changed %s during the run (seen %s; last %s)", times, strings.Join(t.SchedSeen, ", "), t.Sched)
 }
 
 // ID is the engine's tracking id of the task.

@@ -54,6 +54,39 @@ func TestFromStatsUnsetAndIdentity(t *testing.T) {
 	}
 }
 
+// A task that set its own policy after it started (issue 15, item 7): the
+// header and the JSON give the identity it ran with last, and say it
+// changed, with every identity seen.
+func TestPolicyChangedDuringTheRun(t *testing.T) {
+	s := sampleStats()
+	s.Policy, s.Prio = 1, 49 // FIFO 50, last seen
+	s.SchedChanges = 1
+	s.SchedSeen[0] = 1<<31 | 0<<8 | 120 // OTHER nice 0, at discovery
+	s.SchedSeen[1] = 1<<31 | 1<<8 | 49
+	tk := FromStats(s)
+	var buf bytes.Buffer
+	Final(&buf, tk, false)
+	head := strings.SplitN(buf.String(), "\n", 3)
+	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run (seen OTHER nice 0, FIFO 50; last FIFO 50)" {
+		t.Errorf("header:\n%s\n%s", head[0], head[1])
+	}
+	b, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"policy":"FIFO"`, `"priority":50`, `"sched":"FIFO 50"`,
+		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+	// Unchanged: no history line, its one identity in sched_seen.
+	s.SchedChanges, s.SchedSeen[0], s.SchedSeen[1] = 0, 1<<31|1<<8|49, 0
+	if tk := FromStats(s); tk.SchedHistory() != "" || len(tk.SchedSeen) != 1 || tk.SchedSeen[0] != "FIFO 50" {
+		t.Errorf("unchanged task: %q, seen %v", tk.SchedHistory(), tk.SchedSeen)
+	}
+}
+
 func TestJSONNullsAndNames(t *testing.T) {
 	r := &Report{Schema: Schema, Tasks: []*Task{FromStats(sampleStats())}}
 	b, err := json.Marshal(r)
@@ -196,5 +229,36 @@ func TestSetWorstRefusesAStaleWindow(t *testing.T) {
 	}
 	if !m.SetWorst(&trace.Trace{Value: 30000}) || m.Worst == nil || m.WorstNote != "" {
 		t.Errorf("the maximum's window refused: note %q", m.WorstNote)
+	}
+}
+
+// The monitor's share (issue 15, item 6): windows holding rtscope's own
+// threads are counted apart, with their time, and printed when there are any.
+func TestMonitorShare(t *testing.T) {
+	m := &Monitor{PID: 42}
+	var buf bytes.Buffer
+	WriteMonitor(&buf, m)
+	if buf.Len() != 0 {
+		t.Errorf("printed with no monitor time: %q", buf.String())
+	}
+	m.AddWorst(Explanation{Cause: "interference"})
+	m.AddWorst(Explanation{Cause: "monitor", MonitorNs: 1_500_000})
+	m.AddViolation(Explanation{Cause: "exit-from-idle", MonitorNs: 2_000})
+	m.AddViolation(Explanation{Cause: "monitor", MonitorNs: 30_000})
+	m.AddViolation(Explanation{Cause: "hardirq"})
+	want := Monitor{PID: 42, WorstCases: 2, WorstCasesWithMonitor: 1, WorstCaseMonitorNs: 1_500_000, WorstCasesMonitor: 1,
+		Violations: 3, ViolationsWithMonitor: 2, ViolationMonitorNs: 32_000, ViolationsMonitor: 1}
+	if *m != want {
+		t.Errorf("monitor %+v, want %+v", *m, want)
+	}
+	WriteMonitor(&buf, m)
+	if got := buf.String(); !strings.Contains(got, "ran 1500.0 us inside 1 of 2 worst cases (1 mostly its own) and 32.0 us inside 2 of 3 explained SLO violations (1 mostly its own)") {
+		t.Errorf("summary %q", got)
+	}
+	var v Violations
+	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 30_000}, 40_000, &trace.Trace{})
+	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 20_000}, 35_000, &trace.Trace{})
+	if c := v.Causes; len(c) != 1 || c[0].Count != 2 || c[0].MonitorNs != 50_000 {
+		t.Errorf("violation causes %+v", c)
 	}
 }

@@ -61,6 +61,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		state = "exited"
 	}
 	fmt.Fprintf(w, "== tid %d %s (pid %d), %s, CPUs %s, %s\n", t.TID, t.Comm, t.PID, t.Sched, t.CPUs, state)
+	if h := t.SchedHistory(); h != "" {
+		fmt.Fprintf(w, "   %s\n", h)
+	}
 	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us)\n",
 		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
 	any := false

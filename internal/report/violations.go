@@ -18,7 +18,10 @@ type Explanation struct {
 	Cause   string
 	Culprit string
 	StealNs *uint64 // nil: no steal clock
-	Detail  any
+	// MonitorNs: the time rtscope's own threads ran on the window's CPUs
+	// while the task waited or was interrupted (the observer effect).
+	MonitorNs uint64
+	Detail    any
 }
 
 // Why a violation was not explained (Violations.NotAnalysed keys).
@@ -49,12 +52,14 @@ type Violations struct {
 
 // ViolationCause is one bar of the histogram.
 type ViolationCause struct {
-	Cause   string            `json:"cause"`
-	Culprit string            `json:"culprit"`
-	Count   uint64            `json:"count"`
-	Percent float64           `json:"percent"`  // of the analysed violations
-	StealNs uint64            `json:"steal_ns"` // hypervisor time inside these windows
-	Example *ViolationExample `json:"example"`
+	Cause   string  `json:"cause"`
+	Culprit string  `json:"culprit"`
+	Count   uint64  `json:"count"`
+	Percent float64 `json:"percent"`  // of the analysed violations
+	StealNs uint64  `json:"steal_ns"` // hypervisor time inside these windows
+	// MonitorNs: rtscope's own threads' time inside these windows.
+	MonitorNs uint64            `json:"monitor_ns"`
+	Example   *ViolationExample `json:"example"`
 }
 
 // ViolationExample is the largest violation of a cause.
@@ -96,6 +101,7 @@ func (v *Violations) Add(e Explanation, value uint64, tr *trace.Trace) {
 	if e.StealNs != nil {
 		c.StealNs += *e.StealNs
 	}
+	c.MonitorNs += e.MonitorNs
 	if c.Example == nil || value > c.Example.ValueNs {
 		c.Example = &ViolationExample{ValueNs: value, StartNs: tr.Start, Verdict: e.Verdict, Window: tr}
 	}
@@ -191,6 +197,21 @@ func (v *Violations) WriteText(w io.Writer, metricName string, slo uint64, inden
 
 // WriteSteal prints the hypervisor's share of the run and of its worst
 // cases in one line.
+// WriteMonitor prints rtscope's own share of the windows it explained,
+// when it had one: the observer effect, for the user to see.
+func WriteMonitor(w io.Writer, m *Monitor) {
+	if m == nil || m.WorstCaseMonitorNs+m.ViolationMonitorNs == 0 {
+		return
+	}
+	fmt.Fprintf(w, "rtscope watch: the monitor itself (rtscope's own threads) ran %s us inside %d of %d worst cases (%d mostly its own)",
+		units.Us(m.WorstCaseMonitorNs), m.WorstCasesWithMonitor, m.WorstCases, m.WorstCasesMonitor)
+	if m.Violations > 0 {
+		fmt.Fprintf(w, " and %s us inside %d of %d explained SLO violations (%d mostly its own)",
+			units.Us(m.ViolationMonitorNs), m.ViolationsWithMonitor, m.Violations, m.ViolationsMonitor)
+	}
+	fmt.Fprintln(w, "; -H keeps it off the watched CPUs")
+}
+
 func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {
 	if s == nil {
 		return

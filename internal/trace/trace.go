@@ -100,8 +100,11 @@ type Trace struct {
 	Note      string `json:"note,omitempty"`
 	// StealClock tells whether the kernel's steal clock was readable, so
 	// that the absence of steal events means no steal (not: unknown).
-	StealClock bool    `json:"steal_clock"`
-	Events     []Event `json:"events"`
+	StealClock bool `json:"steal_clock"`
+	// Monitor lists rtscope's own threads (the watching process's) when the
+	// window was analysed: the analysis names them as the monitor.
+	Monitor []uint32 `json:"monitor_tids,omitempty"`
+	Events  []Event  `json:"events"`
 }
 
 // Source is where events come from: the engine, or a fake in tests.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -155,6 +156,13 @@ type session struct {
 	budgetUsed  int
 	steal       *report.Steal
 	stealStart  []uint64
+	// rtscope's own threads (the monitor), re-read at most every
+	// monitorRefresh, and their share of the windows explained.
+	monitor     *report.Monitor
+	monitorTIDs []uint32
+	monitorRead time.Time
+	// timer slack of each task, read from /proc while it runs (slackOf)
+	slack map[uint64]slackRead
 	// On-threshold actions: done is non-nil while they run (one run at a
 	// time); crossings noticed meanwhile are counted, not acted on.
 	actDone    chan struct{}
@@ -217,7 +225,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
 		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
-		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method}}
+		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
+		monitor:       &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -606,8 +615,10 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		t := s.identify(n)
 		tr := snap.Cut(trace.Window{Metric: m.String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
 			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
+		tr.Monitor = s.monitorThreads()
 		e := s.o.Explain(t, m, tr)
 		v.Add(e, n.Value, tr)
+		s.monitor.AddViolation(e)
 		if s.o.Hooks.Violation != nil {
 			s.o.Hooks.Violation(n.Id, t.Comm, m, e.Cause, "")
 		}
@@ -627,7 +638,9 @@ func (s *session) identify(n engine.Notice) *report.Task {
 	t := s.tasks[n.Id]
 	if t == nil || t.Comm == "" {
 		if st, err := s.eng.Stats(n.Id); err == nil {
-			return report.FromStats(st)
+			t := report.FromStats(st)
+			s.slackOf(t)
+			return t
 		}
 		if t == nil {
 			return report.Placeholder(n.Id, n.Tid)
@@ -668,7 +681,9 @@ func (s *session) sweep(force bool) error {
 	}
 	for _, st := range all {
 		if _, ok := s.tasks[st.Id]; !ok {
-			s.tasks[st.Id] = report.FromStats(st)
+			t := report.FromStats(st)
+			s.slackOf(t)
+			s.tasks[st.Id] = t
 		}
 		if st.Exited != 0 && !s.final[st.Id] {
 			s.finish(st.Id)
@@ -699,6 +714,7 @@ func (s *session) finish(id uint64) {
 		return
 	}
 	t := report.FromStats(st)
+	s.slackOf(t)
 	if s.samplers != nil {
 		s.sample(st) // its last interval
 	}
@@ -743,6 +759,7 @@ func (s *session) refresh() {
 			continue
 		}
 		t := report.FromStats(st)
+		s.slackOf(t)
 		s.names.SetComm(st.Tid, t.Comm)
 		s.tasks[st.Id] = t
 	}
@@ -762,9 +779,11 @@ func (s *session) attach(t *report.Task) {
 			continue
 		}
 		if s.o.Analyze != nil {
+			tr.Monitor = s.monitorThreads()
 			e := s.o.Analyze(t, m, tr)
 			rm.Verdict, rm.Cause, rm.Analysis = e.Verdict, e.Cause, e.Detail
 			s.steal.AddWorst(e)
+			s.monitor.AddWorst(e)
 		}
 	}
 	for _, m := range metric.All() {
@@ -844,6 +863,9 @@ func (s *session) build() *report.Report {
 		}
 	}
 	rep.Steal = s.steal
+	if s.o.Analyze != nil || s.o.Explain != nil {
+		rep.Monitor = s.monitor
+	}
 	rep.Lost.WindowsLost = s.windowsLost
 	rep.Lost.ExitedWindowsDropped = s.exitedWindows.Dropped
 	rep.Housekeeping = s.house
@@ -873,6 +895,7 @@ func (s *session) summary(rep *report.Report) {
 			l.TrackingDeferred)
 	}
 	report.WriteSteal(s.o.Out, rep.Steal, rep.DurationNs)
+	report.WriteMonitor(s.o.Out, rep.Monitor)
 	if a := rep.Actions; a != nil {
 		fmt.Fprintf(s.o.Out, "rtscope watch: on-threshold actions ran %d time(s); %d violation(s) came while they ran or after the stop\n",
 			a.ThresholdFired, a.ThresholdSkipped)
@@ -1021,4 +1044,52 @@ func (s *session) housekeep() {
 	}
 	s.house.CPUs, s.house.Reason, s.house.Shared = list, reason, shared
 	fmt.Fprintf(s.o.Log, "rtscope watch: own threads on CPU %s: %s (-H overrides)\n", list, reason)
+}
+
+// monitorRefresh bounds how often rtscope's own thread list is re-read: the
+// Go runtime starts its threads early and rarely adds one later.
+const monitorRefresh = 500 * time.Millisecond
+
+// monitorThreads returns the threads of rtscope's own process (the
+// monitor), for the analysis to name them as such (trace.Trace.Monitor).
+func (s *session) monitorThreads() []uint32 {
+	if s.monitorTIDs != nil && time.Since(s.monitorRead) < monitorRefresh {
+		return s.monitorTIDs
+	}
+	s.monitorRead = time.Now()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return s.monitorTIDs
+	}
+	tids := make([]uint32, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
+			tids = append(tids, uint32(tid))
+		}
+	}
+	s.monitorTIDs = tids
+	return tids
+}
+
+// slackRead is a task's timer slack and the policy changes it was read at.
+type slackRead struct {
+	ns      *uint64
+	changes uint32
+}
+
+// slackOf sets t's timer slack: read from /proc/TID/timerslack_ns when the
+// task is first seen alive, and again after its policy changed (the kernel
+// zeroes an RT task's slack and restores it when it leaves RT); an exited
+// task keeps the last value read.
+func (s *session) slackOf(t *report.Task) {
+	r, ok := s.slack[t.ID()]
+	if (!ok || r.changes != t.SchedChanges) && !t.Exited {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", t.TID)); err == nil {
+			if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				r = slackRead{ns: &v, changes: t.SchedChanges}
+				s.slack[t.ID()] = r
+			}
+		}
+	}
+	t.TimerSlackNs = r.ns
 }

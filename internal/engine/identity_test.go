@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"os"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/workload"
+)
+
+// TestPolicySetWhileRunning (issue 15, item 7): a thread tracked as
+// SCHED_OTHER sets SCHED_FIFO 10 on itself and then never sleeps; it is
+// only preempted (by a FIFO 20 thread waking every millisecond on its
+// CPU) and switched in again, never woken. Its statistics say FIFO 10, the
+// change and both identities while it still runs: before, they kept the
+// identity it was discovered with until it slept or exited.
+func TestPolicySetWhileRunning(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	cpus, err := workload.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	e, err := Load(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Attach(); err != nil {
+		t.Fatal(err)
+	}
+
+	var g workload.Group
+	defer g.Stop(2 * time.Second)
+	tracked := make(chan struct{})
+	// The spinner: tracked as OTHER, then FIFO 10 set by itself with a raw
+	// system call and a spin in the runtime's system-call state, so that
+	// nothing parks the thread (a goroutine preempted by Go's scheduler
+	// sleeps on a futex: a wakeup, which refreshed the identity before).
+	spinner, err := g.Go(workload.Spec{Name: "rts-spinner", CPU: cpu, Policy: workload.Other}, func(t *workload.Thread) {
+		<-tracked
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: uint32(workload.FIFO), Priority: 10}
+		if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
+			return
+		}
+		t.Spin(500 * time.Millisecond)
+		_ = workload.SetScheduler(t.Tid, workload.Other, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := spinner.Tid
+	if err := e.WantTID(uint32(tid), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Scan(); err != nil {
+		t.Fatal(err)
+	}
+	close(tracked)
+	// The preempter: FIFO 20 on the same CPU, 1 ms sleeps.
+	if _, err := g.Go(workload.Spec{Name: "rts-preempter", CPU: cpu, Policy: workload.FIFO, Priority: 20}, func(t *workload.Thread) {
+		for !t.Stopping() {
+			t.Sleep(time.Millisecond)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	var s *TaskStats
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		all, err := e.AllStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range all {
+			if st.Tid == uint32(tid) {
+				s = st
+			}
+		}
+		if s != nil && s.Policy == uint32(workload.FIFO) {
+			break
+		}
+	}
+	if s == nil {
+		t.Fatalf("thread %d was not tracked", tid)
+	}
+	want := []Identity{{0, 120}, {1, 89}}
+	seen := SchedSeen(s)
+	if s.Policy != 1 || s.Prio != 89 || s.SchedChanges != 1 || len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("running spinner: policy %d prio %d, %d changes, seen %v; want FIFO (1) 89, 1 change, seen %v",
+			s.Policy, s.Prio, s.SchedChanges, seen, want)
+	}
+}
