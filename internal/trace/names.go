@@ -68,7 +68,7 @@ type Names struct {
 	// it, any BPF frame in a stack re-read kallsyms once a second, about 5%
 	// of a CPU at 1000 tracked threads.
 	settled map[uint64]bool
-	pinned   map[uint32][]string // while decoding a Raw window
+	pinned  map[uint32][]string // while decoding a Raw window
 }
 
 // NewNames makes a resolver; syms and stack may be nil.
