@@ -125,15 +125,21 @@ func (n *Names) IRQName(irq int) string {
 	return n.irqs[irq]
 }
 
+// kallsymsReloadEvery spaces re-reads of /proc/kallsyms for BPF programs
+// loaded after rtscope started: each takes about 50-100 ms of CPU (200,000
+// lines), and at 1000 tracked threads under load, reloading once a second
+// for each new address took a fifth of rtscope's CPU (perf).
+const kallsymsReloadEvery = 30 * time.Second
+
 // Func symbolises a kernel text address. An address in BPF program space
 // may belong to a program loaded since the table was read: the table is then
-// re-read (at most once a second).
+// re-read (at most once every kallsymsReloadEvery, once per address).
 func (n *Names) Func(addr uint64) string {
 	if n == nil || n.syms == nil {
 		return fmt.Sprintf("0x%x", addr)
 	}
 	name := n.syms.Name(addr)
-	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && !n.settled[addr] && time.Since(n.reloaded) > time.Second {
+	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && !n.settled[addr] && time.Since(n.reloaded) > kallsymsReloadEvery {
 		n.reloaded = time.Now()
 		if n.syms.Reload("/proc/kallsyms") == nil {
 			name = n.syms.Name(addr)
