@@ -31,6 +31,17 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  */
 #define RTS_STORAGE_BUSY_RETRY 1 /* see track_retry in maps.bpf.h */
 
+/*
+ * bpf_map_lookup_percpu_elem() (another CPU's slot of a per-CPU map) came in
+ * Linux 5.19, commit 07343110b293 ("bpf: add bpf_map_lookup_percpu_elem for
+ * percpu map"). rtscope uses it only to mark, on the CPU a tracked task waits
+ * for, that its timer interrupts should sample what runs instead. The loader
+ * probes for it and clears waiter_stacks where it is missing; the verifier
+ * then drops the calls as dead code (the constant is known at load), and the
+ * blocking thread's stack is not sampled (features.waiter_stacks says so).
+ */
+#define RTS_HAVE_PERCPU_LOOKUP waiter_stacks
+
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */
 static __always_inline __u8 rts_prio_byte(int prio)
 {

@@ -9,6 +9,8 @@
 /* Settings, written by user space before load (CollectionSpec.Variables). */
 const volatile bool trace_enabled = true; /* flight recorder and new-max notices */
 const volatile bool sleep_stacks = true;  /* kernel stack of each tracked sleep */
+/* The kernel has bpf_map_lookup_percpu_elem (5.19+; compat.bpf.h). */
+const volatile bool waiter_stacks = true;
 /*
  * The kernel stack of what runs instead of a waiting tracked task is taken
  * only once the task has waited this long (ns since its timer expired, or

@@ -142,7 +142,7 @@ static __always_inline struct rts_target *wanted(struct task_struct *t)
 /* The task no longer waits where it was marked (it runs, or moved). */
 static __always_inline void clear_waiting(struct rts_task_state *st)
 {
-	if (st->waiting_cpu < 0)
+	if (!RTS_HAVE_PERCPU_LOOKUP || st->waiting_cpu < 0)
 		return;
 	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
 	if (cs && cs->waiting_tid == st->tid)
@@ -156,7 +156,7 @@ static __always_inline void clear_waiting(struct rts_task_state *st)
  */
 static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
 {
-	if (!trace_enabled || !sleep_stacks)
+	if (!trace_enabled || !sleep_stacks || !RTS_HAVE_PERCPU_LOOKUP)
 		return;
 	clear_waiting(st);
 	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
@@ -51,6 +52,9 @@ type Config struct {
 	// fail as if the kernel's task-storage lock were busy, which
 	// preemptible kernels do at random (rts_storage_busy, compat.bpf.h).
 	TestStorageBusy uint32
+	// TestNoPercpuLookup (tests only) loads as on a kernel without
+	// bpf_map_lookup_percpu_elem (before 5.19).
+	TestNoPercpuLookup bool
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before
@@ -107,7 +111,11 @@ type Features struct {
 	ThreadedIRQFentry error // nil: handler time exact from fentry/fexit, else scheduler-based
 	LegacySwitch      bool  // sched_switch without prev_state (kernel < 5.18)
 	HrtimerWakeup     bool  // hrtimer_wakeup address known: timer sleeps classified
-	Steal             StealClock
+	// WaiterStacks: nil when the kernel stack of what runs instead of a
+	// waiting tracked task can be sampled (bpf_map_lookup_percpu_elem,
+	// 5.19+), else why not; the task's own sleep stacks do not need it.
+	WaiterStacks error
+	Steal        StealClock
 }
 
 // Engine is a loaded and attached set of rtscope programs.
@@ -167,6 +175,21 @@ func Probe() error {
 	return nil
 }
 
+// probePercpuLookup says why the stack of what runs instead of a waiting
+// task cannot be sampled (nil: it can): the marking needs
+// bpf_map_lookup_percpu_elem (Linux 5.19; compat.bpf.h); without it the
+// programs still load, the calls being dead code.
+func probePercpuLookup(forceMissing bool) error {
+	err := features.HaveProgramHelper(ebpf.TracePoint, asm.FnMapLookupPercpuElem)
+	if forceMissing {
+		err = ebpf.ErrNotSupported
+	}
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return errors.New("this kernel lacks bpf_map_lookup_percpu_elem (Linux 5.19): the stack of what runs while a tracked task waits is not sampled")
+	}
+	return nil // other probe errors are inconclusive: the load says more
+}
+
 // Load loads the programs with cfg (nothing is attached yet).
 func Load(cfg Config) (*Engine, error) {
 	if err := Probe(); err != nil {
@@ -204,6 +227,7 @@ func Load(cfg Config) (*Engine, error) {
 	wake := syms.Addr("hrtimer_wakeup")
 	e.Features.HrtimerWakeup = wake != 0
 	e.Features.Steal = stealClock()
+	e.Features.WaiterStacks = probePercpuLookup(cfg.TestNoPercpuLookup)
 	set := func(name string, v any) error {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)
@@ -213,6 +237,7 @@ func Load(cfg Config) (*Engine, error) {
 	for name, v := range map[string]any{
 		"trace_enabled":     cfg.Trace,
 		"sleep_stacks":      cfg.SleepStacks && cfg.Trace,
+		"waiter_stacks":     e.Features.WaiterStacks == nil,
 		"flight_per_cpu":    cfg.FlightPerCPU,
 		"stack_min_wait_ns": cfg.StackMinWait,
 		"hrtimer_wakeup_fn": wake,

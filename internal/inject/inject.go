@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -49,6 +51,11 @@ func checkSpin(d time.Duration) error {
 
 func load(consts map[string]any, progs ...string) (*ebpf.Collection, error) {
 	_ = rlimit.RemoveMemlock()
+	// The spin is a bpf_loop (Linux 5.17, commit e6f2dd0f8067 "bpf: Add
+	// bpf_loop helper"): the verifier cannot bound an open-coded 20 ms spin.
+	if err := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnLoop); errors.Is(err, ebpf.ErrNotSupported) {
+		return nil, errors.New("the fault injectors need the bpf_loop helper (Linux 5.17 or later), which this kernel lacks")
+	}
 	spec, err := loadInject()
 	if err != nil {
 		return nil, err

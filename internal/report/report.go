@@ -114,6 +114,9 @@ type Features struct {
 	UserReturn  string `json:"timer_user,omitempty"` // limits of the timer-user metric, empty when none
 	ThreadedIRQ string `json:"handler"`              // how handler time is measured
 	Steal       string `json:"steal"`                // how hypervisor steal is read, or why it is not
+	// WaiterStacks is empty when the stack of what runs while a tracked
+	// task waits is sampled, else why not (kernels before 5.19).
+	WaiterStacks string `json:"waiter_stacks,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.

@@ -87,6 +87,14 @@ type jsonDoc struct {
 		EngineStorage uint64            `json:"engine_storage_fail"`
 	} `json:"lost"`
 	Stop *jsonStop `json:"stop"`
+	// Steal: the hypervisor's time on the measured CPUs (/proc/stat), null
+	// when unreadable.
+	Steal *jsonSteal `json:"steal"`
+}
+
+type jsonSteal struct {
+	TotalNs  uint64   `json:"total_ns"`
+	PerCPUNs []uint64 `json:"per_cpu_ns"` // in the order of cpus
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -179,6 +187,9 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 			}
 		}
 		d.Stop = js
+	}
+	if r.Steal != nil {
+		d.Steal = &jsonSteal{TotalNs: r.Steal.TotalNs, PerCPUNs: r.Steal.PerCPUNs}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // The layouts below are those of rtla timerlat top/hist and cyclictest, so
@@ -319,4 +321,24 @@ func RenderLost(w io.Writer, r *Result, final bool) {
 	}
 	fmt.Fprintf(w, "rtscope: %d missed periods (%.2f%%), %d samples not in the histograms, %d engine events lost\n",
 		missed, pct, lostSamples, engine)
+}
+
+// RenderSteal prints the hypervisor's share of the measured CPUs' time,
+// when it took any: on a virtual machine the largest latencies are often
+// the vCPU not running at all. prefix starts the line ("# " in cyclictest's
+// format).
+func RenderSteal(w io.Writer, r *Result, prefix string) {
+	if r.Steal == nil || r.Steal.TotalNs == 0 || len(r.CPUs) == 0 || r.Elapsed <= 0 {
+		return
+	}
+	worst, cpu := uint64(0), 0
+	for i, v := range r.Steal.PerCPUNs {
+		if v > worst {
+			worst, cpu = v, r.CPUs[i].CPU
+		}
+	}
+	share := 100 * float64(r.Steal.TotalNs) / (float64(r.Elapsed) * float64(len(r.CPUs)))
+	fmt.Fprintf(w, "%srtscope: hypervisor steal %s us on the measured CPUs (%.2f%% of their time; most on CPU %d, %s us): "+
+		"latencies on this virtual machine include time its vCPUs did not run\n",
+		prefix, units.Us(r.Steal.TotalNs), share, cpu, units.Us(worst))
 }

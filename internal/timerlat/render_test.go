@@ -50,6 +50,9 @@ func fixture(o *Options) *Result {
 		r.CPUs = append(r.CPUs, c)
 	}
 	r.Lost.Samples[Thread] = 1
+	// The hypervisor took 30 ms of CPU 0 and 120 ms of CPU 3 (CPU 1 is not
+	// measured: its steal is not counted).
+	r.Steal = stealOver(r.CPUs, []uint64{100, 5, 7, 1000}, []uint64{100 + 30e6, 9e9, 7, 1000 + 120e6})
 	return r
 }
 
@@ -121,6 +124,30 @@ func TestStopReport(t *testing.T) {
 	var b strings.Builder
 	Print(&b, r, &o)
 	golden(t, "stop.golden", b.String())
+}
+
+// Steal is counted on the measured CPUs only, never negative, and printed
+// only when the hypervisor took some.
+func TestSteal(t *testing.T) {
+	cpus := []*CPUResult{{CPU: 0}, {CPU: 2}, {CPU: 5}}
+	s := stealOver(cpus, []uint64{10, 20, 30}, []uint64{15, 99, 20})
+	if s.TotalNs != 5 || len(s.PerCPUNs) != 3 || s.PerCPUNs[0] != 5 || s.PerCPUNs[1] != 0 || s.PerCPUNs[2] != 0 {
+		t.Errorf("steal %+v: want CPU 0's 5 ns only (CPU 2 went back, CPU 5 unknown)", s)
+	}
+	if stealOver(cpus, nil, []uint64{1}) != nil {
+		t.Error("steal without a start reading")
+	}
+	r := &Result{CPUs: cpus, Elapsed: time.Second, Steal: &Steal{PerCPUNs: []uint64{0, 0, 0}}}
+	var b strings.Builder
+	RenderSteal(&b, r, "")
+	if b.Len() != 0 {
+		t.Errorf("no steal printed: %q", b.String())
+	}
+	r.Steal = &Steal{PerCPUNs: []uint64{0, 30e6, 0}, TotalNs: 30e6}
+	RenderSteal(&b, r, "# ")
+	if want := "# rtscope: hypervisor steal 30000.0 us on the measured CPUs (1.00% of their time; most on CPU 2, 30000.0 us)"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("got %q, want %q...", b.String(), want)
+	}
 }
 
 func TestHistAdd(t *testing.T) {

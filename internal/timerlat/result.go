@@ -139,6 +139,36 @@ type Result struct {
 	Crossings uint64
 	// On-threshold actions: runs, and crossings that came while one ran.
 	ActionsFired, ActionsSkipped uint64
+	// Steal is the hypervisor's share of the measured CPUs over the run;
+	// nil when /proc/stat could not be read.
+	Steal *Steal
+}
+
+// Steal is the time the hypervisor took from the measured CPUs over the
+// run (/proc/stat's steal column, in jiffies: 10 ms resolution): how much
+// of a virtual machine's latencies the platform may explain.
+type Steal struct {
+	// PerCPUNs is in the order of Result.CPUs.
+	PerCPUNs []uint64
+	TotalNs  uint64
+}
+
+// stealOver is the steal of the measured CPUs between two /proc/stat
+// readings (engine.StealTotals), nil when either is missing.
+func stealOver(cpus []*CPUResult, start, end []uint64) *Steal {
+	if start == nil || end == nil {
+		return nil
+	}
+	s := &Steal{}
+	for _, c := range cpus {
+		var d uint64
+		if c.CPU < len(start) && c.CPU < len(end) && end[c.CPU] > start[c.CPU] {
+			d = end[c.CPU] - start[c.CPU]
+		}
+		s.PerCPUNs = append(s.PerCPUNs, d)
+		s.TotalNs += d
+	}
+	return s
 }
 
 // all merges the CPUs' summaries (Top when exact is false, Hist otherwise).

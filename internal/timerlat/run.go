@@ -270,6 +270,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
 
 	// Measure.
+	stealStart, _ := engine.StealTotals() // nil: the summary says nothing
 	start := time.Now()
 	close(goCh)
 	started = true
@@ -390,6 +391,8 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	_ = st.drain(onSample)
 	refresh()
 	res.Elapsed = elapsed
+	stealEnd, _ := engine.StealTotals()
+	res.Steal = stealOver(res.CPUs, stealStart, stealEnd)
 	if res.Stop != nil {
 		finishStop(res, o, env)
 		if !cont && len(o.OnThreshold) > 0 {
@@ -478,6 +481,11 @@ func Print(w io.Writer, r *Result, o *Options) {
 		io.WriteString(w, "# ")
 	}
 	RenderLost(w, r, true)
+	prefix := ""
+	if o.Cyclictest {
+		prefix = "# "
+	}
+	RenderSteal(w, r, prefix)
 	if r.Stop != nil {
 		printStop(w, r, o)
 	}

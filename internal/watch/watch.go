@@ -836,6 +836,9 @@ func (s *session) build() *report.Report {
 	if err := s.eng.Features.UserReturn; err != nil {
 		rep.Features.UserReturn = "unavailable: " + err.Error()
 	}
+	if err := s.eng.Features.WaiterStacks; err != nil && s.eng.Tracing() {
+		rep.Features.WaiterStacks = err.Error()
+	}
 	if !s.eng.Features.UserReturnFexit && s.eng.Features.UserReturn == nil {
 		rep.Features.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): fexit is not allowed on this kernel"
 	}
