@@ -318,6 +318,25 @@ func (r *results) headline(w *strings.Builder) {
 		g := 100 * (b - a) / a
 		p("| 2 | the same, --no-trace (no flight recorder, no trace cutting) | %s -> %s | origin +175 ns per PID | %+.1f%% | <= +10%% | %s |\n", ns(a), ns(b), g, yes(g <= 10))
 	}
+	if s := r.scaleRowT(1000, false); s != nil && len(s.CPUPct) > 0 {
+		// Issue 12 item 3: user space scales with what users read, not
+		// with the number of tasks.
+		c, rss := median(s.CPUPct), median(s.RSS)
+		p("| 3 | rtscope process CPU, 1000 tracked threads with traces | %s | one CPU | - | <= 5%% | %s |\n", pct(c), yes(c <= 5))
+		p("| 3 | RSS, 1000 tracked threads with traces | %s | - | - | <= 100 MiB | %s |\n", mib(rss), yes(rss <= 100<<20))
+		if len(s.StopS) > 0 {
+			st := median(s.StopS)
+			p("| 3 | watch stop (SIGINT to exit), 1000 tracked threads | %s | - | - | <= 500 ms | %s |\n", ms(st), yes(st <= 500e6))
+		}
+		if len(s.Lost) > 0 {
+			var tr []float64
+			for _, l := range s.Lost {
+				tr = append(tr, float64(l.TracesTruncated))
+			}
+			t := median(tr)
+			p("| 3 | truncated traces, 1000 tracked threads waking once a second | %.0f | - | - | 0 | %s |\n", t, yes(t == 0))
+		}
+	}
 	if len(r.Cyc) >= 2 {
 		base := r.Cyc[0]
 		ba := medianOf(base.Runs, func(c cyclicResult) float64 { return c.Avg })

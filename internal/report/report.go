@@ -171,6 +171,11 @@ type Lost struct {
 	// ExitedWindowsDropped counts windows of exited tasks released to
 	// bound memory (WindowKeeper): their worst cases say so in worst_note.
 	ExitedWindowsDropped uint64 `json:"exited_windows_dropped"`
+	// LiveWindowsNotKept counts new maxima of live tasks left without a
+	// window, or whose window was released for a larger one of the same
+	// metric (watch.LiveWindowsPerMetric): their worst cases say so in
+	// worst_note.
+	LiveWindowsNotKept uint64 `json:"live_windows_not_kept"`
 	// TrackingDeferred counts tasks tracked late, from their next
 	// switch-in, because the kernel's task storage was busy when they
 	// appeared (preemptible kernels); their first events are missing.

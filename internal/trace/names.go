@@ -63,7 +63,12 @@ type Names struct {
 	syms     *ksym.Table
 	stack    StackFunc
 	reloaded time.Time
-	pinned   map[uint32][]string // while decoding a Raw window
+	// settled: addresses a reload of kallsyms did not rename (an offset
+	// into a program already listed): they never cause another one. Without
+	// it, any BPF frame in a stack re-read kallsyms once a second, about 5%
+	// of a CPU at 1000 tracked threads.
+	settled map[uint64]bool
+	pinned  map[uint32][]string // while decoding a Raw window
 }
 
 // NewNames makes a resolver; syms and stack may be nil.
@@ -120,19 +125,29 @@ func (n *Names) IRQName(irq int) string {
 	return n.irqs[irq]
 }
 
+// kallsymsReloadEvery spaces re-reads of /proc/kallsyms for BPF programs
+// loaded after rtscope started: each takes about 50-100 ms of CPU (200,000
+// lines), and at 1000 tracked threads under load, reloading once a second
+// for each new address took a fifth of rtscope's CPU (perf).
+const kallsymsReloadEvery = 30 * time.Second
+
 // Func symbolises a kernel text address. An address in BPF program space
 // may belong to a program loaded since the table was read: the table is then
-// re-read (at most once a second).
+// re-read (at most once every kallsymsReloadEvery, once per address).
 func (n *Names) Func(addr uint64) string {
 	if n == nil || n.syms == nil {
 		return fmt.Sprintf("0x%x", addr)
 	}
 	name := n.syms.Name(addr)
-	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && time.Since(n.reloaded) > time.Second {
+	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && !n.settled[addr] && time.Since(n.reloaded) > kallsymsReloadEvery {
 		n.reloaded = time.Now()
 		if n.syms.Reload("/proc/kallsyms") == nil {
 			name = n.syms.Name(addr)
 		}
+		if n.settled == nil {
+			n.settled = map[uint64]bool{}
+		}
+		n.settled[addr] = true
 	}
 	if i := strings.IndexByte(name, '+'); i > 0 {
 		return name[:i]

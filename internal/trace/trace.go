@@ -143,10 +143,15 @@ type raw struct {
 }
 
 // Snapshot is a copy of every CPU's ring, oldest event first, taken once and
-// used to cut any number of windows.
+// used to cut any number of windows. Not safe for concurrent use: Cut reuses
+// its scratch buffers.
 type Snapshot struct {
 	cpus    [][]raw
 	wrapped []bool // the ring has been overwritten at least once
+	// scratch of Cut, reused: a window's events are copied out of it, and
+	// a fresh pair per cut was most of the monitor's garbage (perf, 1000
+	// tracked threads)
+	all, kept []raw
 }
 
 // Take copies the rings. Slots being rewritten while read are dropped (their
@@ -221,7 +226,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
-	var all []raw
+	all := sn.all[:0]
 	var missing []int
 	for cpu, evs := range sn.cpus {
 		// First event after End, then walk back to the context before Start.
@@ -269,7 +274,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 				" was overwritten before the window could be read: its first events are missing (raise --trace-events)"
 		}
 	}
-	var kept []raw
+	kept := sn.kept[:0]
 	for _, r := range all {
 		if involved[int(r.Cpu)] || mentions(r.Event, w.TID) {
 			kept = append(kept, r)
@@ -281,6 +286,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		}
 		return kept[i].seq < kept[j].seq
 	})
+	sn.all, sn.kept = all[:0], kept[:0] // before kept loses its front
 	if w.MaxEvents > 0 && len(kept) > w.MaxEvents {
 		drop := len(kept) - w.MaxEvents
 		tr.Truncated = true

@@ -176,6 +176,10 @@ type session struct {
 	windowsLost uint64
 	// decoded windows of exited tasks, bounded (report.WindowKeeper)
 	exitedWindows report.WindowKeeper
+	// which live tasks' maxima get a window (LiveWindowsPerMetric), and
+	// the (task, metric) maxima left without one
+	live    liveWindows
+	notKept map[uint64]map[metric.ID]bool
 }
 
 // Run watches until the duration ends, ctx is cancelled, or every target is gone.
@@ -225,8 +229,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
 		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
-		steal:         &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
-		monitor:       &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
+		live:          liveWindows{PerMetric: LiveWindowsPerMetric}, notKept: map[uint64]map[metric.ID]bool{},
+		steal:   &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
+		monitor: &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
 	s.stealStart, _ = engine.StealTotals()
 
 	idx := uint32(0)
@@ -527,6 +532,26 @@ func (s *session) poll() error {
 			exits = append(exits, n)
 		}
 	}
+	if s.eng.Tracing() {
+		// Only the windows users read are cut (LiveWindowsPerMetric).
+		cut := order[:0]
+		for _, k := range order {
+			m := metric.ID(k.m)
+			ok, ev, evicted := s.live.admit(k.id, m, latest[k].Value)
+			if evicted {
+				delete(s.traces[ev], m)
+				s.markNotKept(ev, m, true)
+			}
+			s.markNotKept(k.id, m, !ok)
+			if !ok {
+				// A stale window of an earlier maximum must not stay.
+				delete(s.traces[k.id], m)
+				continue
+			}
+			cut = append(cut, k)
+		}
+		order = cut
+	}
 	var first *explained
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
@@ -568,6 +593,19 @@ func (s *session) poll() error {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// markNotKept records whether the window of task id's maximum of m was
+// left out (LiveWindowsPerMetric).
+func (s *session) markNotKept(id uint64, m metric.ID, notKept bool) {
+	if !notKept {
+		delete(s.notKept[id], m)
+		return
+	}
+	if s.notKept[id] == nil {
+		s.notKept[id] = map[metric.ID]bool{}
+	}
+	s.notKept[id][m] = true
 }
 
 // explained is one SLO violation with its window and what the analysis said.
@@ -708,6 +746,8 @@ func (s *session) finish(id uint64) {
 		// Nothing of it is kept: churn must not grow the agent's memory.
 		delete(s.tasks, id)
 		delete(s.traces, id)
+		delete(s.notKept, id)
+		s.live.forget(id)
 		delete(s.viol, id)
 		delete(s.samplers, id)
 		s.eng.Forget(id)
@@ -724,6 +764,8 @@ func (s *session) finish(id uint64) {
 	s.tasks[id] = t
 	s.final[id] = true
 	delete(s.traces, id) // decoded into t
+	delete(s.notKept, id)
+	s.live.forget(id)
 	s.eng.Forget(id)
 	if s.visible(t) {
 		report.Final(s.o.Out, t, s.o.Traces)
@@ -784,6 +826,11 @@ func (s *session) attach(t *report.Task) {
 			rm.Verdict, rm.Cause, rm.Analysis = e.Verdict, e.Cause, e.Detail
 			s.steal.AddWorst(e)
 			s.monitor.AddWorst(e)
+		}
+	}
+	for m := range s.notKept[t.ID()] {
+		if rm := t.Metrics[m.String()]; rm != nil && rm.Worst == nil && rm.WorstNote == "" {
+			rm.WorstNote = fmt.Sprintf("no window: while tasks run, each metric keeps the windows of its %d largest maxima only", s.live.PerMetric)
 		}
 	}
 	for _, m := range metric.All() {
@@ -868,6 +915,7 @@ func (s *session) build() *report.Report {
 	}
 	rep.Lost.WindowsLost = s.windowsLost
 	rep.Lost.ExitedWindowsDropped = s.exitedWindows.Dropped
+	rep.Lost.LiveWindowsNotKept = s.live.NotKept
 	rep.Housekeeping = s.house
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.actFired, ThresholdSkipped: s.actSkipped}
@@ -886,6 +934,10 @@ func (s *session) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.LiveWindowsNotKept > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d new maxima left without a window: while tasks run, each metric keeps the windows of its %d largest (statistics and verdicts are whole)\n",
+			l.LiveWindowsNotKept, s.live.PerMetric)
+	}
 	if l.ExitedWindowsDropped > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d window(s) of exited tasks dropped to bound memory: each metric keeps its %d largest (statistics and verdicts are whole)\n",
 			l.ExitedWindowsDropped, s.exitedWindows.PerMetric)
