@@ -14,6 +14,8 @@
  * task), hypervisor steal (read from the run queue), return to user other
  * than through rseq_update, the exact threaded-handler time (fentry), and
  * the exact expiry of CLOCK_REALTIME/TAI sleeper timers (see timer_expiry).
+ * The track_retry queue of maps.bpf.h is unused: hash entries need no
+ * busy-prone task-storage lock.
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -99,14 +101,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u64);
 } armed SEC(".maps");
-
-/* The tgid of each task queued in track_retry by user space (the records have none). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} scan_tgid SEC(".maps");
 
 static __always_inline __u32 rd_u32(void *ctx, __u32 off)
 {
@@ -203,23 +197,6 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	refresh_identity(st, prio, comm, cpu);
 }
 
-/*
- * Tasks that existed at start (user space found them in /proc and queued
- * them in track_retry) are tracked at their next switch-in.
- */
-static __always_inline void retry_track(__u32 tid, __s32 prio, const char *comm, __u32 cpu)
-{
-	struct rts_target *r = bpf_map_lookup_elem(&track_retry, &tid);
-	if (!r)
-		return;
-	struct rts_target w = *r;
-	if (bpf_map_delete_elem(&track_retry, &tid) == 0)
-		__sync_fetch_and_sub(&track_retry_pending, 1);
-	__u32 *tgid = bpf_map_lookup_elem(&scan_tgid, &tid);
-	track(tid, tgid ? *tgid : tid, w.index, w.flags, false, prio, comm, cpu);
-	bpf_map_delete_elem(&scan_tgid, &tid);
-}
-
 /* Is the task wanted by a --tid, --pid or --comm target? */
 static __always_inline struct rts_target *wanted(__u32 tid, __u32 tgid, const char *comm)
 {
@@ -270,6 +247,24 @@ static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u
 		rts_count(RTS_C_STACK_LOST);
 }
 
+/*
+ * Start tracking an existing task (no task iterator without BTF): user
+ * space finds it in /proc and runs this with BPF_PROG_TEST_RUN. Arguments:
+ * tid, tgid, target, flags, sleeping (its /proc state), kernel prio, and its
+ * comm as two words. A state that changes meanwhile costs at most its next
+ * sample (the state machine drops an event that does not fit). Returns 0
+ * when the task is tracked.
+ */
+SEC("raw_tp")
+int classic_scan(__u64 *ctx)
+{
+	__u32 tid = ctx[0];
+	__u64 comm[2] = {ctx[6], ctx[7]};
+	track(tid, ctx[1], ctx[2], ctx[3], ctx[4] != 0, (__s32)ctx[5], (const char *)comm,
+	      bpf_get_smp_processor_id());
+	return tracked(tid) ? 0 : 1;
+}
+
 /* ---- scheduler ---- */
 
 SEC("tracepoint/sched/sched_switch")
@@ -298,8 +293,6 @@ int on_sched_switch(void *ctx)
 
 	struct rts_task_state *ps = tracked(prev_pid);
 	struct rts_task_state *ns = tracked(next_pid);
-	if (!ns && track_retry_pending && next_pid)
-		retry_track(next_pid, next_prio, next_comm, cpu);
 
 	if (ps && voluntary && trace_enabled) {
 		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
@@ -494,13 +487,6 @@ int on_task_newtask(void *ctx)
 		track(child, tgid, s ? s->target : 0, pst->flags, false, prio, comm, cpu);
 		return 0;
 	}
-	if (!pst && track_retry_pending) {
-		struct rts_target *r = bpf_map_lookup_elem(&track_retry, &parent);
-		if (r && (r->flags & RTS_TF_FOLLOW)) {
-			track(child, tgid, r->index, r->flags, false, prio, comm, cpu);
-			return 0;
-		}
-	}
 	struct rts_target *w = wanted(child, tgid, comm);
 	if (w)
 		track(child, tgid, w->index, w->flags, false, prio, comm, cpu);
@@ -559,11 +545,8 @@ int on_sched_exit(void *ctx)
 {
 	__u32 tid = rd_u32(ctx, off_exit_pid);
 	struct rts_task_state *st = tracked(tid);
-	if (!st) {
-		if (track_retry_pending && bpf_map_delete_elem(&track_retry, &tid) == 0)
-			__sync_fetch_and_sub(&track_retry_pending, 1);
+	if (!st)
 		return 0;
-	}
 	__u32 cpu = bpf_get_smp_processor_id();
 	char comm[RTS_COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -202,8 +203,6 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) error {
 	if err != nil {
 		return explainLoadError(err)
 	}
-	e.classicScanTgid = coll.Maps["scan_tgid"]
-	e.classicPending = coll.Variables["track_retry_pending"]
 	if err := coll.Assign(&e.objs.bpfMaps); err != nil {
 		coll.Close()
 		return err
@@ -230,51 +229,80 @@ func (e *Engine) attachClassic() error {
 	return nil
 }
 
-// scanClassic queues the existing tasks that match a target, found in
-// /proc, for tracking at their next switch-in (no task iterator without BTF).
+// scanClassic starts tracking the existing tasks that match a target,
+// found in /proc (no task iterator without BTF): each is registered by
+// running classic_scan with its /proc state, at once, so that a caller sees
+// it tracked on return as with the BTF engine.
 func (e *Engine) scanClassic() error {
-	pids, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	scan := e.optional[0].Programs["classic_scan"]
+	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	if err != nil {
 		return err
 	}
-	n := uint32(0)
-	for _, p := range pids {
+	for _, p := range tasks {
 		tgid64, err1 := strconv.ParseUint(filepath.Base(filepath.Dir(filepath.Dir(p))), 10, 32)
 		tid64, err2 := strconv.ParseUint(filepath.Base(p), 10, 32)
 		if err1 != nil || err2 != nil {
 			continue
 		}
 		tid, tgid := uint32(tid64), uint32(tgid64)
-		var w bpfRtsTarget
-		found := e.objs.WantTid.Lookup(tid, &w) == nil || e.objs.WantTgid.Lookup(tgid, &w) == nil
-		if !found {
-			comm, err := os.ReadFile(filepath.Join(p, "comm"))
-			if err != nil {
-				continue // exited meanwhile
-			}
-			var key [16]byte
-			copy(key[:15], strings.TrimSuffix(string(comm), "\n"))
-			found = e.objs.WantComm.Lookup(key, &w) == nil
+		st, err := readProcStat(filepath.Join(p, "stat"))
+		if err != nil {
+			continue // exited meanwhile
 		}
-		if !found {
+		var w bpfRtsTarget
+		var key [16]byte
+		copy(key[:15], st.comm)
+		if e.objs.WantTid.Lookup(tid, &w) != nil && e.objs.WantTgid.Lookup(tgid, &w) != nil &&
+			e.objs.WantComm.Lookup(key, &w) != nil {
 			continue
 		}
-		if err := e.objs.TrackRetry.Put(tid, &w); err != nil {
-			return fmt.Errorf("queueing task %d: %w", tid, full(err, e.objs.TrackRetry, "existing tasks"))
+		sleeping := uint64(0)
+		if st.state != 'R' {
+			sleeping = 1
 		}
-		if err := e.classicScanTgid.Put(tid, tgid); err != nil {
-			return fmt.Errorf("queueing task %d: %w", tid, full(err, e.classicScanTgid, "existing tasks"))
+		args := []uint64{uint64(tid), uint64(tgid), uint64(w.Index), uint64(w.Flags), sleeping, uint64(int64(st.prio)),
+			binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])}
+		ret, err := scan.Run(&ebpf.RunOptions{Context: args})
+		if err != nil {
+			return fmt.Errorf("tracking task %d: %w", tid, err)
 		}
-		n++
-	}
-	// BPF decrements the count only for entries it finds while it is
-	// non-zero: set once the entries are in.
-	if n > 0 {
-		if err := e.classicPending.Set(n); err != nil {
-			return fmt.Errorf("setting track_retry_pending: %w", err)
-		}
+		_ = ret // not tracked: counted in lost.tasks_not_tracked, or the task exited meanwhile
 	}
 	return nil
+}
+
+// procStat is what scanClassic needs of /proc/PID/task/TID/stat.
+type procStat struct {
+	comm  string
+	state byte
+	prio  int // kernel prio: the stat file's priority + 100 (MAX_RT_PRIO)
+}
+
+// readProcStat parses a stat file: "tid (comm) state ... priority(18th) ...";
+// the comm may hold spaces and parentheses, so fields count from the last ')'.
+func readProcStat(path string) (procStat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(string(b))
+}
+
+func parseProcStat(s string) (procStat, error) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("no comm in the stat line")
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 16 || len(f[0]) != 1 {
+		return procStat{}, errors.New("short stat line")
+	}
+	prio, err := strconv.Atoi(f[15]) // field 18 overall
+	if err != nil {
+		return procStat{}, fmt.Errorf("bad priority %q", f[15])
+	}
+	return procStat{comm: s[open+1 : end], state: f[0][0], prio: prio + 100}, nil
 }
 
 // classicIdent is what classicIdentity last read of a live task.

@@ -61,7 +61,7 @@ func TestClassicOffsets(t *testing.T) {
 			t.Errorf("no program %s", a.prog)
 		}
 	}
-	if len(classicAttach) != len(spec.Programs) {
+	if len(classicAttach)+1 != len(spec.Programs) { // + classic_scan, run by Scan
 		t.Errorf("%d programs attached of %d", len(classicAttach), len(spec.Programs))
 	}
 }
@@ -118,7 +118,7 @@ func TestClassicNoCORE(t *testing.T) {
 				t.Errorf("%s: CO-RE relocation at %v", name, ins)
 			}
 		}
-		if !strings.HasPrefix(p.SectionName, "tracepoint/") {
+		if !strings.HasPrefix(p.SectionName, "tracepoint/") && name != "classic_scan" {
 			t.Errorf("%s: section %s is not a classic tracepoint", name, p.SectionName)
 		}
 	}
@@ -140,5 +140,17 @@ func TestChooseEngine(t *testing.T) {
 	}
 	if (KernelBTF() == nil) != (kind == EngineBTF) || (kind == EngineClassic) != (why != "") {
 		t.Errorf("auto: %s (%s) with KernelBTF() = %v", kind, why, KernelBTF())
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	st, err := parseProcStat("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 -81 0 1 0 123 0 0\n")
+	if err != nil || st.comm != "a (b) c" || st.state != 'S' || st.prio != 19 {
+		t.Errorf("%+v %v", st, err)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 nope 0"} {
+		if _, err := parseProcStat(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }

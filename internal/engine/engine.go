@@ -136,11 +136,9 @@ type Engine struct {
 	flight     []byte
 	ncpu       int
 	Features   Features
-	// The classic engine's own map and variable (classic.go).
-	classicScanTgid *ebpf.Map
-	classicPending  *ebpf.Variable
-	identMu         sync.Mutex
-	ident           map[uint64]classicIdent // by tracking id
+	// The classic engine's identities read from live tasks (classic.go).
+	identMu sync.Mutex
+	ident   map[uint64]classicIdent // by tracking id
 }
 
 type coreObjects struct {
