@@ -24,7 +24,14 @@ import (
 // the process and its /metrics URL once it says it is tracking.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(rtscope, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	// A socket of its own: the default one is a running agent's.
+	return startServeSocket(t, filepath.Join(t.TempDir(), "serve.sock"), args...)
+}
+
+// startServeSocket is startServe with the control socket at sock.
+func startServeSocket(t *testing.T, sock string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(rtscope, append([]string{"serve", "--listen", "127.0.0.1:0", "--socket", sock}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

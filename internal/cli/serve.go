@@ -33,12 +33,18 @@ whenever they appear. Metric names: docs/metrics.md.
 
 Targets and SLOs come from flags and from --config (YAML), both combined:
   listen: 127.0.0.1:9717
+  archive: /var/lib/rtscope/windows   # archive_max_mb: 64
   targets:
     - comm: control
     - pid: 1234
   slo:
     - latency=200us
     - 1234:cycle=1ms
+
+While it runs, rtscope ctl changes targets and SLOs through --socket, and
+SIGHUP (or rtscope ctl reload) rereads --config. --archive keeps new worst
+cases and SLO-violation windows on disk with their verdicts (rtscope ctl
+windows): docs/serve.md.
 
 Flags:
 `
@@ -48,6 +54,10 @@ func runServe(args []string) int {
 	fs.SortFlags = false
 	config := fs.String("config", "", "YAML configuration file (targets, slo, listen)")
 	listen := fs.String("listen", "", "address of /metrics (default "+serve.DefaultListen+", localhost only)")
+	archive := fs.String("archive", "", "directory of archived worst-case and SLO-violation windows (empty: none)")
+	archiveMB := fs.Int64("archive-max-mb", 0, "size cap of --archive in MiB; the oldest windows are removed (default 64)")
+	violGap := fs.Duration("archive-violation-gap", serve.DefaultViolationGap, "least time between two archived violation windows of a target and metric")
+	socket := fs.String("socket", serve.DefaultSocket, "unix socket of the control API (rtscope ctl), root only; empty: no API")
 	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
 	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
 	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters), including tasks that appear later")
@@ -68,22 +78,40 @@ func runServe(args []string) int {
 		return Fail("serve", fmt.Errorf("unexpected argument %q (serve launches no command: watch it by --comm)", fs.Arg(0)))
 	}
 	var o serve.Options
-	var err error
-	if o.Watch.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
+	var flagCfg serve.Config
+	tidList, err := parseIDs("tid", *tids)
+	if err != nil {
 		return Fail("serve", err)
 	}
-	if o.Watch.Targets.PIDs, err = parseIDs("pid", *pids); err != nil {
+	pidList, err := parseIDs("pid", *pids)
+	if err != nil {
 		return Fail("serve", err)
 	}
-	o.Watch.Targets.Comms = *comms
-	sloSpecs := *slos
+	for _, t := range tidList {
+		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{TID: t})
+	}
+	for _, p := range pidList {
+		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{PID: p})
+	}
+	for _, c := range *comms {
+		t := serve.TargetConfig{Comm: c}
+		if err := t.Check(); err != nil {
+			return Fail("serve", fmt.Errorf("--comm %s: %w", c, err))
+		}
+		flagCfg.Targets = append(flagCfg.Targets, t)
+	}
+	for _, s := range *slos {
+		if _, err := slo.Parse(s); err != nil {
+			return Fail("serve", fmt.Errorf("--slo: %w", err))
+		}
+	}
+	flagCfg.SLO = *slos
+	var file *serve.Config
 	if *config != "" {
-		c, err := serve.LoadConfig(*config)
-		if err != nil {
+		if file, err = serve.LoadConfig(*config); err != nil {
 			return Fail("serve", err)
 		}
-		sloSpecs = c.Merge(&o.Watch.Targets, sloSpecs)
-		o.Listen = c.Listen
+		o.Listen = file.Listen
 	}
 	if *listen != "" {
 		o.Listen = *listen // the flag wins over the file
@@ -94,18 +122,36 @@ func runServe(args []string) int {
 	if err := engine.CheckFlightPerCPU(*traceEvents); err != nil {
 		return Fail("serve", fmt.Errorf("--trace-events %w", err))
 	}
-	var bounds []slo.Bound
-	for _, s := range sloSpecs {
-		b, err := slo.Parse(s)
-		if err != nil {
+	archDir, archBytes := *archive, int64(serve.DefaultArchiveBytes)
+	if file != nil {
+		if archDir == "" {
+			archDir = file.Archive
+		}
+		if file.ArchMB > 0 {
+			archBytes = file.ArchMB << 20
+		}
+	}
+	if fs.Changed("archive-max-mb") {
+		if *archiveMB <= 0 {
+			return Fail("serve", errors.New("--archive-max-mb must be above zero"))
+		}
+		archBytes = *archiveMB << 20
+	}
+	if *violGap < 0 {
+		return Fail("serve", errors.New("--archive-violation-gap must not be negative"))
+	}
+	if archDir != "" {
+		if o.Archive, err = serve.OpenArchive(archDir, archBytes, *violGap); err != nil {
 			return Fail("serve", err)
 		}
-		bounds = append(bounds, b)
 	}
+	o.Control = serve.NewControl(flagCfg, *config, file)
+	o.Socket = *socket
+	o.Watch.Targets = o.Control.Spec()
 	if o.Watch.Targets.Empty() {
 		return Fail("serve", errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config"))
 	}
-	o.Watch.SLO = slo.Build(bounds)
+	o.Watch.SLO = o.Control.SLO()
 	o.Watch.NoTrace, o.Watch.TraceEvents = *noTrace, *traceEvents
 	o.Watch.AutoHousekeeping = true
 	o.Watch.Analyze = analyzer()
@@ -115,11 +161,27 @@ func runServe(args []string) int {
 	o.Ready = func(addr string) {
 		fmt.Fprintf(os.Stderr, "rtscope serve: attached and tracking; metrics on http://%s/metrics\n", addr)
 	}
-	// SIGINT and SIGTERM stop the agent; SIGHUP (a closed terminal, or a
-	// reload request) does not: the agent outlives its terminal.
+	// SIGINT and SIGTERM stop the agent; SIGHUP reloads the configuration
+	// (targets and SLOs of the flags and --config, docs/serve.md).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	signal.Ignore(syscall.SIGHUP)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := o.Control.Reload(); err != nil {
+					fmt.Fprintf(os.Stderr, "rtscope serve: SIGHUP: reload failed, nothing changed: %v\n", err)
+				} else {
+					fmt.Fprintln(os.Stderr, "rtscope serve: SIGHUP: configuration reloaded")
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	if err := serve.Run(ctx, o); err != nil {
 		return Fail("serve", err)
 	}

@@ -362,10 +362,9 @@ func (e *Engine) finishLoad(entries uint32) (*Engine, error) {
 		}
 	}
 	for id, b := range cfg.SLOByID {
-		v := bpfRtsSlo{Bound: b}
-		if err := e.objs.SloById.Put(id, &v); err != nil {
+		if err := e.SetSLO(id, b); err != nil {
 			e.Close()
-			return nil, fmt.Errorf("setting the SLO of %d: %w", id, full(err, e.objs.SloById, "ids with SLOs of their own"))
+			return nil, err
 		}
 	}
 	e.notices, err = ringbuf.NewReader(e.objs.Notices)
@@ -549,6 +548,37 @@ func (e *Engine) WantComm(comm string, target uint32) error {
 // ForgetTID removes a tid target (so that a reused tid is not tracked again).
 func (e *Engine) ForgetTID(tid uint32) {
 	_ = e.objs.WantTid.Delete(tid)
+}
+
+// ForgetTGID and ForgetComm remove a process or name target: tasks that
+// appear later are not tracked; those tracked already stay tracked until
+// they exit, so that their counters never go back.
+func (e *Engine) ForgetTGID(pid uint32) {
+	_ = e.objs.WantTgid.Delete(pid)
+}
+
+// ForgetComm: see ForgetTGID.
+func (e *Engine) ForgetComm(comm string) {
+	var key [16]byte
+	copy(key[:15], comm)
+	_ = e.objs.WantComm.Delete(key)
+}
+
+// SetSLO sets the bounds of tid or pid id (ns, 0: none), overriding the
+// defaults, for the tasks tracked from now on: a tracked task copies its
+// bounds when its tracking starts.
+func (e *Engine) SetSLO(id uint32, bounds [metric.Count]uint64) error {
+	v := bpfRtsSlo{Bound: bounds}
+	if err := e.objs.SloById.Put(id, &v); err != nil {
+		return fmt.Errorf("setting the SLO of %d: %w", id, full(err, e.objs.SloById, "ids with SLOs of their own"))
+	}
+	return nil
+}
+
+// ForgetSLO removes the bounds of id: tasks tracked from now on get the
+// defaults.
+func (e *Engine) ForgetSLO(id uint32) {
+	_ = e.objs.SloById.Delete(id)
 }
 
 // Scan runs the task iterator: every existing task that matches a target starts being tracked.

@@ -6,10 +6,8 @@ package scenario
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -23,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/inject"
+	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/units"
 	"github.com/rtscope/rtscope/internal/workload"
 )
@@ -457,23 +456,7 @@ var lockDir = "/run/rtscope"
 
 // openLockDir creates lockDir, or checks that the one there is a directory
 // that only root can write.
-func openLockDir() error {
-	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	fi, err := os.Lstat(lockDir)
-	if err != nil {
-		return err
-	}
-	owner := int64(-1)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		owner = int64(st.Uid)
-	}
-	if !fi.IsDir() || owner != 0 || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s must be a directory only root can write (it is %v, owner %d): remove it", lockDir, fi.Mode(), owner)
-	}
-	return nil
-}
+func openLockDir() error { return outfile.PrivateDir(lockDir) }
 
 // claimCPU waits until no other scenario runs on cpu (on this machine, in
 // any process): two disturbances on one CPU would blur each other's

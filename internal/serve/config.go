@@ -10,12 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rtscope/rtscope/internal/slo"
-	"github.com/rtscope/rtscope/internal/target"
 )
 
 // Config is the agent's configuration file (YAML, docs/serve.md):
 //
 //	listen: 127.0.0.1:9717
+//	archive: /var/lib/rtscope/windows
+//	archive_max_mb: 64
 //	targets:
 //	  - comm: control
 //	  - pid: 1234
@@ -25,15 +26,17 @@ import (
 //	  - 1234:cycle=1ms
 type Config struct {
 	Listen  string         `yaml:"listen"`
+	Archive string         `yaml:"archive"`        // directory of archived windows ("": none)
+	ArchMB  int64          `yaml:"archive_max_mb"` // its size cap, MiB
 	Targets []TargetConfig `yaml:"targets"`
 	SLO     []string       `yaml:"slo"`
 }
 
 // TargetConfig is one target: exactly one of its fields.
 type TargetConfig struct {
-	Comm string `yaml:"comm"`
-	PID  int    `yaml:"pid"`
-	TID  int    `yaml:"tid"`
+	Comm string `yaml:"comm" json:"comm,omitempty"`
+	PID  int    `yaml:"pid" json:"pid,omitempty"`
+	TID  int    `yaml:"tid" json:"tid,omitempty"`
 }
 
 // LoadConfig reads and validates a configuration file. Errors are one
@@ -69,21 +72,12 @@ func ParseConfig(name string, b []byte) (*Config, error) {
 		}
 		return "config " + name
 	}
+	if c.ArchMB < 0 {
+		return nil, fmt.Errorf("config %s line %d: archive_max_mb is a size in MiB above zero", name, keyLine(&root, "archive_max_mb"))
+	}
 	for i, t := range c.Targets {
-		n := 0
-		for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
-			return nil, fmt.Errorf("%s: a target has exactly one of comm, pid or tid", at(tLines, i))
-		}
-		switch {
-		case len(t.Comm) > target.CommLen:
-			return nil, fmt.Errorf("%s: comm %q has more than %d characters (the kernel's limit)", at(tLines, i), t.Comm, target.CommLen)
-		case t.PID < 0 || t.TID < 0:
-			return nil, fmt.Errorf("%s: a pid or tid is a positive number", at(tLines, i))
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("%s: %v", at(tLines, i), err)
 		}
 	}
 	for i, s := range c.SLO {
@@ -112,17 +106,16 @@ func itemLines(root *yaml.Node, key string) []int {
 	return nil
 }
 
-// Merge adds the file's targets and SLOs to those of the flags.
-func (c *Config) Merge(spec *target.Spec, slos []string) []string {
-	for _, t := range c.Targets {
-		switch {
-		case t.Comm != "":
-			spec.Comms = append(spec.Comms, t.Comm)
-		case t.PID != 0:
-			spec.PIDs = append(spec.PIDs, t.PID)
-		case t.TID != 0:
-			spec.TIDs = append(spec.TIDs, t.TID)
+// keyLine returns the line of a top-level key (0: not there).
+func keyLine(root *yaml.Node, key string) int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return 0
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
 		}
 	}
-	return append(append([]string(nil), slos...), c.SLO...)
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,14 @@ const DefaultListen = "127.0.0.1:9717"
 // Options of the agent.
 type Options struct {
 	Listen string // host:port of /metrics
+	// Socket is the control API's unix socket ("": none).
+	Socket string
+	// Control changes targets and SLOs at run time (the API, SIGHUP);
+	// nil: none, and no API.
+	Control *Control
+	// Archive, when set, gets the new worst and the violation windows,
+	// served by the API; Run closes it.
+	Archive *Archive
 	// Watch is the session: targets, SLOs, analysis, housekeeping. Its
 	// hooks, duration and output are set by Run.
 	Watch watch.Options
@@ -69,6 +78,23 @@ func Run(ctx context.Context, o Options) error {
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
+	var api *http.Server
+	var apiLn net.Listener
+	if o.Control != nil && o.Socket != "" {
+		apiLn, err = listenSocket(o.Socket)
+		if err != nil {
+			_ = ln.Close() // failing anyway
+			return err
+		}
+		api = &http.Server{Handler: apiHandler(o.Control, o.Archive), ReadHeaderTimeout: 10 * time.Second}
+		defer func() {
+			_ = api.Close()         // stops serving; nothing to report at exit
+			_ = os.Remove(o.Socket) // the next agent would replace it anyway
+		}()
+	}
+	if o.Control != nil {
+		defer o.Control.Ended()
+	}
 
 	w := o.Watch
 	w.Duration = 0
@@ -82,13 +108,23 @@ func Run(ctx context.Context, o Options) error {
 	w.Hooks.Violation = x.Violation
 	w.Hooks.DropExited = true
 	w.Hooks.NeverEnd = true
+	if o.Control != nil {
+		w.Hooks.Control = o.Control.Hook()
+	}
+	if o.Archive != nil {
+		w.Hooks.Window = o.Archive.Add
+		defer o.Archive.Close() // after the session: it adds no more
+	}
 	ready := w.Ready
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2) // /metrics and the API
 	w.Ready = func() {
 		if ready != nil {
 			ready()
 		}
 		go func() { serveErr <- srv.Serve(ln) }()
+		if api != nil {
+			go func() { serveErr <- api.Serve(apiLn) }()
+		}
 		if o.Ready != nil {
 			o.Ready(ln.Addr().String())
 		}
@@ -111,7 +147,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	select {
 	case err := <-httpErr:
-		return fmt.Errorf("serve /metrics on %s: %w", o.Listen, err)
+		return fmt.Errorf("serve /metrics on %s or the API on %s: %w", o.Listen, o.Socket, err)
 	default:
 	}
 	return nil

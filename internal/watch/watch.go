@@ -130,6 +130,12 @@ type Hooks struct {
 	// Control, when set, runs functions on the session's goroutine with
 	// the engine (runtime target changes); each must return quickly.
 	Control <-chan func(e *engine.Engine)
+	// Window, when set, gets each new worst-case window (worst true) and
+	// each explained SLO-violation window, with its task and value (ns).
+	// get decodes the window and explains it (Options.Analyze for a worst
+	// case, Options.Explain for a violation): worst windows are decoded
+	// only when asked, and get is valid only during the call.
+	Window func(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation))
 }
 
 type session struct {
@@ -535,6 +541,17 @@ func (s *session) poll() error {
 					s.traces[n.Id] = map[metric.ID]*trace.Raw{}
 				}
 				s.traces[n.Id][metric.ID(n.Metric)] = tr
+				if s.o.Hooks.Window != nil {
+					t, m := s.identify(n), metric.ID(n.Metric)
+					s.o.Hooks.Window(true, t, m, n.Value, func() (*trace.Trace, report.Explanation) {
+						d := tr.Decode(s.names)
+						var e report.Explanation
+						if s.o.Analyze != nil {
+							e = s.o.Analyze(t, m, d)
+						}
+						return d, e
+					})
+				}
 			}
 			first = s.explainViolations(snap, viols)
 		}
@@ -590,15 +607,7 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 			continue
 		}
 		s.budgetUsed++
-		t := s.tasks[n.Id]
-		if t == nil || t.Comm == "" {
-			// Known from its start notice only: its identity is in the stats.
-			if st, err := s.eng.Stats(n.Id); err == nil {
-				t = report.FromStats(st)
-			} else {
-				t = report.Placeholder(n.Id, n.Tid)
-			}
-		}
+		t := s.identify(n)
 		tr := snap.Cut(trace.Window{Metric: m.String(), TID: n.Tid, Value: n.Value, StealClock: s.eng.Features.Steal.Readable,
 			Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: s.o.TraceMax}, s.names).Decode(s.names)
 		e := s.o.Explain(t, m, tr)
@@ -606,11 +615,29 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		if s.o.Hooks.Violation != nil {
 			s.o.Hooks.Violation(n.Id, t.Comm, m, e.Cause, "")
 		}
+		if s.o.Hooks.Window != nil {
+			s.o.Hooks.Window(false, t, m, n.Value, func() (*trace.Trace, report.Explanation) { return tr, e })
+		}
 		if first == nil {
 			first = &explained{n: n, t: t, tr: tr, e: e}
 		}
 	}
 	return first
+}
+
+// identify returns the task of notice n: known, or read from its
+// statistics when only its start notice was seen.
+func (s *session) identify(n engine.Notice) *report.Task {
+	t := s.tasks[n.Id]
+	if t == nil || t.Comm == "" {
+		if st, err := s.eng.Stats(n.Id); err == nil {
+			return report.FromStats(st)
+		}
+		if t == nil {
+			return report.Placeholder(n.Id, n.Tid)
+		}
+	}
+	return t
 }
 
 // violations returns the cause histogram of a metric's SLO violations, or

@@ -1,0 +1,349 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/slo"
+	"github.com/rtscope/rtscope/internal/target"
+)
+
+// Control changes the running agent's targets and SLOs (rtscope ctl,
+// SIGHUP). Collected state is never dropped: a removed target's tasks stay
+// tracked until they exit, so their counters never go back, and a task
+// tracked again is a new task with its own counters (Prometheus counters
+// aggregated by name only grow).
+//
+// Concurrency: its methods are safe for concurrent use (the HTTP API's
+// goroutines, the SIGHUP handler); they are serialised by a mutex, and
+// every engine change runs on the watch session's goroutine through
+// watch.Hooks.Control, the one goroutine that uses the engine. A method
+// waits for its change to be made, or fails once the session has ended.
+type Control struct {
+	mu      sync.Mutex
+	run     chan func(*engine.Engine)
+	done    chan struct{} // closed when the session ends
+	flags   Config        // the flags' targets and SLOs, kept across reloads
+	path    string        // --config ("": none)
+	targets []TargetConfig
+	slos    []string
+	def     [metric.Count]uint64 // default bounds: fixed when the engine loads
+	next    uint32               // index of the next target spec
+}
+
+// NewControl returns the control of an agent started with the targets and
+// SLOs of its flags and of the configuration file path ("" for none), file
+// its parsed content (nil for none).
+func NewControl(flags Config, path string, file *Config) *Control {
+	c := &Control{run: make(chan func(*engine.Engine)), done: make(chan struct{}), flags: flags, path: path}
+	c.targets, c.slos = combine(flags, file)
+	c.def = buildSLO(c.slos).Default
+	c.next = uint32(len(c.targets))
+	return c
+}
+
+// combine returns the targets and SLOs of the flags then the file, each
+// once.
+func combine(flags Config, file *Config) ([]TargetConfig, []string) {
+	ts := slices.Clone(flags.Targets)
+	ss := slices.Clone(flags.SLO)
+	if file != nil {
+		for _, t := range file.Targets {
+			if !slices.Contains(ts, t) {
+				ts = append(ts, t)
+			}
+		}
+		for _, s := range file.SLO {
+			if !slices.Contains(ss, s) {
+				ss = append(ss, s)
+			}
+		}
+	}
+	return ts, ss
+}
+
+// Spec returns the targets at start, in the order of their indexes.
+func (c *Control) Spec() target.Spec {
+	var s target.Spec
+	for _, t := range c.targets {
+		switch {
+		case t.TID != 0:
+			s.TIDs = append(s.TIDs, t.TID)
+		case t.PID != 0:
+			s.PIDs = append(s.PIDs, t.PID)
+		default:
+			s.Comms = append(s.Comms, t.Comm)
+		}
+	}
+	return s
+}
+
+// SLO returns the bounds at start.
+func (c *Control) SLO() slo.Set { return buildSLO(c.slos) }
+
+// buildSLO folds checked specs (ParseConfig, checkSLO) into a set.
+func buildSLO(specs []string) slo.Set {
+	var bs []slo.Bound
+	for _, s := range specs {
+		b, _ := slo.Parse(s) // checked when given
+		bs = append(bs, b)
+	}
+	return slo.Build(bs)
+}
+
+// Hook is the channel for watch.Hooks.Control.
+func (c *Control) Hook() <-chan func(*engine.Engine) { return c.run }
+
+// Ended tells the control that the session has ended: changes fail from
+// now on. Called once.
+func (c *Control) Ended() { close(c.done) }
+
+// State is what the agent watches: GET /v1/targets.
+type State struct {
+	Targets []TargetConfig `json:"targets"`
+	SLO     []string       `json:"slo"`
+	Tracked []Tracked      `json:"tracked"`
+}
+
+// Tracked is one task being tracked.
+type Tracked struct {
+	TID  uint32 `json:"tid"`
+	PID  uint32 `json:"pid"`
+	Comm string `json:"comm"`
+}
+
+// String names a target as its flag does: comm NAME, pid N, tid N.
+func (t TargetConfig) String() string {
+	switch {
+	case t.TID != 0:
+		return "tid " + strconv.Itoa(t.TID)
+	case t.PID != 0:
+		return "pid " + strconv.Itoa(t.PID)
+	}
+	return "comm " + t.Comm
+}
+
+// Check says why t is not a target: exactly one of its fields, in range.
+func (t TargetConfig) Check() error {
+	n := 0
+	for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n != 1:
+		return errors.New("a target has exactly one of comm, pid or tid")
+	case len(t.Comm) > target.CommLen:
+		return fmt.Errorf("comm %q has more than %d characters (the kernel's limit)", t.Comm, target.CommLen)
+	case t.PID < 0 || t.TID < 0:
+		return errors.New("a pid or tid is a positive number")
+	}
+	return nil
+}
+
+// State returns the targets, the SLOs and the tasks tracked now.
+func (c *Control) State() (*State, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &State{Targets: slices.Clone(c.targets), SLO: slices.Clone(c.slos), Tracked: []Tracked{}}
+	err := c.do(func(e *engine.Engine) error {
+		all, err := e.AllStats()
+		for _, s := range all {
+			if s.Exited == 0 {
+				st.Tracked = append(st.Tracked, Tracked{TID: s.Tid, PID: s.Pid, Comm: engine.CommString(s.Comm)})
+			}
+		}
+		return err
+	})
+	if st.Targets == nil {
+		st.Targets = []TargetConfig{}
+	}
+	if st.SLO == nil {
+		st.SLO = []string{}
+	}
+	return st, err
+}
+
+// AddTarget starts watching t: the tasks it names now and later.
+func (c *Control) AddTarget(t TargetConfig) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.targets, t) {
+		return fmt.Errorf("target %s is already watched", t)
+	}
+	return c.apply(append(slices.Clone(c.targets), t), c.slos)
+}
+
+// RemoveTarget stops watching t: its tasks tracked now stay tracked until
+// they exit (their counters are kept); later ones are not tracked.
+func (c *Control) RemoveTarget(t TargetConfig) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.targets, t)
+	if i < 0 {
+		return fmt.Errorf("target %s is not watched", t)
+	}
+	return c.apply(slices.Delete(slices.Clone(c.targets), i, i+1), c.slos)
+}
+
+// AddSLO adds a bound ID:METRIC=TIME for the tasks tracked from now on.
+func (c *Control) AddSLO(spec string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.slos, spec) {
+		return fmt.Errorf("SLO %q is already set", spec)
+	}
+	return c.apply(c.targets, append(slices.Clone(c.slos), spec))
+}
+
+// RemoveSLO removes a bound given by AddSLO, the flags or the file.
+func (c *Control) RemoveSLO(spec string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.slos, spec)
+	if i < 0 {
+		return fmt.Errorf("SLO %q is not set", spec)
+	}
+	return c.apply(c.targets, slices.Delete(slices.Clone(c.slos), i, i+1))
+}
+
+// Reload rereads the configuration file: the targets and SLOs become
+// those of the flags and the file; changes made by the API since are
+// dropped. A file that does not parse changes nothing.
+func (c *Control) Reload() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var file *Config
+	if c.path != "" {
+		f, err := LoadConfig(c.path)
+		if err != nil {
+			return err
+		}
+		file = f
+	}
+	ts, ss := combine(c.flags, file)
+	return c.apply(ts, ss)
+}
+
+// apply makes targets and slos the watched ones, on the session's
+// goroutine; on a failure nothing changes. Called with mu held.
+func (c *Control) apply(targets []TargetConfig, slos []string) error {
+	for _, s := range slos {
+		if _, err := slo.Parse(s); err != nil {
+			return err
+		}
+	}
+	nset := buildSLO(slos)
+	if nset.Default != c.def {
+		// The defaults are constants of the loaded programs (the verifier
+		// folds them into the hot path).
+		return errors.New("SLOs without ID: are fixed when the agent starts: change them in the configuration and restart it")
+	}
+	oset := buildSLO(c.slos)
+	var added, removed []TargetConfig
+	for _, t := range targets {
+		if !slices.Contains(c.targets, t) {
+			added = append(added, t)
+		}
+	}
+	for _, t := range c.targets {
+		if !slices.Contains(targets, t) {
+			removed = append(removed, t)
+		}
+	}
+	next := c.next
+	err := c.do(func(e *engine.Engine) error {
+		// Bounds first: the tasks tracked below get them.
+		for id, b := range nset.ByID {
+			if ob, ok := oset.ByID[id]; !ok || ob != b {
+				if err := e.SetSLO(id, b); err != nil {
+					restoreSLO(e, oset, nset)
+					return err
+				}
+			}
+		}
+		for id := range oset.ByID {
+			if _, ok := nset.ByID[id]; !ok {
+				e.ForgetSLO(id)
+			}
+		}
+		for i, t := range added {
+			if err := want(e, t, next); err != nil {
+				for _, u := range added[:i] {
+					forget(e, u)
+				}
+				restoreSLO(e, oset, nset)
+				return fmt.Errorf("target %s: %w", t, err)
+			}
+			next++
+		}
+		for _, t := range removed {
+			forget(e, t)
+		}
+		if len(added) > 0 {
+			return e.Scan() // the tasks that exist already
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.targets, c.slos, c.next = targets, slos, next
+	return nil
+}
+
+// restoreSLO puts back the bounds of old after a failed change to cur.
+func restoreSLO(e *engine.Engine, old, cur slo.Set) {
+	for id := range cur.ByID {
+		if _, ok := old.ByID[id]; !ok {
+			e.ForgetSLO(id)
+		}
+	}
+	for id, b := range old.ByID {
+		_ = e.SetSLO(id, b) // they fitted before
+	}
+}
+
+func want(e *engine.Engine, t TargetConfig, idx uint32) error {
+	switch {
+	case t.TID != 0:
+		return e.WantTID(uint32(t.TID), idx, 0)
+	case t.PID != 0:
+		return e.WantTGID(uint32(t.PID), idx)
+	}
+	return e.WantComm(t.Comm, idx)
+}
+
+func forget(e *engine.Engine, t TargetConfig) {
+	switch {
+	case t.TID != 0:
+		e.ForgetTID(uint32(t.TID))
+	case t.PID != 0:
+		e.ForgetTGID(uint32(t.PID))
+	default:
+		e.ForgetComm(t.Comm)
+	}
+}
+
+// errEnded: the session is over, nothing can change.
+var errEnded = errors.New("the agent is stopping")
+
+// do runs f on the session's goroutine and returns its error.
+func (c *Control) do(f func(*engine.Engine) error) error {
+	res := make(chan error, 1)
+	select {
+	case c.run <- func(e *engine.Engine) { res <- f(e) }:
+	case <-c.done:
+		return errEnded
+	}
+	return <-res
+}
