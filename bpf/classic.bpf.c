@@ -284,6 +284,18 @@ int on_sched_switch(void *ctx)
 	char next_comm[RTS_COMM_LEN] = {};
 	rd_comm(ctx, off_switch_next_comm, next_comm);
 
+	/*
+	 * Classic tracepoint programs do not nest: an event that fires while
+	 * another of them runs on this CPU is skipped (bpf_prog_active; the
+	 * programs' recursion misses count them). A lost irq_handler_exit or
+	 * hrtimer_expire_exit would leave this CPU "in hard IRQ" for good; no
+	 * switch happens in hard IRQ context, so a switch ends any.
+	 */
+	if (cs) {
+		cs->irq_depth = 0;
+		cs->cb_function[1] = 0;
+	}
+
 	struct classic_cpu *cc = ccpu();
 	if (cc) {
 		cc->prio = next_prio;
