@@ -71,10 +71,13 @@ static __always_inline void copy_metric(struct tl_sample *o, int i, struct rts_m
 	o->end[i] = m->last_end;
 }
 
-SEC("tp_btf/hrtimer_start")
-int BPF_PROG(tl_on_hrtimer_start, struct hrtimer *timer)
+/* Offset of the function field in the hrtimer_start record (classic engine; tracefs). */
+const volatile __u32 tl_off_function = 0;
+
+/* A timer is armed with callback fn by the current task. */
+static __always_inline int tl_on_arm(__u64 fn)
 {
-	if (!tl_hrtimer_wakeup || (__u64)BPF_CORE_READ(timer, function) != tl_hrtimer_wakeup)
+	if (!tl_hrtimer_wakeup || fn != tl_hrtimer_wakeup)
 		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct tl_thread *th = bpf_map_lookup_elem(&tl_threads, &tid);
@@ -105,6 +108,21 @@ int BPF_PROG(tl_on_hrtimer_start, struct hrtimer *timer)
 	/* No wakeup: user space polls, so no irq_work lands on a measured CPU. */
 	bpf_ringbuf_submit(o, BPF_RB_NO_WAKEUP);
 	return 0;
+}
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(tl_on_hrtimer_start, struct hrtimer *timer)
+{
+	return tl_on_arm((__u64)BPF_CORE_READ(timer, function));
+}
+
+/* The same without kernel BTF (the classic engine): the field from the record. */
+SEC("tracepoint/timer/hrtimer_start")
+int tl_on_hrtimer_start_classic(void *ctx)
+{
+	__u64 fn = 0;
+	bpf_probe_read_kernel(&fn, sizeof(fn), ctx + tl_off_function);
+	return tl_on_arm(fn);
 }
 
 struct tl_sample *tl_btf_sample __attribute__((unused));

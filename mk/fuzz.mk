@@ -23,7 +23,8 @@ FUZZ_TARGETS := \
 	internal/timerlat:FuzzParsePriority internal/timerlat:FuzzParseDuration internal/timerlat:FuzzParseArgs \
 	internal/scenario:FuzzParams \
 	internal/cli:FuzzParseIDs \
-	internal/target:FuzzParseUser
+	internal/target:FuzzParseUser \
+	internal/tpformat:FuzzParseFormat
 
 .PHONY: fuzz
 fuzz: $(STAMP)/generate

@@ -77,6 +77,7 @@ func runWatch(args []string) int {
 	htmlPath := fs.String("html", "", "write the report as one self-contained HTML page to FILE: histograms, each metric over time, worst-case timelines and verdicts")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
+	engineKind := fs.String("engine", engine.EngineAuto, "BPF engine: btf (tp_btf, needs kernel BTF) or classic (classic tracepoints, for kernels without BTF); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
 	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
@@ -113,7 +114,7 @@ func runWatch(args []string) int {
 	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
-		Show: *show, Out: os.Stdout}
+		Show: *show, Out: os.Stdout, Engine: *engineKind}
 	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
 	o.Series = *htmlPath != "" // the page draws each metric over time
 	var toStdout []string

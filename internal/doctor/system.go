@@ -606,8 +606,11 @@ func checkRtscope(m *machine, _ *Env) Check {
 	c.Data = map[string]any{"btf": btfOK, "tracefs": tracefs}
 	yes := map[bool]string{true: "present", false: "missing"}
 	c.Evidence = fmt.Sprintf("kernel BTF %s (/sys/kernel/btf/vmlinux), tracefs %s", yes[btfOK], yes[tracefs])
-	if !btfOK {
-		c.Remedy = "rtscope watch and timerlat need kernel BTF (CONFIG_DEBUG_INFO_BTF=y)"
+	switch {
+	case !btfOK && !tracefs:
+		c.Remedy = "rtscope watch and timerlat need kernel BTF (CONFIG_DEBUG_INFO_BTF=y) or, for their classic engine, tracefs (mount -t tracefs nodev /sys/kernel/tracing)"
+	case !btfOK:
+		c.Remedy = "rtscope watch and timerlat will run their classic engine (classic tracepoints, no kernel BTF needed; its limits are in the JSON features.engine_limits); CONFIG_DEBUG_INFO_BTF=y gives the full one"
 	}
 	return c
 }

@@ -26,25 +26,30 @@ func TestCloseReleasesEverything(t *testing.T) {
 	// With the collector off, as it is where rtscope turns it off: only
 	// Close may release anything.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	// The first load opens what stays for the process (BTF, caches).
-	e, err := Load(Config{Trace: true, FlightPerCPU: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	before := openFDs(t)
-	for i := 0; i < 3; i++ {
-		e, err := Load(Config{Trace: true, FlightPerCPU: 64})
+	for _, kind := range []string{EngineBTF, EngineClassic} {
+		// The first load opens what stays for the process (BTF, caches).
+		e, err := Load(Config{Trace: true, FlightPerCPU: 64, Engine: kind})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Attach(); err != nil {
-			t.Fatal(err)
-		}
 		e.Close()
-	}
-	if after := openFDs(t); after > before+2 {
-		t.Errorf("%d file descriptors open after 3 Load/Attach/Close, %d before", after, before)
+		before := openFDs(t)
+		for i := 0; i < 3; i++ {
+			e, err := Load(Config{Trace: true, FlightPerCPU: 64, Engine: kind})
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			if e.Features.Engine != kind {
+				t.Errorf("asked for %s, loaded %s", kind, e.Features.Engine)
+			}
+			if err := e.Attach(); err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			e.Close()
+		}
+		if after := openFDs(t); after > before+2 {
+			t.Errorf("%s: %d file descriptors open after 3 Load/Attach/Close, %d before", kind, after, before)
+		}
 	}
 }
 

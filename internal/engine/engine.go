@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -55,6 +56,8 @@ type Config struct {
 	// TestNoPercpuLookup (tests only) loads as on a kernel without
 	// bpf_map_lookup_percpu_elem (before 5.19).
 	TestNoPercpuLookup bool
+	// Engine is EngineAuto, EngineBTF or EngineClassic (--engine).
+	Engine string
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before
@@ -116,6 +119,10 @@ type Features struct {
 	// 5.19+), else why not; the task's own sleep stacks do not need it.
 	WaiterStacks error
 	Steal        StealClock
+	// Engine is EngineBTF or EngineClassic; EngineNote says why the
+	// classic one runs (forced, or no kernel BTF), empty for BTF.
+	Engine     string
+	EngineNote string
 }
 
 // Engine is a loaded and attached set of rtscope programs.
@@ -129,6 +136,9 @@ type Engine struct {
 	flight     []byte
 	ncpu       int
 	Features   Features
+	// The classic engine's identities read from live tasks (classic.go).
+	identMu sync.Mutex
+	ident   map[uint64]classicIdent // by tracking id
 }
 
 type coreObjects struct {
@@ -149,12 +159,10 @@ type coreObjects struct {
 	bpfMaps
 }
 
-// Probe checks what the engine needs from the kernel and the process, and
-// returns one sentence naming the first thing missing.
+// Probe checks what the engines need from the kernel and the process, and
+// returns one sentence naming the first thing missing. Kernel BTF is not
+// needed: without it the classic engine runs (chooseEngine).
 func Probe() error {
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		return errors.New("this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing): rtscope needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")
-	}
 	if _, err := os.Stat("/sys/fs/bpf"); err != nil {
 		if _, err := os.Stat("/proc/sys/kernel/bpf_stats_enabled"); err != nil {
 			return errors.New("this kernel has no BPF support (CONFIG_BPF_SYSCALL): rtscope cannot run on it")
@@ -195,6 +203,10 @@ func Load(cfg Config) (*Engine, error) {
 	if err := Probe(); err != nil {
 		return nil, err
 	}
+	kind, why, err := chooseEngine(cfg.Engine)
+	if err != nil {
+		return nil, err
+	}
 	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge BPF memory to RLIMIT_MEMLOCK
 	if cfg.FlightPerCPU == 0 {
 		cfg.FlightPerCPU = DefaultFlightPerCPU
@@ -202,7 +214,7 @@ func Load(cfg Config) (*Engine, error) {
 	if err := CheckFlightPerCPU(cfg.FlightPerCPU); err != nil {
 		return nil, fmt.Errorf("flight recorder depth: %w", err)
 	}
-	if err := features.HaveMapType(ebpf.TaskStorage); err != nil {
+	if err := features.HaveMapType(ebpf.TaskStorage); err != nil && kind == EngineBTF {
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			return nil, errors.New("this kernel lacks BPF task storage, which rtscope needs (Linux 5.11 or later)")
 		}
@@ -217,24 +229,14 @@ func Load(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("counting CPUs: %w", err)
 	}
-	spec, err := loadBpf()
-	if err != nil {
-		return nil, err
-	}
 	e := &Engine{cfg: cfg, ncpu: ncpu}
+	e.Features.Engine, e.Features.EngineNote = kind, why
 
 	syms, _ := ksym.Kernel()
 	wake := syms.Addr("hrtimer_wakeup")
 	e.Features.HrtimerWakeup = wake != 0
-	e.Features.Steal = stealClock()
 	e.Features.WaiterStacks = probePercpuLookup(cfg.TestNoPercpuLookup)
-	set := func(name string, v any) error {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
-		}
-		return nil
-	}
-	for name, v := range map[string]any{
+	vars := map[string]any{
 		"trace_enabled":     cfg.Trace,
 		"sleep_stacks":      cfg.SleepStacks && cfg.Trace,
 		"waiter_stacks":     e.Features.WaiterStacks == nil,
@@ -243,10 +245,6 @@ func Load(cfg Config) (*Engine, error) {
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
 		"test_storage_busy": cfg.TestStorageBusy,
-	} {
-		if err := set(name, v); err != nil {
-			return nil, err
-		}
 	}
 	entries := uint32(1)
 	if cfg.Trace {
@@ -256,11 +254,37 @@ func Load(cfg Config) (*Engine, error) {
 		}
 		entries = n
 	}
+	if kind == EngineClassic {
+		e.Features.Steal = StealClock{Method: "unreadable: the classic engine (no kernel BTF) cannot reach the run queue's steal clock"}
+		e.Features.ThreadedIRQFentry = errors.New("the classic engine has no fentry")
+		if err := e.loadClassic(vars, entries); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := e.loadBTF(vars, entries); err != nil {
+			return nil, err
+		}
+	}
+	return e.finishLoad(entries)
+}
+
+// loadBTF loads rtscope.bpf.c: the core programs, then each optional set.
+func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
+	spec, err := loadBpf()
+	if err != nil {
+		return err
+	}
+	e.Features.Steal = stealClock()
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
 	spec.Maps["flight"].MaxEntries = entries
 
 	legacy, err := legacySchedSwitch()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.Features.LegacySwitch = legacy
 	switchName := "on_sched_switch"
@@ -278,7 +302,7 @@ func Load(cfg Config) (*Engine, error) {
 	core.Programs[switchName] = spec.Programs[switchName]
 	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
 	if err != nil {
-		return nil, explainLoadError(err)
+		return explainLoadError(err)
 	}
 	// The optional programs must share these maps: take them before Assign
 	// moves them out of the collection.
@@ -288,7 +312,7 @@ func Load(cfg Config) (*Engine, error) {
 	}
 	if err := coll.Assign(&e.objs); err != nil {
 		coll.Close()
-		return nil, err
+		return err
 	}
 	e.switchProg = coll.Programs[switchName]
 	// coll keeps the maps alive through e.objs; keep it for Close.
@@ -319,7 +343,14 @@ func Load(cfg Config) (*Engine, error) {
 	// falls back to the on-CPU time of each activation of the irq/N thread.
 	e.Features.ThreadedIRQFentry = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
 		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit")
+	return nil
+}
 
+// finishLoad maps the flight recorder, sets the SLOs and opens the notices:
+// the same for both engines, whose maps are in e.objs.bpfMaps.
+func (e *Engine) finishLoad(entries uint32) (*Engine, error) {
+	cfg := e.cfg
+	var err error
 	if cfg.Trace {
 		size := int(entries) * int(unsafe.Sizeof(Event{}))
 		page := os.Getpagesize()
@@ -383,6 +414,9 @@ func legacySchedSwitch() (bool, error) {
 // loads but cannot attach (arm64 kernels without BPF trampolines) costs its
 // feature only.
 func (e *Engine) Attach() error {
+	if e.Features.Engine == EngineClassic {
+		return e.attachClassic()
+	}
 	progs := []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate,
 		e.objs.OnSchedFork, e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename,
 		e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry, e.objs.OnHrtimerExpireExit,
@@ -549,6 +583,9 @@ func (e *Engine) ForgetSLO(id uint32) {
 
 // Scan runs the task iterator: every existing task that matches a target starts being tracked.
 func (e *Engine) Scan() error {
+	if e.Features.Engine == EngineClassic {
+		return e.scanClassic()
+	}
 	it, err := link.AttachIter(link.IterOptions{Program: e.objs.TrackExisting})
 	if err != nil {
 		return fmt.Errorf("task iterator: %w", err)
@@ -574,6 +611,9 @@ func (e *Engine) Stats(id uint64) (*TaskStats, error) {
 	if err := e.objs.Stats.Lookup(id, &s); err != nil {
 		return nil, err
 	}
+	if e.Features.Engine == EngineClassic {
+		e.classicIdentity(&s)
+	}
 	return &s, nil
 }
 
@@ -587,6 +627,9 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 		if !it.Next(&id, s) {
 			break
 		}
+		if e.Features.Engine == EngineClassic {
+			e.classicIdentity(s)
+		}
 		out = append(out, s)
 	}
 	return out, it.Err()
@@ -595,6 +638,9 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 // Forget drops a task's statistics after its final report.
 func (e *Engine) Forget(id uint64) {
 	_ = e.objs.Stats.Delete(id)
+	e.identMu.Lock()
+	delete(e.ident, id)
+	e.identMu.Unlock()
 }
 
 // Notices returns the notices queued until deadline (BPF never wakes us up).

@@ -157,6 +157,12 @@ type Features struct {
 	// WaiterStacks is empty when the stack of what runs while a tracked
 	// task waits is sampled, else why not (kernels before 5.19).
 	WaiterStacks string `json:"waiter_stacks,omitempty"`
+	// Engine is "btf" or "classic" (kernels without BTF, or --engine
+	// classic); EngineNote says why the classic one runs, and
+	// EngineLimits what it cannot measure.
+	Engine       string   `json:"engine,omitempty"`
+	EngineNote   string   `json:"engine_note,omitempty"`
+	EngineLimits []string `json:"engine_limits,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.

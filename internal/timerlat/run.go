@@ -144,7 +144,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	// stop threshold (at most engine.DefaultStackMinWait): the walk delays
 	// the thread, which on-time releases must not pay.
 	cfg := engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != "",
-		StackMinWait: o.stackMinWait()}
+		StackMinWait: o.stackMinWait(), Engine: o.Engine}
 	if o.OnThreshold.Continue() {
 		// Every crossing, not only a new maximum, must reach the actions:
 		// the thresholds become the measuring threads' SLOs (the only
@@ -163,6 +163,9 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 		return nil, err
 	}
 	defer eng.Close()
+	if o.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
+		fmt.Fprintf(env.Err, "rtscope timerlat: %s\n", eng.Features.EngineNote)
+	}
 	if eng.Features.UserReturn != nil {
 		fmt.Fprintf(env.Err, "rtscope timerlat: no return-to-user latency on this kernel: %v\n", eng.Features.UserReturn)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
+	"github.com/rtscope/rtscope/internal/tpformat"
 )
 
 // Contexts of a timer latency sample, in rtla's order.
@@ -38,7 +39,8 @@ type Sample struct {
 
 // stream reads the per-sample ring of bpf/timerlat.bpf.c.
 type stream struct {
-	objs   tlObjects
+	objs   tlMaps
+	coll   *ebpf.Collection // holds the one program this engine needs
 	link   link.Link
 	reader *ringbuf.Reader
 	dec    decoder
@@ -75,13 +77,45 @@ func openStream(eng *engine.Engine, samplesPerSec int) (*stream, error) {
 	if err := spec.Variables["tl_hrtimer_wakeup"].Set(wake); err != nil {
 		return nil, err
 	}
+	// Only the program of the engine's kind is loaded: the tp_btf one
+	// needs kernel BTF, the classic one the record's layout.
+	prog := "tl_on_hrtimer_start"
+	classic := eng.Features.Engine == engine.EngineClassic
+	if classic {
+		prog = "tl_on_hrtimer_start_classic"
+		f, err := tpformat.ReadFormat("timer", "hrtimer_start")
+		if err != nil {
+			return nil, err
+		}
+		fd, ok := f.Fields["function"]
+		if !ok || fd.Size != 8 {
+			return nil, errors.New("tracepoint timer/hrtimer_start has no 8-byte function field, which timerlat needs")
+		}
+		if err := spec.Variables["tl_off_function"].Set(fd.Offset); err != nil {
+			return nil, err
+		}
+	}
+	for name := range spec.Programs {
+		if name != prog {
+			delete(spec.Programs, name)
+		}
+	}
 	s := &stream{dec: decoder{prev: map[uint32][nCtx]uint64{}}}
-	if err := spec.LoadAndAssign(&s.objs, &ebpf.CollectionOptions{
+	s.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"stats": statsMap},
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("loading the timerlat sample program: %w", err)
 	}
-	s.link, err = link.AttachTracing(link.TracingOptions{Program: s.objs.TlOnHrtimerStart})
+	if err := s.coll.Assign(&s.objs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if classic {
+		s.link, err = link.Tracepoint("timer", "hrtimer_start", s.coll.Programs[prog], nil)
+	} else {
+		s.link, err = link.AttachTracing(link.TracingOptions{Program: s.coll.Programs[prog]})
+	}
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("attaching the timerlat sample program: %w", err)
@@ -139,6 +173,9 @@ func (s *stream) Close() {
 		s.link.Close()
 	}
 	s.objs.Close() //nolint:errcheck // BPF objects: closing frees them whatever close returns
+	if s.coll != nil {
+		s.coll.Close()
+	}
 }
 
 // decoder turns the copies of the engine's counters into samples: a context

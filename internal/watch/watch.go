@@ -56,6 +56,7 @@ type Options struct {
 	Traces      bool          // print worst-case event listings in the text report
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
+	Engine      string        // engine.EngineAuto, EngineBTF or EngineClassic (--engine)
 	TraceMax    int           // events kept per worst-case window (0: default)
 	// StackAfter: a tracked task waits this long for its CPU before the
 	// kernel stack of what runs instead is taken (nil:
@@ -216,9 +217,12 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		stackAfter = uint64(*o.StackAfter)
 	}
 	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID})
+		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine})
 	if err != nil {
 		return nil, err
+	}
+	if o.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
+		fmt.Fprintf(os.Stderr, "rtscope watch: %s (see features.engine_limits in --json)\n", eng.Features.EngineNote)
 	}
 	defer eng.Close()
 	if err := eng.Attach(); err != nil {
@@ -874,7 +878,8 @@ func (s *session) build() *report.Report {
 		Kernel:     strings.TrimRight(string(uts.Release[:]), "\x00"),
 		Started:    s.started.UTC().Format(time.RFC3339Nano),
 		DurationNs: uint64(time.Since(s.started)),
-		Features:   report.Features{Trace: s.eng.Tracing(), Steal: s.eng.Features.Steal.Method},
+		Features: report.Features{Trace: s.eng.Tracing(), Steal: s.eng.Features.Steal.Method,
+			Engine: s.eng.Features.Engine, EngineNote: s.eng.Features.EngineNote},
 		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
 			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
@@ -891,6 +896,13 @@ func (s *session) build() *report.Report {
 	rep.Features.ThreadedIRQ = "exact (fentry/fexit on the threaded handler)"
 	if s.eng.Features.ThreadedIRQFentry != nil {
 		rep.Features.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
+	}
+	if s.eng.Features.Engine == engine.EngineClassic {
+		rep.Features.EngineLimits = engine.ClassicLimits
+		if s.eng.Features.UserReturn == nil {
+			rep.Features.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): the classic engine has no fexit"
+		}
+		rep.Features.ThreadedIRQ = "on-CPU time of each irq/N thread activation (the classic engine has no fentry)"
 	}
 	rep.Tasks = s.shown(false)
 	for _, t := range rep.Tasks {

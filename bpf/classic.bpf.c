@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rtscope's classic engine, for kernels without BTF (Raspberry Pi OS, many
+ * Yocto builds): the same per-task state machine (task_logic.bpf.h), maps
+ * and flight recorder as rtscope.bpf.c, fed by classic tracepoints instead
+ * of tp_btf. Nothing here reads a kernel structure: every value comes from
+ * a tracepoint record, at field offsets that user space reads from tracefs
+ * format files and sets before load (the off_* constants; RTS_NOFIELD where
+ * the kernel lacks the field). Per-task state lives in a hash keyed by tid
+ * (no task storage: its helpers take BTF task pointers).
+ *
+ * What the records do not carry is missing (features.engine_limits): the
+ * policy (prio only; user space reads policy and affinity from the live
+ * task), hypervisor steal (read from the run queue), return to user other
+ * than through rseq_update, the exact threaded-handler time (fentry), and
+ * the exact expiry of CLOCK_REALTIME/TAI sleeper timers (see timer_expiry).
+ * The track_retry queue of maps.bpf.h is unused: hash entries need no
+ * busy-prone task-storage lock.
+ */
+#include "headers/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
+#include "task_logic.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* A field this kernel's tracepoint does not have. */
+#define RTS_NOFIELD 0xffff
+
+/* Field offsets in the tracepoint records, set by the loader from tracefs. */
+const volatile __u32 off_switch_prev_pid = RTS_NOFIELD;
+const volatile __u32 off_switch_prev_prio = RTS_NOFIELD;
+const volatile __u32 off_switch_prev_state = RTS_NOFIELD;
+const volatile __u32 off_switch_next_comm = RTS_NOFIELD;
+const volatile __u32 off_switch_next_pid = RTS_NOFIELD;
+const volatile __u32 off_switch_next_prio = RTS_NOFIELD;
+const volatile __u32 off_waking_pid = RTS_NOFIELD;
+const volatile __u32 off_waking_prio = RTS_NOFIELD;
+const volatile __u32 off_waking_target_cpu = RTS_NOFIELD;
+const volatile __u32 off_newtask_pid = RTS_NOFIELD;
+const volatile __u32 off_newtask_comm = RTS_NOFIELD;
+const volatile __u32 off_newtask_clone_flags = RTS_NOFIELD;
+const volatile __u32 off_exec_pid = RTS_NOFIELD;
+const volatile __u32 off_exit_pid = RTS_NOFIELD;
+const volatile __u32 off_exit_prio = RTS_NOFIELD;
+const volatile __u32 off_migrate_pid = RTS_NOFIELD;
+const volatile __u32 off_migrate_orig_cpu = RTS_NOFIELD;
+const volatile __u32 off_migrate_dest_cpu = RTS_NOFIELD;
+const volatile __u32 off_rename_pid = RTS_NOFIELD;
+const volatile __u32 off_rename_newcomm = RTS_NOFIELD;
+const volatile __u32 off_hrstart_hrtimer = RTS_NOFIELD;
+const volatile __u32 off_hrstart_function = RTS_NOFIELD;
+const volatile __u32 off_hrstart_softexpires = RTS_NOFIELD;
+const volatile __u32 off_hrstart_mode = RTS_NOFIELD;
+const volatile __u32 off_hrentry_hrtimer = RTS_NOFIELD;
+const volatile __u32 off_hrentry_now = RTS_NOFIELD;
+const volatile __u32 off_hrentry_function = RTS_NOFIELD;
+const volatile __u32 off_hrexit_hrtimer = RTS_NOFIELD;
+const volatile __u32 off_irq_entry_irq = RTS_NOFIELD;
+const volatile __u32 off_irq_exit_irq = RTS_NOFIELD;
+const volatile __u32 off_irq_exit_ret = RTS_NOFIELD;
+const volatile __u32 off_softirq_vec = RTS_NOFIELD;
+
+/*
+ * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
+ * since Linux 4.14 (__trace_sched_switch_state()).
+ */
+#define RTS_TASK_REPORT_MAX 0x100
+#define RTS_CLONE_THREAD 0x00010000
+
+/* Tracked tasks by tid; an entry is deleted at the task's exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct rts_task_state);
+} tasks SEC(".maps");
+
+/* What the records do not say about the current task, per CPU: kept from sched_switch. */
+struct classic_cpu {
+	__s32 prio;
+	__u32 tid;
+	char comm[RTS_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct classic_cpu);
+} classic_cpus SEC(".maps");
+
+/*
+ * Soft expiry of the sleeper timers armed by tracked tasks, by timer
+ * address: hrtimer_expire_entry carries no expiry. LRU: a timer cancelled
+ * by a signal never expires, and its entry ages out.
+ */
+struct {
+	__uint(type, 9); /* BPF_MAP_TYPE_LRU_HASH (not in the trimmed vmlinux.h) */
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
+} armed SEC(".maps");
+
+static __always_inline __u32 rd_u32(void *ctx, __u32 off)
+{
+	__u32 v = 0;
+	if (off != RTS_NOFIELD)
+		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
+	return v;
+}
+
+static __always_inline __u64 rd_u64(void *ctx, __u32 off)
+{
+	__u64 v = 0;
+	if (off != RTS_NOFIELD)
+		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
+	return v;
+}
+
+/* A char[16] comm field (all comm fields used here are arrays, not __data_loc). */
+static __always_inline void rd_comm(void *ctx, __u32 off, char *dst)
+{
+	if (off != RTS_NOFIELD)
+		bpf_probe_read_kernel(dst, RTS_COMM_LEN, ctx + off);
+}
+
+/*
+ * Soft timers run in softirq context (or the ktimers thread), the others in
+ * hard IRQ context; the record has no is_soft, but its common header's
+ * flags say TRACE_FLAG_HARDIRQ (0x08, struct trace_entry at offset 2).
+ */
+static __always_inline __u32 in_hardirq(void *ctx)
+{
+	return (rd_u32(ctx, 0) >> 16) & 0x08 ? 1 : 0;
+}
+
+/* The policy a kernel prio implies: FIFO for RT prios (RR looks the same), DEADLINE for -1. */
+static __always_inline __u8 policy_of(__s32 prio)
+{
+	if (prio < 0)
+		return 6;
+	return prio < 100 ? 1 : 0;
+}
+
+static __always_inline struct rts_task_state *tracked(__u32 tid)
+{
+	if (!tid)
+		return 0;
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+static __always_inline struct classic_cpu *ccpu(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&classic_cpus, &zero);
+}
+
+/* Refresh what the records tell of a tracked task's identity. */
+static __always_inline void refresh_identity(struct rts_task_state *st, __s32 prio, const char *comm,
+					     __u32 cpu)
+{
+	struct rts_task_stats *s = rts_stats(st);
+	if (!s)
+		return;
+	s->prio = prio;
+	s->policy = policy_of(prio);
+	s->rt_priority = prio >= 0 && prio < 100 ? 99 - prio : 0;
+	s->last_cpu = cpu;
+	if (comm)
+		__builtin_memcpy(s->comm, comm, RTS_COMM_LEN);
+}
+
+/* Start tracking tid unless it already is. */
+static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 flags, bool sleeping,
+				  __s32 prio, const char *comm, __u32 cpu)
+{
+	if (tid == 0) /* the idle tasks share pid 0 */
+		return;
+	struct rts_task_state zero = {};
+	if (bpf_map_update_elem(&tasks, &tid, &zero, BPF_NOEXIST)) {
+		if (!bpf_map_lookup_elem(&tasks, &tid))
+			rts_count(RTS_C_STORAGE_FAIL); /* the map is full */
+		return;
+	}
+	struct rts_task_state *st = tracked(tid);
+	if (!st)
+		return;
+	if (rts_track_init(st, tid, tgid, target, flags, sleeping)) {
+		bpf_map_delete_elem(&tasks, &tid);
+		return;
+	}
+	if (comm && comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')
+		st->flags |= RTS_TF_IRQ_THREAD;
+	st->prio = prio;
+	st->waiting_cpu = -1;
+	refresh_identity(st, prio, comm, cpu);
+}
+
+/* Is the task wanted by a --tid, --pid or --comm target? */
+static __always_inline struct rts_target *wanted(__u32 tid, __u32 tgid, const char *comm)
+{
+	struct rts_target *w = bpf_map_lookup_elem(&want_tid, &tid);
+	if (!w)
+		w = bpf_map_lookup_elem(&want_tgid, &tgid);
+	if (!w)
+		w = bpf_map_lookup_elem(&want_comm, comm);
+	return w;
+}
+
+static __always_inline void clear_waiting(struct rts_task_state *st)
+{
+	if (!RTS_HAVE_PERCPU_LOOKUP || st->waiting_cpu < 0)
+		return;
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
+	if (cs && cs->waiting_tid == st->tid)
+		cs->waiting_tid = 0;
+	st->waiting_cpu = -1;
+}
+
+static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
+{
+	if (!trace_enabled || !sleep_stacks || !RTS_HAVE_PERCPU_LOOKUP)
+		return;
+	clear_waiting(st);
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
+	if (cs) {
+		cs->waiting_tid = st->tid;
+		cs->waiting_since = rts_wait_start(st);
+		st->waiting_cpu = cpu;
+	}
+}
+
+/* Kernel stack of the current task (interrupted by a timer) while tracked task `waiting` waits. */
+static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
+					__u32 cur_tid, __u32 waiting)
+{
+	long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
+	if (se) {
+		se->a = cur_tid;
+		se->b = (__u32)sid;
+		se->c = waiting;
+		bpf_get_current_comm(se->comm, sizeof(se->comm));
+	}
+	if (sid < 0)
+		rts_count(RTS_C_STACK_LOST);
+}
+
+/*
+ * Start tracking an existing task (no task iterator without BTF): user
+ * space finds it in /proc and runs this with BPF_PROG_TEST_RUN. Arguments:
+ * tid, tgid, target, flags, sleeping (its /proc state), kernel prio, and its
+ * comm as two words. A state that changes meanwhile costs at most its next
+ * sample (the state machine drops an event that does not fit). Returns 0
+ * when the task is tracked.
+ */
+SEC("raw_tp")
+int classic_scan(__u64 *ctx)
+{
+	__u32 tid = ctx[0];
+	__u64 comm[2] = {ctx[6], ctx[7]};
+	track(tid, ctx[1], ctx[2], ctx[3], ctx[4] != 0, (__s32)ctx[5], (const char *)comm,
+	      bpf_get_smp_processor_id());
+	return tracked(tid) ? 0 : 1;
+}
+
+/* ---- scheduler ---- */
+
+SEC("tracepoint/sched/sched_switch")
+int on_sched_switch(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	__u32 prev_pid = rd_u32(ctx, off_switch_prev_pid);
+	__u32 next_pid = rd_u32(ctx, off_switch_next_pid);
+	__s32 prev_prio = (__s32)rd_u32(ctx, off_switch_prev_prio);
+	__s32 next_prio = (__s32)rd_u32(ctx, off_switch_next_prio);
+	/* A long; its low 32 bits on both little-endian targets. */
+	__u32 prev_state = rd_u32(ctx, off_switch_prev_state);
+	bool preempt = prev_state & RTS_TASK_REPORT_MAX;
+	bool voluntary = !preempt && prev_state != 0;
+	char next_comm[RTS_COMM_LEN] = {};
+	rd_comm(ctx, off_switch_next_comm, next_comm);
+
+	/*
+	 * Classic tracepoint programs do not nest: an event that fires while
+	 * another of them runs on this CPU is skipped (bpf_prog_active; the
+	 * programs' recursion misses count them). A lost irq_handler_exit or
+	 * hrtimer_expire_exit would leave this CPU "in hard IRQ" for good; no
+	 * switch happens in hard IRQ context, so a switch ends any.
+	 */
+	if (cs) {
+		cs->irq_depth = 0;
+		cs->cb_function[1] = 0;
+	}
+
+	struct classic_cpu *cc = ccpu();
+	if (cc) {
+		cc->prio = next_prio;
+		cc->tid = next_pid;
+		__builtin_memcpy(cc->comm, next_comm, RTS_COMM_LEN);
+	}
+
+	struct rts_task_state *ps = tracked(prev_pid);
+	struct rts_task_state *ns = tracked(next_pid);
+
+	if (ps && voluntary && trace_enabled) {
+		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
+		if (e) {
+			e->a = ps->tid;
+			long sid = -1;
+			if (sleep_stacks && !ps->armed_expiry && now - ps->last_stack > 1000000) {
+				ps->last_stack = now;
+				sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+				if (sid < 0)
+					rts_count(RTS_C_STACK_LOST);
+			}
+			e->b = (__u32)sid;
+			e->c = prev_state;
+			e->x = ps->armed_expiry;
+			e->y = 0;
+		}
+	}
+
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
+	if (e) {
+		e->a = prev_pid;
+		e->b = next_pid;
+		e->c = prev_state;
+		e->flags = preempt;
+		e->prio_a = rts_prio_byte(prev_prio);
+		e->prio_b = rts_prio_byte(next_prio);
+		e->pol_a = policy_of(prev_prio);
+		e->pol_b = policy_of(next_prio);
+		__builtin_memcpy(e->comm, next_comm, RTS_COMM_LEN);
+	}
+
+	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
+	if (ps) {
+		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
+		ps->armed_expiry = 0;
+	}
+	if (ns && ns->waiting_cpu >= 0)
+		clear_waiting(ns);
+	if (ns) {
+		ns->prio = next_prio;
+		if (rts_on_switch_in(ns, now, cpu, irq_ns))
+			refresh_identity(ns, next_prio, next_comm, cpu);
+	}
+	if (cs)
+		cs->user_pending = ns && ns->release_pending;
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_waking")
+int on_sched_waking(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	struct classic_cpu *cc = ccpu();
+	if (!cs || !cc)
+		return 0;
+	__u32 pid = rd_u32(ctx, off_waking_pid);
+	__s32 prio = (__s32)rd_u32(ctx, off_waking_prio);
+	__u32 target_cpu = rd_u32(ctx, off_waking_target_cpu);
+
+	__u8 ctxk = RTS_WAKER_TASK;
+	__u64 timer_fn = 0, expiry = 0, cb_entry = 0;
+	__u32 cur_tid = bpf_get_current_pid_tgid() & 0xffffffff;
+	__u32 who = cur_tid;
+	if (cs->cb_function[1]) {
+		ctxk = RTS_WAKER_TIMER;
+		timer_fn = cs->cb_function[1];
+		expiry = cs->cb_expiry[1];
+		cb_entry = cs->cb_entry[1];
+	} else if (cs->irq_depth) {
+		ctxk = RTS_WAKER_HARDIRQ;
+		who = cs->irq_nr;
+	} else if (cs->cb_function[0] && cs->cb_soft_tid == who) {
+		ctxk = RTS_WAKER_TIMER;
+		timer_fn = cs->cb_function[0];
+		expiry = cs->cb_expiry[0];
+		cb_entry = cs->cb_entry[0];
+	} else if (cs->softirq_vec && cs->softirq_tid == who) {
+		ctxk = RTS_WAKER_SOFTIRQ;
+		who = cs->softirq_vec - 1;
+	}
+	/* The current task's prio as of its switch-in (a later change is missed). */
+	__s32 cur_prio = cc->tid == cur_tid ? cc->prio : 120;
+
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
+	if (e) {
+		e->a = pid;
+		e->b = who;
+		e->c = target_cpu;
+		e->flags = ctxk;
+		e->prio_a = rts_prio_byte(prio);
+		e->prio_b = rts_prio_byte(cur_prio);
+		e->pol_a = policy_of(prio);
+		e->pol_b = policy_of(cur_prio);
+		if (ctxk == RTS_WAKER_TIMER) {
+			e->x = timer_fn;
+			e->y = expiry;
+		} else {
+			bpf_get_current_comm(e->comm, sizeof(e->comm));
+		}
+	}
+
+	struct rts_task_state *st = tracked(pid);
+	if (!st)
+		return 0;
+	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && cur_prio > st->prio) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
+	}
+	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	if (st->state == RTS_TS_WOKEN) {
+		mark_waiting(st, target_cpu);
+		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
+		    rts_stack_due(now, expiry))
+			stack_event(ctx, cs, cpu, now, cur_tid, st->tid);
+	}
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_migrate_task")
+int on_sched_migrate(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 pid = rd_u32(ctx, off_migrate_pid);
+	__u32 orig = rd_u32(ctx, off_migrate_orig_cpu);
+	__u32 dest = rd_u32(ctx, off_migrate_dest_cpu);
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	if (e) {
+		e->a = pid;
+		e->b = orig;
+		e->c = dest;
+	}
+	struct rts_task_state *st = tracked(pid);
+	if (st && st->state == RTS_TS_WOKEN)
+		mark_waiting(st, dest);
+	if (st && orig != dest) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			s->hygiene[RTS_H_MIGRATION]++;
+	}
+	return 0;
+}
+
+/* ---- task life cycle ---- */
+
+/* Final report of a tracked task and its removal (exit, or its tid reused). */
+static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 cpu)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct rts_task_stats *s = rts_stats(st);
+	if (s) {
+		s->last_cpu = cpu;
+		s->exited = 1;
+	}
+	clear_waiting(st);
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
+	if (e)
+		e->a = st->tid;
+	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
+	bpf_map_delete_elem(&tasks, &tid);
+}
+
+/*
+ * A new task (thread or process), in its parent's context: clone_flags
+ * tells its tgid, which sched_process_fork does not.
+ */
+SEC("tracepoint/task/task_newtask")
+int on_task_newtask(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 child = rd_u32(ctx, off_newtask_pid);
+	__u64 clone_flags = rd_u64(ctx, off_newtask_clone_flags);
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 parent = cur & 0xffffffff;
+	__u32 tgid = (clone_flags & RTS_CLONE_THREAD) ? cur >> 32 : child;
+	char comm[RTS_COMM_LEN] = {};
+	rd_comm(ctx, off_newtask_comm, comm);
+	struct classic_cpu *cc = ccpu();
+	__s32 prio = cc && cc->tid == parent ? cc->prio : 120;
+
+	/* An entry for the new tid is stale (its exit was missed): the tid is reused. */
+	struct rts_task_state *old = tracked(child);
+	if (old)
+		untrack(old, child, cpu);
+
+	struct rts_task_state *pst = tracked(parent);
+	if (pst && (pst->flags & RTS_TF_FOLLOW)) {
+		struct rts_task_stats *s = rts_stats(pst);
+		track(child, tgid, s ? s->target : 0, pst->flags, false, prio, comm, cpu);
+		return 0;
+	}
+	struct rts_target *w = wanted(child, tgid, comm);
+	if (w)
+		track(child, tgid, w->index, w->flags, false, prio, comm, cpu);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int on_sched_exec(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 tid = cur & 0xffffffff;
+	char comm[RTS_COMM_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	struct classic_cpu *cc = ccpu();
+	__s32 prio = cc && cc->tid == tid ? cc->prio : 120;
+	struct rts_task_state *st = tracked(tid);
+	if (st) {
+		refresh_identity(st, prio, comm, cpu);
+		return 0;
+	}
+	struct rts_target *w = wanted(tid, cur >> 32, comm);
+	if (w)
+		track(tid, cur >> 32, w->index, w->flags, false, prio, comm, cpu);
+	return 0;
+}
+
+SEC("tracepoint/task/task_rename")
+int on_task_rename(void *ctx)
+{
+	__u32 tid = rd_u32(ctx, off_rename_pid);
+	char name[RTS_COMM_LEN] = {};
+	rd_comm(ctx, off_rename_newcomm, name);
+	struct rts_task_state *st = tracked(tid);
+	if (st) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			__builtin_memcpy(s->comm, name, sizeof(name));
+		return 0;
+	}
+	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
+	if (!w)
+		return 0;
+	/* Renamed by itself (prctl), else through /proc: the tgid is known only in the first case. */
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 tgid = (cur & 0xffffffff) == tid ? cur >> 32 : tid;
+	struct classic_cpu *cc = ccpu();
+	__s32 prio = cc && cc->tid == tid ? cc->prio : 120;
+	track(tid, tgid, w->index, w->flags, (cur & 0xffffffff) != tid, prio, name,
+	      bpf_get_smp_processor_id());
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int on_sched_exit(void *ctx)
+{
+	__u32 tid = rd_u32(ctx, off_exit_pid);
+	struct rts_task_state *st = tracked(tid);
+	if (!st)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	char comm[RTS_COMM_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	refresh_identity(st, (__s32)rd_u32(ctx, off_exit_prio), comm, cpu);
+	untrack(st, tid, cpu);
+	return 0;
+}
+
+/* ---- timers ---- */
+
+/*
+ * A timer's soft expiry in CLOCK_MONOTONIC, from its base clock's value
+ * `expires` and that clock's reading `base_now` taken about `now`: a
+ * monotonic base (CLOCK_MONOTONIC, and BOOTTIME without suspend) reads as
+ * ktime, exactly; another base (REALTIME, TAI) is shifted by the difference
+ * of the two readings, which makes the expiry late by the time from the
+ * interrupt's clock reading to this callback (a few us): the timer IRQ
+ * latency of such sleeps is understated by that much.
+ */
+static __always_inline __u64 timer_expiry(__s64 expires, __s64 base_now, __u64 now)
+{
+	if (base_now <= (__s64)now && (__s64)now - base_now < 1000000000LL)
+		return expires;
+	return expires - (base_now - (__s64)now);
+}
+
+/* A tracked task arms its sleeper timer: note the expiry, classify the sleep. */
+SEC("tracepoint/timer/hrtimer_start")
+int on_hrtimer_start(void *ctx)
+{
+	if (!hrtimer_wakeup_fn || rd_u64(ctx, off_hrstart_function) != hrtimer_wakeup_fn)
+		return 0;
+	__u32 tid = bpf_get_current_pid_tgid() & 0xffffffff;
+	struct rts_task_state *st = tracked(tid);
+	if (!st)
+		return 0;
+	__u64 timer = rd_u64(ctx, off_hrstart_hrtimer);
+	__s64 soft = (__s64)rd_u64(ctx, off_hrstart_softexpires);
+	__u32 mode = rd_u32(ctx, off_hrstart_mode);
+	bpf_map_update_elem(&armed, &timer, &soft, BPF_ANY);
+	__u64 now = bpf_ktime_get_ns();
+	/* A monotonic expiry is near ktime; a REALTIME/TAI one is decades away. */
+	bool wall = soft - (__s64)now > 1000000000000000LL;
+	st->armed_expiry = wall ? 0 : soft;
+	struct rts_task_stats *s = rts_stats(st);
+	if (!s)
+		return 0;
+	if (mode & 1) /* HRTIMER_MODE_REL */
+		s->hygiene[RTS_H_REL_TIMER]++;
+	if (wall)
+		s->hygiene[RTS_H_REALTIME_CLOCK]++;
+	return 0;
+}
+
+SEC("tracepoint/timer/hrtimer_expire_entry")
+int on_hrtimer_expire_entry(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 slot = in_hardirq(ctx);
+	__u64 fn = rd_u64(ctx, off_hrentry_function);
+	__u64 timer = rd_u64(ctx, off_hrentry_hrtimer);
+	__u64 expiry = 0;
+	__s64 *soft = bpf_map_lookup_elem(&armed, &timer);
+	if (soft) {
+		expiry = timer_expiry(*soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
+		bpf_map_delete_elem(&armed, &timer);
+	}
+	cs->cb_function[slot & 1] = fn;
+	cs->cb_expiry[slot & 1] = expiry;
+	cs->cb_entry[slot & 1] = now;
+	if (!slot)
+		cs->cb_soft_tid = bpf_get_current_pid_tgid() & 0xffffffff;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_TIMER_ENTRY);
+	if (e) {
+		e->flags = slot;
+		e->x = fn;
+		e->y = expiry;
+	}
+	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
+		__u32 tid = bpf_get_current_pid_tgid() & 0xffffffff;
+		if (tid != 0 && tid != cs->waiting_tid)
+			stack_event(ctx, cs, cpu, now, tid, cs->waiting_tid);
+	}
+	return 0;
+}
+
+SEC("tracepoint/timer/hrtimer_expire_exit")
+int on_hrtimer_expire_exit(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 slot = in_hardirq(ctx);
+	__u64 fn = cs->cb_function[slot & 1];
+	cs->cb_function[slot & 1] = 0;
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);
+	if (e) {
+		e->flags = slot;
+		e->x = fn;
+	}
+	return 0;
+}
+
+/*
+ * rseq_update fires on the exit to user space that follows a context switch
+ * of a thread with a registered rseq area (glibc >= 2.35): the return to
+ * user of a timer sleep. Optional: the tracepoint came in Linux 4.18.
+ */
+SEC("tracepoint/rseq/rseq_update")
+int on_rseq_update(void *ctx)
+{
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs || !cs->user_pending)
+		return 0;
+	cs->user_pending = 0;
+	struct rts_task_state *st = tracked(bpf_get_current_pid_tgid() & 0xffffffff);
+	if (!st || !st->release_pending)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
+	if (e)
+		e->a = st->tid;
+	rts_on_user_return(st, now, cpu);
+	return 0;
+}
+
+/* ---- interrupts ---- */
+
+SEC("tracepoint/irq/irq_handler_entry")
+int on_irq_entry(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 irq = rd_u32(ctx, off_irq_entry_irq);
+	if (cs->irq_depth++ == 0)
+		cs->irq_entry = now;
+	cs->irq_nr = irq;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_ENTRY);
+	if (e)
+		e->a = irq;
+	return 0;
+}
+
+SEC("tracepoint/irq/irq_handler_exit")
+int on_irq_exit(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	if (cs->irq_depth && --cs->irq_depth == 0 && now > cs->irq_entry)
+		cs->irq_ns += now - cs->irq_entry;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_EXIT);
+	if (e) {
+		e->a = rd_u32(ctx, off_irq_exit_irq);
+		e->c = rd_u32(ctx, off_irq_exit_ret);
+	}
+	return 0;
+}
+
+SEC("tracepoint/irq/softirq_entry")
+int on_softirq_entry(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	__u32 vec = rd_u32(ctx, off_softirq_vec);
+	cs->softirq_vec = vec + 1;
+	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
+	cs->softirq_entry = now;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_ENTRY);
+	if (e)
+		e->a = vec;
+	return 0;
+}
+
+SEC("tracepoint/irq/softirq_exit")
+int on_softirq_exit(void *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return 0;
+	if (cs->softirq_vec && now > cs->softirq_entry)
+		cs->softirq_ns += now - cs->softirq_entry;
+	cs->softirq_vec = 0;
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_EXIT);
+	if (e)
+		e->a = rd_u32(ctx, off_softirq_vec);
+	return 0;
+}

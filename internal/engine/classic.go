@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/tpformat"
+)
+
+// Engine kinds (Config.Engine, Features.Engine).
+const (
+	EngineAuto    = ""        // BTF when the kernel has it, else classic
+	EngineBTF     = "btf"     // tp_btf, task storage, CO-RE (rtscope.bpf.c)
+	EngineClassic = "classic" // classic tracepoints, offsets from tracefs (classic.bpf.c)
+)
+
+// ClassicLimits are what the classic engine cannot measure, for the JSON
+// features and the README: the tracepoint records do not carry it.
+var ClassicLimits = []string{
+	"policy and affinity come from the live task when stats are read (sched_getattr, sched_getaffinity), not from the kernel at each switch; an exited task keeps the policy its prio implies (FIFO for RT prios: RR looks the same)",
+	"hypervisor steal is not in the flight recorder (it is read from the run queue, a kernel structure)",
+	"return to user (timer-user) only through the rseq_update tracepoint: threads with a registered rseq area (glibc >= 2.35)",
+	"threaded IRQ handler time is the on-CPU time of each irq/N activation (no fentry)",
+	"the expiry of CLOCK_REALTIME/TAI sleeper timers is taken from the interrupt's clock reading: their timer IRQ latency is understated by a few us",
+	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
+	"timer expiries of other timers than task sleeps are not in the flight recorder",
+	"its programs do not nest: an event during another of its programs on the same CPU (an interrupt in sched_switch's) is not seen; the kernel counts them as the programs' recursion misses",
+}
+
+// KernelBTF says why the running kernel's BTF cannot be used (nil: it can).
+// An empty or unreadable /sys/kernel/btf/vmlinux counts as missing.
+func KernelBTF() error {
+	f, err := os.Open("/sys/kernel/btf/vmlinux")
+	if err != nil {
+		return fmt.Errorf("no usable kernel BTF: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	var b [4]byte
+	if n, err := f.Read(b[:]); n < 4 || err != nil {
+		return errors.New("no usable kernel BTF: /sys/kernel/btf/vmlinux is empty")
+	}
+	return nil
+}
+
+// chooseEngine resolves Config.Engine: the kind to load, and why when it
+// is the classic one.
+func chooseEngine(want string) (kind, why string, err error) {
+	switch want {
+	case EngineBTF:
+		return EngineBTF, "", nil
+	case EngineClassic:
+		return EngineClassic, "forced by --engine classic", nil
+	case EngineAuto:
+		if err := KernelBTF(); err != nil {
+			return EngineClassic, err.Error() + "; the classic engine (classic tracepoints) runs instead", nil
+		}
+		return EngineBTF, "", nil
+	}
+	return "", "", fmt.Errorf("--engine %q: must be btf or classic", want)
+}
+
+// classicField binds a load-time constant of classic.bpf.c to a tracepoint field.
+type classicField struct {
+	variable, system, event, field string
+	required                       bool
+}
+
+var classicFields = []classicField{
+	{"off_switch_prev_pid", "sched", "sched_switch", "prev_pid", true},
+	{"off_switch_prev_prio", "sched", "sched_switch", "prev_prio", true},
+	{"off_switch_prev_state", "sched", "sched_switch", "prev_state", true},
+	{"off_switch_next_comm", "sched", "sched_switch", "next_comm", true},
+	{"off_switch_next_pid", "sched", "sched_switch", "next_pid", true},
+	{"off_switch_next_prio", "sched", "sched_switch", "next_prio", true},
+	{"off_waking_pid", "sched", "sched_waking", "pid", true},
+	{"off_waking_prio", "sched", "sched_waking", "prio", true},
+	{"off_waking_target_cpu", "sched", "sched_waking", "target_cpu", true},
+	{"off_newtask_pid", "task", "task_newtask", "pid", true},
+	{"off_newtask_comm", "task", "task_newtask", "comm", true},
+	{"off_newtask_clone_flags", "task", "task_newtask", "clone_flags", true},
+	{"off_exec_pid", "sched", "sched_process_exec", "pid", true},
+	{"off_exit_pid", "sched", "sched_process_exit", "pid", true},
+	{"off_exit_prio", "sched", "sched_process_exit", "prio", false},
+	{"off_migrate_pid", "sched", "sched_migrate_task", "pid", true},
+	{"off_migrate_orig_cpu", "sched", "sched_migrate_task", "orig_cpu", true},
+	{"off_migrate_dest_cpu", "sched", "sched_migrate_task", "dest_cpu", true},
+	{"off_rename_pid", "task", "task_rename", "pid", true},
+	{"off_rename_newcomm", "task", "task_rename", "newcomm", true},
+	{"off_hrstart_hrtimer", "timer", "hrtimer_start", "hrtimer", true},
+	{"off_hrstart_function", "timer", "hrtimer_start", "function", true},
+	{"off_hrstart_softexpires", "timer", "hrtimer_start", "softexpires", true},
+	{"off_hrstart_mode", "timer", "hrtimer_start", "mode", false},
+	{"off_hrentry_hrtimer", "timer", "hrtimer_expire_entry", "hrtimer", true},
+	{"off_hrentry_now", "timer", "hrtimer_expire_entry", "now", true},
+	{"off_hrentry_function", "timer", "hrtimer_expire_entry", "function", true},
+	{"off_hrexit_hrtimer", "timer", "hrtimer_expire_exit", "hrtimer", false},
+	{"off_irq_entry_irq", "irq", "irq_handler_entry", "irq", true},
+	{"off_irq_exit_irq", "irq", "irq_handler_exit", "irq", true},
+	{"off_irq_exit_ret", "irq", "irq_handler_exit", "ret", false},
+	{"off_softirq_vec", "irq", "softirq_entry", "vec", true},
+}
+
+// classicNoField is RTS_NOFIELD: a field the kernel's record lacks.
+const classicNoField = 0xffff
+
+// classicOffsets reads each field's offset with read (tpformat.ReadFormat
+// outside tests), and checks that it has the size and kind the BPF side
+// reads: ints of 4 bytes (or a long for prev_state), pointers and times of
+// 8, comms as char[16] arrays.
+func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (map[string]uint32, error) {
+	formats := map[string]*tpformat.Format{}
+	out := map[string]uint32{}
+	for _, b := range classicFields {
+		key := b.system + "/" + b.event
+		f, ok := formats[key]
+		if !ok {
+			var err error
+			if f, err = read(b.system, b.event); err != nil {
+				return nil, fmt.Errorf("the classic engine needs tracepoint %s: %w", key, err)
+			}
+			formats[key] = f
+		}
+		fd, ok := f.Fields[b.field]
+		if !ok {
+			if b.required {
+				return nil, fmt.Errorf("tracepoint %s has no field %s, which the classic engine needs", key, b.field)
+			}
+			out[b.variable] = classicNoField
+			continue
+		}
+		var sizeOK bool
+		switch {
+		case strings.HasSuffix(b.field, "comm"):
+			sizeOK = !fd.DataLoc && fd.Size == 16
+		case b.field == "prev_state":
+			sizeOK = fd.Size == 4 || fd.Size == 8
+		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "now" || b.field == "clone_flags":
+			sizeOK = fd.Size == 8
+		default:
+			sizeOK = fd.Size == 4
+		}
+		if !sizeOK || fd.Offset >= classicNoField {
+			return nil, fmt.Errorf("tracepoint %s field %s is %s of %d bytes at %d, which the classic engine cannot read", key, b.field, fd.Type, fd.Size, fd.Offset)
+		}
+		out[b.variable] = fd.Offset
+	}
+	return out, nil
+}
+
+// classicAttach lists the classic engine's programs and their tracepoints;
+// the optional ones cost a feature when missing.
+var classicAttach = []struct {
+	prog, system, event string
+	optional            bool
+}{
+	{"on_sched_switch", "sched", "sched_switch", false},
+	{"on_sched_waking", "sched", "sched_waking", false},
+	{"on_sched_migrate", "sched", "sched_migrate_task", false},
+	{"on_task_newtask", "task", "task_newtask", false},
+	{"on_sched_exec", "sched", "sched_process_exec", false},
+	{"on_task_rename", "task", "task_rename", false},
+	{"on_sched_exit", "sched", "sched_process_exit", false},
+	{"on_hrtimer_start", "timer", "hrtimer_start", false},
+	{"on_hrtimer_expire_entry", "timer", "hrtimer_expire_entry", false},
+	{"on_hrtimer_expire_exit", "timer", "hrtimer_expire_exit", false},
+	{"on_irq_entry", "irq", "irq_handler_entry", false},
+	{"on_irq_exit", "irq", "irq_handler_exit", false},
+	{"on_softirq_entry", "irq", "softirq_entry", false},
+	{"on_softirq_exit", "irq", "softirq_exit", false},
+	{"on_rseq_update", "rseq", "rseq_update", true},
+}
+
+// loadClassic loads classic.bpf.c with the shared settings vars and this
+// kernel's field offsets; its maps fill e.objs.bpfMaps, so that every
+// reader of the engine works unchanged.
+func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) error {
+	spec, err := loadClassic()
+	if err != nil {
+		return err
+	}
+	offs, err := classicOffsets(tpformat.ReadFormat)
+	if err != nil {
+		return err
+	}
+	for name, v := range offs {
+		vars[name] = v
+	}
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	spec.Maps["flight"].MaxEntries = flightEntries
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	if err != nil {
+		return explainLoadError(err)
+	}
+	if err := coll.Assign(&e.objs.bpfMaps); err != nil {
+		coll.Close()
+		return err
+	}
+	e.optional = append(e.optional, coll)
+	return nil
+}
+
+// attachClassic attaches the classic programs to their tracepoints.
+func (e *Engine) attachClassic() error {
+	progs := e.optional[0].Programs
+	for _, p := range classicAttach {
+		l, err := link.Tracepoint(p.system, p.event, progs[p.prog], nil)
+		if err != nil {
+			if p.optional {
+				e.Features.UserReturn = fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err)
+				continue
+			}
+			e.detach()
+			return fmt.Errorf("attaching %s to tracepoint %s/%s: %w", p.prog, p.system, p.event, err)
+		}
+		e.links = append(e.links, l)
+	}
+	return nil
+}
+
+// scanClassic starts tracking the existing tasks that match a target,
+// found in /proc (no task iterator without BTF): each is registered by
+// running classic_scan with its /proc state, at once, so that a caller sees
+// it tracked on return as with the BTF engine.
+func (e *Engine) scanClassic() error {
+	scan := e.optional[0].Programs["classic_scan"]
+	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	if err != nil {
+		return err
+	}
+	for _, p := range tasks {
+		tgid64, err1 := strconv.ParseUint(filepath.Base(filepath.Dir(filepath.Dir(p))), 10, 32)
+		tid64, err2 := strconv.ParseUint(filepath.Base(p), 10, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		tid, tgid := uint32(tid64), uint32(tgid64)
+		st, err := readProcStat(filepath.Join(p, "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		var w bpfRtsTarget
+		var key [16]byte
+		copy(key[:15], st.comm)
+		if e.objs.WantTid.Lookup(tid, &w) != nil && e.objs.WantTgid.Lookup(tgid, &w) != nil &&
+			e.objs.WantComm.Lookup(key, &w) != nil {
+			continue
+		}
+		sleeping := uint64(0)
+		if st.state != 'R' {
+			sleeping = 1
+		}
+		args := []uint64{uint64(tid), uint64(tgid), uint64(w.Index), uint64(w.Flags), sleeping, uint64(int64(st.prio)),
+			binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])}
+		ret, err := scan.Run(&ebpf.RunOptions{Context: args})
+		if err != nil {
+			return fmt.Errorf("tracking task %d: %w", tid, err)
+		}
+		_ = ret // not tracked: counted in lost.tasks_not_tracked, or the task exited meanwhile
+	}
+	return nil
+}
+
+// procStat is what scanClassic needs of /proc/PID/task/TID/stat.
+type procStat struct {
+	comm  string
+	state byte
+	prio  int // kernel prio: the stat file's priority + 100 (MAX_RT_PRIO)
+}
+
+// readProcStat parses a stat file: "tid (comm) state ... priority(18th) ...";
+// the comm may hold spaces and parentheses, so fields count from the last ')'.
+func readProcStat(path string) (procStat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(string(b))
+}
+
+func parseProcStat(s string) (procStat, error) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("no comm in the stat line")
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 16 || len(f[0]) != 1 {
+		return procStat{}, errors.New("short stat line")
+	}
+	prio, err := strconv.Atoi(f[15]) // field 18 overall
+	if err != nil {
+		return procStat{}, fmt.Errorf("bad priority %q", f[15])
+	}
+	return procStat{comm: s[open+1 : end], state: f[0][0], prio: prio + 100}, nil
+}
+
+// classicIdent is what classicIdentity last read of a live task.
+type classicIdent struct {
+	policy       uint32
+	mask, nrCPUs uint64
+}
+
+// classicIdentity fills in what the classic engine's records lack from the
+// live task: its policy and affinity. An exited task keeps what was read
+// while it lived (else BPF's guess from its prio). Safe for concurrent use.
+func (e *Engine) classicIdentity(s *TaskStats) {
+	e.identMu.Lock()
+	defer e.identMu.Unlock()
+	if e.ident == nil {
+		e.ident = map[uint64]classicIdent{}
+	}
+	if s.Exited != 0 {
+		if id, ok := e.ident[s.Id]; ok {
+			s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+		}
+		return
+	}
+	attr, err := unix.SchedGetAttr(int(s.Tid), 0)
+	if err != nil {
+		return
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(int(s.Tid), &set); err != nil {
+		return
+	}
+	var mask uint64
+	for c := 0; c < 64; c++ {
+		if set.IsSet(c) {
+			mask |= 1 << c
+		}
+	}
+	id := classicIdent{policy: attr.Policy, mask: mask, nrCPUs: uint64(set.Count())}
+	e.ident[s.Id] = id
+	s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+}
