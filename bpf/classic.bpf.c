@@ -208,29 +208,6 @@ static __always_inline struct rts_target *wanted(__u32 tid, __u32 tgid, const ch
 	return w;
 }
 
-static __always_inline void clear_waiting(struct rts_task_state *st)
-{
-	if (!RTS_HAVE_PERCPU_LOOKUP || st->waiting_cpu < 0)
-		return;
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
-	if (cs && cs->waiting_tid == st->tid)
-		cs->waiting_tid = 0;
-	st->waiting_cpu = -1;
-}
-
-static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
-{
-	if (!trace_enabled || !sleep_stacks || !RTS_HAVE_PERCPU_LOOKUP)
-		return;
-	clear_waiting(st);
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
-	if (cs) {
-		cs->waiting_tid = st->tid;
-		cs->waiting_since = rts_wait_start(st);
-		st->waiting_cpu = cpu;
-	}
-}
-
 /* Kernel stack of the current task (interrupted by a timer) while tracked task `waiting` waits. */
 static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
 					__u32 cur_tid, __u32 waiting)
@@ -343,7 +320,7 @@ int on_sched_switch(void *ctx)
 		ps->armed_expiry = 0;
 	}
 	if (ns && ns->waiting_cpu >= 0)
-		clear_waiting(ns);
+		rts_clear_waiting(ns);
 	if (ns) {
 		ns->prio = next_prio;
 		if (rts_on_switch_in(ns, now, cpu, irq_ns))
@@ -419,7 +396,7 @@ int on_sched_waking(void *ctx)
 	}
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
 	if (st->state == RTS_TS_WOKEN) {
-		mark_waiting(st, target_cpu);
+		rts_mark_waiting(st, target_cpu);
 		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
 		    rts_stack_due(now, expiry))
 			stack_event(ctx, cs, cpu, now, cur_tid, st->tid);
@@ -442,7 +419,7 @@ int on_sched_migrate(void *ctx)
 	}
 	struct rts_task_state *st = tracked(pid);
 	if (st && st->state == RTS_TS_WOKEN)
-		mark_waiting(st, dest);
+		rts_mark_waiting(st, dest);
 	if (st && orig != dest) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
@@ -462,7 +439,7 @@ static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 
 		s->last_cpu = cpu;
 		s->exited = 1;
 	}
-	clear_waiting(st);
+	rts_clear_waiting(st);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
 	if (e)
 		e->a = st->tid;

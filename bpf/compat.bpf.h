@@ -39,8 +39,8 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  * probes for it and clears waiter_stacks where it is missing; the verifier
  * then drops the calls as dead code (the constant is known at load), and the
  * blocking thread's stack is not sampled (features.waiter_stacks says so).
+ * The check is in rts_mark_waiting/rts_clear_waiting (task_logic.bpf.h).
  */
-#define RTS_HAVE_PERCPU_LOOKUP waiter_stacks
 
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */
 static __always_inline __u8 rts_prio_byte(int prio)

@@ -140,34 +140,6 @@ static __always_inline struct rts_target *wanted(struct task_struct *t)
 	return w;
 }
 
-/* The task no longer waits where it was marked (it runs, or moved). */
-static __always_inline void clear_waiting(struct rts_task_state *st)
-{
-	if (!RTS_HAVE_PERCPU_LOOKUP || st->waiting_cpu < 0)
-		return;
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
-	if (cs && cs->waiting_tid == st->tid)
-		cs->waiting_tid = 0;
-	st->waiting_cpu = -1;
-}
-
-/*
- * Remember that a tracked task waits for `cpu`: timer interrupts there then
- * sample the kernel stack of whatever runs instead (the blocking thread).
- */
-static __always_inline void mark_waiting(struct rts_task_state *st, __u32 cpu)
-{
-	if (!trace_enabled || !sleep_stacks || !RTS_HAVE_PERCPU_LOOKUP)
-		return;
-	clear_waiting(st);
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
-	if (cs) {
-		cs->waiting_tid = st->tid;
-		cs->waiting_since = rts_wait_start(st);
-		st->waiting_cpu = cpu;
-	}
-}
-
 /* Record the kernel stack of `cur` (interrupted by a timer) while tracked task `waiting` waits. */
 static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
 					struct task_struct *cur, __u32 waiting)
@@ -243,7 +215,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		ps->armed_expiry = 0;
 	}
 	if (ns && ns->waiting_cpu >= 0)
-		clear_waiting(ns);
+		rts_clear_waiting(ns);
 	if (ns) {
 		ns->prio = next->prio;
 		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns);
@@ -336,7 +308,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	}
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
 	if (st->state == RTS_TS_WOKEN) {
-		mark_waiting(st, p->thread_info.cpu);
+		rts_mark_waiting(st, p->thread_info.cpu);
 		/*
 		 * A timer releases a tracked task late on a busy CPU: the stack of
 		 * the task its interrupt stopped is rtla's "blocking thread"
@@ -364,7 +336,7 @@ int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 	}
 	struct rts_task_state *st = tracked(p);
 	if (st && st->state == RTS_TS_WOKEN)
-		mark_waiting(st, dest_cpu);
+		rts_mark_waiting(st, dest_cpu);
 	if (st && orig != (__u32)dest_cpu) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
@@ -447,7 +419,7 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 		refresh_identity(st, p, cpu);
 		s->exited = 1;
 	}
-	clear_waiting(st);
+	rts_clear_waiting(st);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
 	if (e)
 		e->a = st->tid;

@@ -213,6 +213,38 @@ static __always_inline __u64 rts_wait_start(struct rts_task_state *st)
 	return st->release_pending ? st->release_expiry : st->wake_ts;
 }
 
+/*
+ * The task no longer waits where it was marked (it runs, or moved). Both
+ * engines' hooks call it. waiter_stacks is false on kernels without
+ * bpf_map_lookup_percpu_elem (compat.bpf.h): the calls are then dead code.
+ */
+static __always_inline void rts_clear_waiting(struct rts_task_state *st)
+{
+	if (!waiter_stacks || st->waiting_cpu < 0)
+		return;
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, st->waiting_cpu);
+	if (cs && cs->waiting_tid == st->tid)
+		cs->waiting_tid = 0;
+	st->waiting_cpu = -1;
+}
+
+/*
+ * Remember that a tracked task waits for `cpu`: timer interrupts there then
+ * sample the kernel stack of whatever runs instead (the blocking thread).
+ */
+static __always_inline void rts_mark_waiting(struct rts_task_state *st, __u32 cpu)
+{
+	if (!trace_enabled || !sleep_stacks || !waiter_stacks)
+		return;
+	rts_clear_waiting(st);
+	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
+	if (cs) {
+		cs->waiting_tid = st->tid;
+		cs->waiting_since = rts_wait_start(st);
+		st->waiting_cpu = cpu;
+	}
+}
+
 /* Is a stack of what keeps a task waiting since `since` worth its cost at `now`? */
 static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 {
