@@ -599,16 +599,25 @@ func (e *Engine) Scan() error {
 		return err
 	}
 	defer r.Close() //nolint:errcheck // read-only
-	// The iterator prints nothing: reading it to the end runs the program
-	// on every task. io.EOF is that end; any other error (the kernel's
-	// EAGAIN or EINTR mid-walk) leaves tasks unscanned and is returned.
+	return readIter(r)
+}
+
+// readIter reads a task iterator to its end. It prints nothing: reading
+// runs the program on every task. io.EOF is that end. EAGAIN is the kernel
+// pausing a read that visited a million objects without output
+// (bpf_seq_read, MAX_ITER_OBJECTS): the next read goes on from there
+// (track_existing always returns 0, so it is never the program's retry).
+// Any other error leaves tasks unscanned and is returned.
+func readIter(r io.Reader) error {
 	buf := make([]byte, 4096)
 	for {
 		_, err := r.Read(buf)
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case errors.Is(err, unix.EAGAIN):
+			continue
+		case err != nil:
 			return fmt.Errorf("task iterator: %w", err)
 		}
 	}
