@@ -321,9 +321,10 @@ func (s *watcher) Tracking(e *engine.Engine) error {
 		if err := s.launched.Resume(); err != nil {
 			return err
 		}
-		s.cmdWait = make(chan struct{})
+		done, cmd := make(chan struct{}), s.launched.Cmd
+		s.cmdWait = done
 		// Its status is read from Cmd.ProcessState at the end.
-		go func(done chan struct{}) { _ = s.launched.Cmd.Wait(); close(done) }(s.cmdWait)
+		go func() { _ = cmd.Wait(); close(done) }()
 	}
 	// Pinned after the command is forked: it keeps its own affinity.
 	if len(s.o.Housekeeping) > 0 {
@@ -356,13 +357,7 @@ func (s *watcher) Poll(ns []engine.Notice) (bool, error) {
 		default:
 		}
 	}
-	if s.cmdWait != nil && !s.cmdExited {
-		select {
-		case <-s.cmdWait:
-			s.cmdExited = true
-		default:
-		}
-	}
+	s.checkCmd()
 	if err := s.handle(ns); err != nil {
 		return false, err
 	}
@@ -373,6 +368,18 @@ func (s *watcher) Poll(ns []engine.Notice) (bool, error) {
 		s.everTracked = true
 	}
 	return s.targetsGone(), nil
+}
+
+// checkCmd notes whether the launched command has ended (without waiting).
+func (s *watcher) checkCmd() {
+	if s.cmdWait == nil || s.cmdExited {
+		return
+	}
+	select {
+	case <-s.cmdWait:
+		s.cmdExited = true
+	default:
+	}
 }
 
 // liveTable prints the live table (Options.Interval, unless Quiet).
@@ -393,13 +400,7 @@ func (s *watcher) Finish(session.End) error {
 		<-s.actDone // on-threshold actions still running: let them finish
 		s.actDone = nil
 	}
-	if s.cmdWait != nil && !s.cmdExited {
-		select {
-		case <-s.cmdWait:
-			s.cmdExited = true
-		default:
-		}
-	}
+	s.checkCmd() // an exit at the same time as the end: not stopped by rtscope
 	stoppedCmd := s.launched != nil && !s.cmdExited
 	if stoppedCmd {
 		// Stopped before the command ended: stop it too.
