@@ -763,7 +763,7 @@ func (e *Engine) MemoryBytes() uint64 {
 			total += v
 		}
 	}
-	for _, m := range e.maps() {
+	for _, m := range e.loadedMaps() {
 		add(m)
 	}
 	for _, p := range e.programs() {

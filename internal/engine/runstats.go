@@ -34,10 +34,10 @@ func (e *Engine) collections() []*ebpf.Collection {
 	return append([]*ebpf.Collection{e.core}, e.optional...)
 }
 
-// maps lists the engine's maps: those Assign took (bpfMaps, read by
+// loadedMaps lists the engine's maps: those Assign took (bpfMaps, read by
 // reflection so that a new map needs no edit here) and any left in the
 // collections (their .rodata/.bss); shared maps appear more than once.
-func (e *Engine) maps() []*ebpf.Map {
+func (e *Engine) loadedMaps() []*ebpf.Map {
 	var out []*ebpf.Map
 	rv := reflect.ValueOf(&e.objs.bpfMaps).Elem()
 	for i := 0; i < rv.NumField(); i++ {
