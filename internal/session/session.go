@@ -153,8 +153,10 @@ func CheckOnline(flag string, cpus, online []int) error {
 	return nil
 }
 
-// Run runs one session of tool and says why it ended. Nothing stays
-// attached once it returns: the tool is closed, then the engine.
+// Run runs one session of tool and says why it ended (meaningful when err
+// is nil: a failed step returns its error, and Finish does not run).
+// Nothing stays attached once it returns: the tool is closed, then the
+// engine, on every path.
 func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	if err := spec.Check(); err != nil {
 		return 0, err
