@@ -169,7 +169,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	t.Run("bad-options", func(t *testing.T) {
 		for _, s := range []Spec{{Poll: time.Millisecond, CPUs: []int{1 << 20}}, {Poll: time.Millisecond, Housekeeping: []int{1 << 20}},
-			{Poll: time.Millisecond, Duration: -time.Second}} {
+			{Poll: time.Millisecond, Duration: -time.Second}, {}, {Poll: time.Millisecond, Every: []Job{{Run: func() bool { return true }}}}} {
 			f := &fakeTool{}
 			if _, err := Run(context.Background(), s, f); err == nil || len(f.calls) != 0 {
 				t.Errorf("%+v: %v after %v; want refused before any step", s, err, f.calls)

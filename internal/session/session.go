@@ -164,6 +164,11 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	if spec.Poll <= 0 {
 		return 0, errors.New("session: no poll period")
 	}
+	for i, j := range spec.Every {
+		if j.Every <= 0 {
+			return 0, fmt.Errorf("session: job %d has no period", i)
+		}
+	}
 	log := spec.Log
 	if log == nil {
 		log = os.Stderr
@@ -212,6 +217,7 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 // the session. One timer serves every job: each runs when due, at most
 // once per wake (as a time.Ticker drops the ticks a slow reader missed).
 func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, error) {
+	// The poll is the first job: it reads the notices for the tool.
 	var pollErr error
 	jobs := append([]Job{{Every: spec.Poll, Run: func() bool {
 		ns, err := eng.Notices(time.Now())
@@ -227,11 +233,12 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 	}}}, spec.Every...)
 	start := time.Now()
 	next := make([]time.Time, len(jobs))
+	first := start.Add(spec.Poll)
 	for i, j := range jobs {
-		if j.Every <= 0 {
-			return 0, fmt.Errorf("session: job %d has no period", i)
-		}
 		next[i] = start.Add(j.Every)
+		if next[i].Before(first) {
+			first = next[i]
+		}
 	}
 	var deadline <-chan time.Time
 	if spec.Duration > 0 {
@@ -239,7 +246,7 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 		defer t.Stop()
 		deadline = t.C
 	}
-	wake := time.NewTimer(spec.Poll)
+	wake := time.NewTimer(time.Until(first))
 	defer wake.Stop()
 	for {
 		select {
@@ -251,7 +258,7 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 			f(eng)
 		case <-wake.C:
 			now := time.Now()
-			first := time.Time{}
+			first = time.Time{}
 			for i, j := range jobs {
 				if !now.Before(next[i]) {
 					if j.Run() {
