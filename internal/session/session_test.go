@@ -18,7 +18,7 @@ func TestCPUOptions(t *testing.T) {
 		t.Errorf("ParseCPUs(-H a): %v, want an error naming -H", err)
 	}
 	if err := CheckOnline("-c", []int{0, 3}, []int{0, 1}); err == nil || !strings.Contains(err.Error(), "CPU 3 not online") {
-		t.Errorf("checkOnline: %v", err)
+		t.Errorf("CheckOnline: %v", err)
 	}
 	if err := CheckOnline("-H", []int{4096, 5, 1}, []int{0, 1}); err == nil || err.Error() != "-H: CPU 5,4096 not online (online: 0-1)" {
 		t.Errorf("CheckOnline(-H 4096,5,1): %v", err)
