@@ -222,14 +222,14 @@ func (a *accountant) onCPU(phase string, cpu int, from, to int64) {
 	a.tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) { a.ctxItem(phase, cpu, f, t, c) })
 }
 
-func sleepReason(sg *taskSeg) string {
+func sleepReason(sg *taskSeg) trace.Reason {
 	switch {
 	case sg.sleep != nil && sg.sleep.Reason != "":
 		return sg.sleep.Reason
 	case sg.state != "":
-		return "sleep (state " + sg.state + ")"
+		return trace.ReasonInState(sg.state)
 	}
-	return "sleep"
+	return trace.ReasonSleep
 }
 
 func wakerLabel(w *trace.Waker) string {
@@ -237,20 +237,20 @@ func wakerLabel(w *trace.Waker) string {
 		return "not woken in the window"
 	}
 	switch w.Kind {
-	case "task":
+	case trace.WakerTask:
 		return "woken by " + who(&Thread{TID: w.TID, Comm: w.Comm, Sched: w.Sched})
-	case "hardirq":
+	case trace.WakerHardIRQ:
 		s := fmt.Sprintf("woken by hard IRQ %d", deref(w.IRQ))
 		if w.IRQName != "" {
 			s += " " + w.IRQName
 		}
 		return s
-	case "softirq":
+	case trace.WakerSoftIRQ:
 		return "woken by softirq " + w.VecName
-	case "timer":
+	case trace.WakerTimer:
 		return "woken by its timer (" + w.Function + ")"
 	}
-	return "woken by " + w.Kind
+	return "woken by " + w.Kind.String()
 }
 
 func wakerKey(w *trace.Waker) string {
@@ -263,19 +263,20 @@ func wakerKey(w *trace.Waker) string {
 // blocked accounts a sleep: until its timer's expiry it is a sleep; from the
 // expiry to the wakeup it is the timer's release, on the timer's CPU.
 func (a *accountant) blocked(sg *taskSeg, from, to int64) {
-	reason := sleepReason(sg)
+	r := sleepReason(sg)
+	reason := r.String()
 	var w *trace.Waker
 	if sg.wake != nil {
 		w = sg.wake.Waker
 	}
-	if w != nil && w.Kind == "timer" && sg.wake.ExpiryT != nil {
+	if w != nil && w.Kind == trace.WakerTimer && sg.wake.ExpiryT != nil {
 		exp := *sg.wake.ExpiryT
 		if e := min(to, exp); e > from {
 			kind, label := KindSleep, reason+", until its timer expired"
 			if a.s.Metric == "period" || a.s.Metric == "jitter" {
 				kind, label = KindPeriodSleep, reason+", until the next period's timer expired"
 			}
-			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: reason, Waker: w,
+			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: r, Waker: w,
 				key: "sleep|" + kind + "|" + reason, Label: label}, from, e)
 		}
 		if s := max(from, exp); s < to {
@@ -290,14 +291,14 @@ func (a *accountant) blocked(sg *taskSeg, from, to int64) {
 		e := from
 		if sg.sleep != nil && sg.sleep.ExpiryT != nil {
 			e = max(from, min(to, *sg.sleep.ExpiryT))
-			a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, key: "sleep|lost|" + reason,
+			a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: r, key: "sleep|lost|" + reason,
 				Label: reason + ", until its timer expired"}, from, e)
 		}
-		a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, Reason: reason, key: "lost",
+		a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, Reason: r, key: "lost",
 			Label: "events lost: asleep, then running, with no recorded wakeup or switch-in"}, e, to)
 		return
 	}
-	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, Waker: w,
+	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: r, Waker: w,
 		key: "sleep|" + reason + "|" + wakerKey(w), Label: reason + ", " + wakerLabel(w)}, from, to)
 }
 
@@ -310,11 +311,11 @@ func effective(tr *trace.Trace, s Subject) (Subject, string) {
 		var k int
 		var sc string
 		switch {
-		case e.Type == "wakeup" && e.TID == s.TID && e.Sched != "":
+		case e.Type == trace.EventWakeup && e.TID == s.TID && e.Sched != "":
 			k, sc = e.KPrio, e.Sched
-		case e.Type == "switch" && e.NextTID == s.TID && e.NextSched != "":
+		case e.Type == trace.EventSwitch && e.NextTID == s.TID && e.NextSched != "":
 			k, sc = e.NextKPrio, e.NextSched
-		case e.Type == "switch" && e.PrevTID == s.TID && e.PrevSched != "":
+		case e.Type == trace.EventSwitch && e.PrevTID == s.TID && e.PrevSched != "":
 			k, sc = e.PrevKPrio, e.PrevSched
 		default:
 			continue
@@ -341,7 +342,7 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 	var entry *trace.Event
 	for i := range tr.Events {
 		e := &tr.Events[i]
-		if e.Type == "timer_entry" && e.T <= w && e.ExpiryT != nil && *e.ExpiryT == 0 {
+		if e.Type == trace.EventTimerEntry && e.T <= w && e.ExpiryT != nil && *e.ExpiryT == 0 {
 			entry = e
 		}
 	}
@@ -380,8 +381,8 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	segs, migs := tl.taskTimeline(s.TID)
 	a.lockOwners = map[uint32]bool{}
 	for _, sg := range segs {
-		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == "PI futex lock" && sg.wake != nil &&
-			sg.wake.Waker != nil && sg.wake.Waker.Kind == "task" {
+		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == trace.ReasonPIFutex && sg.wake != nil &&
+			sg.wake.Waker != nil && sg.wake.Waker.Kind == trace.WakerTask {
 			a.lockOwners[sg.wake.Waker.TID] = true
 		}
 	}
@@ -422,8 +423,8 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 			if sg.st == stBlocked && sg.to > 0 && sg.from < w && sg.wake == nil && !sg.missed {
 				zero := int64(0)
 				cpu := tr.CPUEnd
-				sg.wake = &trace.Event{Type: "wakeup", T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
-					Waker: &trace.Waker{Kind: "timer"}}
+				sg.wake = &trace.Event{Type: trace.EventWakeup, T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
+					Waker: &trace.Waker{Kind: trace.WakerTimer}}
 			}
 		}
 	}
@@ -471,7 +472,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	}
 	rt := isRT(s)
 	for _, e := range tr.Events {
-		if e.Type == "sleep" && e.TID == s.TID && e.T >= 0 && e.T <= w && strings.HasPrefix(e.Reason, "futex wait") && rt {
+		if e.Type == trace.EventSleep && e.TID == s.TID && e.T >= 0 && e.T <= w && e.Reason.FutexWait() && rt {
 			res.FutexWaitsNoPI++
 		}
 	}
@@ -498,7 +499,7 @@ func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
 	}
 	other := map[int]uint64{}
 	for _, e := range tr.Events {
-		if e.Type != "steal" || e.SinceT == nil || tl.steal[e.CPU] > 0 {
+		if e.Type != trace.EventSteal || e.SinceT == nil || tl.steal[e.CPU] > 0 {
 			continue
 		}
 		if a, b := max(*e.SinceT, 0), min(e.T, w); b > a {
@@ -601,7 +602,7 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 	var out []Release
 	for i := range segs {
 		wk := segs[i].wake
-		if wk == nil || wk.Waker == nil || wk.Waker.Kind != "timer" || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
+		if wk == nil || wk.Waker == nil || wk.Waker.Kind != trace.WakerTimer || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
 			continue
 		}
 		where := "window"
@@ -639,14 +640,14 @@ func callbackEntry(events []trace.Event, wk *trace.Event) *trace.Event {
 			continue
 		}
 		switch e.Type {
-		case "timer_exit":
+		case trace.EventTimerExit:
 			depth++
-		case "timer_entry":
+		case trace.EventTimerEntry:
 			if depth == 0 {
 				return e
 			}
 			depth--
-		case "switch":
+		case trace.EventSwitch:
 			return nil
 		}
 	}

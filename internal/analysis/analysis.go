@@ -99,7 +99,7 @@ type Item struct {
 	Function string       `json:"function,omitempty"` // timer callbacks
 	HardIRQ  bool         `json:"hardirq,omitempty"`
 	Woke     []string     `json:"woke,omitempty"`   // timer callbacks, IRQs: the tasks they woke
-	Reason   string       `json:"reason,omitempty"` // sleeps
+	Reason   trace.Reason `json:"reason,omitempty"` // sleeps
 	Waker    *trace.Waker `json:"waker,omitempty"`  // sleeps: who ended it (null: not in the window)
 
 	key string

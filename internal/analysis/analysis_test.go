@@ -63,11 +63,11 @@ func timerOut(t int64, cpu int, fn string) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "timer_exit", Function: fn, HardIRQ: true}
 }
 
-func sleep(t int64, cpu int, who th, reason string) trace.Event {
+func sleep(t int64, cpu int, who th, reason trace.Reason) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "sleep", TID: who.tid, Comm: who.comm, State: "S", Reason: reason}
 }
 
-func sleepUntil(t int64, cpu int, who th, reason string, expiry int64) trace.Event {
+func sleepUntil(t int64, cpu int, who th, reason trace.Reason, expiry int64) trace.Event {
 	e := sleep(t, cpu, who, reason)
 	e.ExpiryT = i64(expiry)
 	return e

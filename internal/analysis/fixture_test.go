@@ -83,7 +83,7 @@ func TestRecordedWindows(t *testing.T) {
 			if fx.Want.Culprit != "" && r.Culprit != fx.Want.Culprit {
 				t.Errorf("culprit %q, want %q", r.Culprit, fx.Want.Culprit)
 			}
-			without := func(typ, cause, what string) {
+			without := func(typ trace.EventType, cause, what string) {
 				if cause == "" {
 					return
 				}

@@ -568,7 +568,7 @@ func culprit(it *Item) string {
 	case it.Thread != nil:
 		return who(it.Thread)
 	case it.Kind == KindSleep:
-		return it.Reason + ", " + wakerLabel(it.Waker)
+		return it.Reason.String() + ", " + wakerLabel(it.Waker)
 	case len(it.Woke) > 0:
 		return it.Label + " waking " + it.Woke[0]
 	}
@@ -685,8 +685,8 @@ func modelWords(model string) string {
 // inversion, a PI lock wait, or internal blocking naming who ended it.
 func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Item) {
 	w := it.Waker
-	pi := it.Reason == "PI futex lock"
-	if w != nil && w.Kind == "task" && strings.HasPrefix(it.Reason, "futex") || (w != nil && w.Kind == "task" && pi) {
+	pi := it.Reason == trace.ReasonPIFutex
+	if w != nil && w.Kind == trace.WakerTask && it.Reason.FutexWait() || (w != nil && w.Kind == trace.WakerTask && pi) {
 		inv := inversion(res, tl, s, segs, it, pi)
 		if inv != nil {
 			res.Inversion = inv
@@ -718,7 +718,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 	}
 	res.Cause = "internal-blocking"
 	what := it.Reason
-	if w != nil && w.Kind == "timer" {
+	if w != nil && w.Kind == trace.WakerTimer {
 		res.Verdict = fmt.Sprintf("internal blocking: slept %s in a %s inside its %s", us(it.Ns), what, nounOf(s.Metric))
 		return
 	}

@@ -67,7 +67,7 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 					futex[t.ID()] = set
 				}
 				for _, e := range tr.Events {
-					if e.Type == "sleep" && e.TID == t.TID && isFutexNoPI(e.Reason) {
+					if e.Type == trace.EventSleep && e.TID == t.TID && e.Reason.FutexWait() {
 						set[e.TS] = true
 					}
 				}
@@ -97,8 +97,4 @@ func ForViolation(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanati
 // Explanation is the result as the report carries it.
 func (r *Result) Explanation() report.Explanation {
 	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, MonitorNs: r.MonitorNs, Detail: r}
-}
-
-func isFutexNoPI(reason string) bool {
-	return reason == "futex wait" || reason == "futex wait with timeout"
 }

@@ -65,7 +65,7 @@ func timerlatStopHook() timerlat.StopHook {
 		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric}
 		// The measuring thread's identity, as the trace saw it.
 		for _, e := range tr.Events {
-			if e.Type == "switch" && e.NextTID == uint32(st.TID) {
+			if e.Type == trace.EventSwitch && e.NextTID == uint32(st.TID) {
 				subj.Comm, subj.KPrio, subj.Sched = e.NextComm, e.NextKPrio, e.NextSched
 				subj.Policy, _, _ = strings.Cut(e.NextSched, " ")
 			}

@@ -230,7 +230,7 @@ func write(t *testing.T, ws []perfetto.Window) *pTrace {
 }
 
 // ftraceTypes are the event types written as ftrace events.
-var ftraceTypes = map[string]bool{"switch": true, "wakeup": true, "migrate": true, "irq_entry": true,
+var ftraceTypes = map[trace.EventType]bool{"switch": true, "wakeup": true, "migrate": true, "irq_entry": true,
 	"irq_exit": true, "softirq_entry": true, "softirq_exit": true}
 
 // wantState is the kernel's prev_state (4.14+) of rtscope's state letters.
