@@ -613,7 +613,7 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 			where = "end"
 		}
 		wake := wk.T - *wk.ExpiryT
-		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: "unknown"}
+		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: CPUUnknown}
 		if entry := callbackEntry(tl.events, wk); entry != nil {
 			d, c := entry.T-*wk.ExpiryT, wk.T-entry.T
 			r.IRQDelayNs, r.CallbackNs = &d, &c
@@ -655,45 +655,45 @@ func callbackEntry(events []trace.Event, wk *trace.Event) *trace.Event {
 }
 
 // cpuState names what a CPU did over [from, to): the context that took most of it.
-func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (string, *Thread) {
+func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (CPUState, *Thread) {
 	if to <= from {
-		return "none (no delay)", nil
+		return CPUNoDelay, nil
 	}
-	by := map[string]int64{}
+	by := map[CPUState]int64{}
 	var thr *Thread
 	var thrNs int64
 	tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) {
 		switch c.kind {
 		case ctxIdle:
-			by["idle"] += t - f
+			by[CPUIdle] += t - f
 		case ctxTask:
-			by["task (interrupts off)"] += t - f
+			by[CPUTask] += t - f
 			if t-f > thrNs {
 				thr, thrNs = c.thr, t-f
 			}
 		case ctxHardIRQ, ctxTickGap:
-			by["hard IRQ"] += t - f
+			by[CPUHardIRQ] += t - f
 		case ctxTimer:
 			if c.hard {
-				by["hard IRQ"] += t - f
+				by[CPUHardIRQ] += t - f
 			} else {
-				by["softirq"] += t - f
+				by[CPUSoftIRQ] += t - f
 			}
 		case ctxSoftIRQ:
-			by["softirq"] += t - f
+			by[CPUSoftIRQ] += t - f
 		case ctxSteal:
-			by["hypervisor (steal)"] += t - f
+			by[CPUSteal] += t - f
 		default:
-			by["unknown"] += t - f
+			by[CPUUnknown] += t - f
 		}
 	})
-	best, bestNs := "unknown", int64(-1)
-	for _, k := range []string{"idle", "hard IRQ", "softirq", "task (interrupts off)", "hypervisor (steal)", "unknown"} {
+	best, bestNs := CPUUnknown, int64(-1)
+	for _, k := range cpuStates {
 		if by[k] > bestNs {
 			best, bestNs = k, by[k]
 		}
 	}
-	if best != "task (interrupts off)" {
+	if best != CPUTask {
 		thr = nil
 	}
 	if thr != nil {

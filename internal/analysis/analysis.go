@@ -116,8 +116,8 @@ type Release struct {
 	WakeupNs   *int64 `json:"wakeup_ns"`    // expiry -> the wakeup; null when past the window (timer-irq)
 	// CPUState says what the CPU did between the expiry and the callback:
 	// idle, hard IRQ, softirq, task (interrupts off), or unknown.
-	CPUState string  `json:"cpu_state"`
-	Task     *Thread `json:"task,omitempty"` // the task that ran meanwhile, if any
+	CPUState CPUState `json:"cpu_state"`
+	Task     *Thread  `json:"task,omitempty"` // the task that ran meanwhile, if any
 }
 
 // Migration of the task between CPUs in the window.
@@ -155,7 +155,7 @@ type Result struct {
 	// exit-from-idle, migration, release, hypervisor (steal time),
 	// cpu-unavailable (the CPU recorded nothing and no steal clock or
 	// stack tells why), inconclusive.
-	Cause   string `json:"cause"`
+	Cause   Cause  `json:"cause"`
 	Verdict string `json:"verdict"`
 	// Breakdown: every nanosecond of the window, each in one item, percentages adding up to 100.
 	Breakdown      []Item      `json:"breakdown"`

@@ -145,7 +145,7 @@ func item(r *Result, phase, kind string, tid uint32) *Item {
 	return nil
 }
 
-func wantCause(t *testing.T, r *Result, cause string, words ...string) {
+func wantCause(t *testing.T, r *Result, cause Cause, words ...string) {
 	t.Helper()
 	if r.Cause != cause {
 		t.Errorf("cause %q, want %q:\n%s", r.Cause, cause, dump(r))

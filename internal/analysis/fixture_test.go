@@ -27,17 +27,17 @@ type fixture struct {
 	Metric     string `json:"metric"`
 	Preemption string `json:"preemption"`
 	Want       struct {
-		Cause   string   `json:"cause"`
+		Cause   Cause    `json:"cause"`
 		Culprit string   `json:"culprit"`
 		Words   []string `json:"verdict_contains"`
 		// WithoutSteal: the cause the window got before the engine read
 		// steal (its steal events removed): the misjudgement it fixes.
-		WithoutSteal string `json:"without_steal_cause"`
+		WithoutSteal Cause `json:"without_steal_cause"`
 		// WithoutStack: the same for the stack samples.
-		WithoutStack string `json:"without_stack_cause"`
+		WithoutStack Cause `json:"without_stack_cause"`
 		// WithoutMonitor: the cause without the trace's monitor_tids (before
 		// rtscope's own threads were told apart from the workload's).
-		WithoutMonitor string `json:"without_monitor_cause"`
+		WithoutMonitor Cause `json:"without_monitor_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -83,7 +83,7 @@ func TestRecordedWindows(t *testing.T) {
 			if fx.Want.Culprit != "" && r.Culprit != fx.Want.Culprit {
 				t.Errorf("culprit %q, want %q", r.Culprit, fx.Want.Culprit)
 			}
-			without := func(typ trace.EventType, cause, what string) {
+			without := func(typ trace.EventType, cause Cause, what string) {
 				if cause == "" {
 					return
 				}

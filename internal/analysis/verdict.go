@@ -77,7 +77,7 @@ func pct(part, whole uint64) string {
 func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	w := res.WindowNs
 	if w == 0 {
-		res.Cause, res.Verdict = "inconclusive", "empty window: nothing to explain"
+		res.Cause, res.Verdict = CauseInconclusive, "empty window: nothing to explain"
 		return
 	}
 	groups := map[string]*group{}
@@ -146,7 +146,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 		if dev := int64(w) - int64(s.NominalPeriod); dom != nil && dom.ns*2 >= uint64(dev) {
 			explainGroup(res, tl, s, segs, dom, noun)
 		} else {
-			res.Cause = "inconclusive"
+			res.Cause = CauseInconclusive
 			res.Verdict = "inconclusive: no single cause explains the difference"
 			if dom != nil {
 				res.Verdict += fmt.Sprintf("; the largest is %s, %s", dom.top().Label, us(dom.ns))
@@ -159,14 +159,14 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	}
 	switch {
 	case dom == nil || (execNs*2 >= w && dom.ns*4 < w):
-		res.Cause = "execution"
+		res.Cause = CauseExecution
 		res.Verdict = fmt.Sprintf("own execution: the task ran %s (%s) of the %s %s itself", us(execNs), pct(execNs, w), us(w), noun)
 		if dom != nil {
 			res.Verdict += fmt.Sprintf("; the largest other part is %s, %s", dom.top().Label, us(dom.ns))
 		}
 		ruled()
 	case dom.ns*5 < w:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: no cause dominates; the largest is %s, %s (%s) of the %s %s",
 			dom.top().Label, us(dom.ns), pct(dom.ns, w), us(w), noun)
 		ruled()
@@ -180,14 +180,14 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 // cause: how much of the worst case is the platform's fault.
 func stealSuffix(res *Result, groups map[string]*group) {
 	g := groups[KindHypervisor]
-	if g == nil || res.Cause == "hypervisor" || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
+	if g == nil || res.Cause == CauseHypervisor || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
 		return
 	}
 	res.Verdict += fmt.Sprintf("; the hypervisor took %s (%s) of it (steal time)", us(g.ns), pct(g.ns, res.WindowNs))
 }
 
 func addMigration(res *Result) {
-	if len(res.Migrations) > 0 && res.Cause != "migration" {
+	if len(res.Migrations) > 0 && res.Cause != CauseMigration {
 		m := res.Migrations[0]
 		res.Verdict += fmt.Sprintf(". It also migrated from CPU %d to CPU %d at %s", m.From, m.To, usI(m.T))
 		if len(res.Migrations) > 1 {
@@ -222,7 +222,7 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	if w < p {
 		pre := fmt.Sprintf("period %s, %s shorter than its %s period", us(w), us(p-w), us(p))
 		if start == nil {
-			res.Cause = "inconclusive"
+			res.Cause = CauseInconclusive
 			res.Verdict = pre + ": the release that opened it is not in the trace"
 			return true
 		}
@@ -241,7 +241,7 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	busy := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
 	switch {
 	case busy > p:
-		res.Cause = "overrun"
+		res.Cause = CauseOverrun
 		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: own execution %s",
 			pre, us(busy), us(execNs))
 		if dom != nil {
@@ -249,7 +249,7 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 		}
 		return true
 	case periodSleep > p:
-		res.Cause = "long-sleep"
+		res.Cause = CauseLongSleep
 		res.Verdict = fmt.Sprintf("%s: the task slept %s until its timer expired: it armed it that far ahead (skipped periods, or a changed period), not a late release",
 			pre, us(periodSleep))
 		return true
@@ -324,34 +324,34 @@ func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 	return out
 }
 
-func releaseCause(r *Release) string {
+func releaseCause(r *Release) Cause {
 	switch r.CPUState {
-	case "idle":
-		return "exit-from-idle"
-	case "hard IRQ":
-		return "hardirq"
-	case "softirq":
-		return "softirq"
-	case "task (interrupts off)":
-		return "irq-off"
-	case "hypervisor (steal)":
-		return "hypervisor"
+	case CPUIdle:
+		return CauseExitFromIdle
+	case CPUHardIRQ:
+		return CauseHardIRQ
+	case CPUSoftIRQ:
+		return CauseSoftIRQ
+	case CPUTask:
+		return CauseIRQOff
+	case CPUSteal:
+		return CauseHypervisor
 	}
-	return "release"
+	return CauseRelease
 }
 
 func stateWords(r *Release) string {
 	switch r.CPUState {
-	case "idle":
+	case CPUIdle:
 		return "idle (exit from idle)"
-	case "task (interrupts off)":
+	case CPUTask:
 		return "running " + who(r.Task) + " (interrupts off)"
-	case "hard IRQ", "softirq":
-		return "in " + r.CPUState + " context"
-	case "hypervisor (steal)":
+	case CPUHardIRQ, CPUSoftIRQ:
+		return "in " + r.CPUState.String() + " context"
+	case CPUSteal:
 		return "not running (the hypervisor took it: steal time)"
 	}
-	return r.CPUState
+	return r.CPUState.String()
 }
 
 func (it *Item) describeWoke() string {
@@ -378,7 +378,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	}
 	switch g.kind {
 	case KindHypervisor:
-		res.Cause = "hypervisor"
+		res.Cause = CauseHypervisor
 		res.Culprit = "hypervisor"
 		res.Verdict = fmt.Sprintf("hypervisor: CPU %d's vCPU was not running for %s (hypervisor steal time): "+
 			"the host ran something else; dedicated or pinned vCPUs, or a bare-metal host, remove it", cpu, share)
@@ -387,16 +387,16 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		tRT := t.KPrio >= -1 && t.KPrio < 100
 		switch {
 		case rt:
-			res.Cause = "interference"
+			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
 				"A priority misconfiguration if `%s` is less urgent than this task; otherwise a CPU hog to shorten or move to another CPU",
 				who(t), share, cpu, s.Sched, t.Comm)
 		case tRT:
-			res.Cause = "cpu-hog"
+			res.Cause = CauseCPUHog
 			res.Verdict = fmt.Sprintf("CPU hog / starvation: the real-time task %s ran %s on CPU %d while this %s task waited; "+
 				"give this task a real-time priority or move one of them to another CPU", who(t), share, cpu, s.Sched)
 		default:
-			res.Cause = "interference"
+			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d (SCHED_OTHER time sharing, it had the smaller nice or vruntime)",
 				who(t), share, cpu)
 		}
@@ -404,25 +404,25 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		t := top.Thread
 		switch {
 		case t.BoostedFrom != "":
-			res.Cause = "internal-blocking"
+			res.Cause = CauseInternalBlocking
 			res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
 				"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
 				"shorten the critical section", who(t), share, cpu)
 		case !rt:
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
 				"(SCHED_OTHER time sharing); give it a real-time priority if it must run at once", who(t), share, cpu, s.Sched)
 		case t.KPrio == s.KPrio && strings.HasPrefix(t.Sched, "FIFO"):
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
 				"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
 		case t.Sampled && t.UserSpace:
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
 				"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
 				who(t), share, cpu)
 		default:
-			res.Cause = "non-preemptible"
+			res.Cause = CauseNonPreemptible
 			when := "woken on time"
 			if st := wakeTime(res, s); st != "" {
 				when = st
@@ -448,13 +448,13 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			return
 		}
 		if !rt && delay <= 100_000 && s.TimerSlackNs == 0 {
-			res.Cause = "release"
+			res.Cause = CauseRelease
 			res.Verdict = fmt.Sprintf("timer slack: the timer interrupt came %s after the expiry; this task ran as %s, and the timers "+
 				"of SCHED_OTHER tasks fire up to their slack (50 us by default) late; a real-time priority removes it", us(delay), s.Sched)
 			return
 		}
 		if tasks > 1 {
-			res.Cause = "release"
+			res.Cause = CauseRelease
 			res.Verdict = fmt.Sprintf("late timer interrupt: it came %s after the expiry although CPU %d switched tasks meanwhile "+
 				"(interrupts were on, %d tasks ran): the timer was programmed to fire later (timer slack, a coarse clock event device) "+
 				"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
@@ -463,21 +463,21 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		if !t.Sampled && !tl.stealClock && delay >= cpuUnavailableNs {
 			// No stack puts the task in the kernel, and no steal clock
 			// can clear the hypervisor: do not blame the task.
-			res.Cause = "cpu-unavailable"
+			res.Cause = CauseCPUUnavailable
 			res.Culprit = "CPU not running, or " + who(t) + " with interrupts off"
 			res.Verdict = fmt.Sprintf("CPU %d recorded nothing for %s after the timer expired while %s was current: either the CPU was not running "+
 				"(a hypervisor or firmware stall: this machine has no readable steal clock) or that task kept interrupts off; "+
 				"with no stack sample nothing in the trace tells which", cpu, us(delay), who(t))
 			return
 		}
-		res.Cause = "irq-off"
+		res.Cause = CauseIRQOff
 		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
 			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
 		if len(t.Stack) > 0 {
 			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
 		}
 	case KindHardIRQ:
-		res.Cause = "hardirq"
+		res.Cause = CauseHardIRQ
 		if top.Phase == PhaseRelease {
 			delay := releaseDelay(res, top)
 			res.Verdict = fmt.Sprintf("hard-IRQ noise: the timer fired on time but its interrupt ran %s late: "+
@@ -487,10 +487,10 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 				cpu, share, top.describeWoke(), us(top.Ns))
 		}
 	case KindSoftIRQ:
-		res.Cause = "softirq"
+		res.Cause = CauseSoftIRQ
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", cpu, share, top.describeWoke(), us(top.Ns))
 	case KindIdle:
-		res.Cause = "exit-from-idle"
+		res.Cause = CauseExitFromIdle
 		if top.Phase == PhaseRelease && g.ns > 1_000_000 {
 			// No idle state takes milliseconds to leave: the CPU was not running.
 			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late, "+
@@ -505,14 +505,14 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle and took %s to run the task after its wakeup", cpu, share)
 		}
 	case KindOwnTimer:
-		res.Cause = "release"
+		res.Cause = CauseRelease
 		res.Verdict = fmt.Sprintf("timer release: its own timer callback %s took %s", top.Function, share)
 	case KindSleep:
 		sleepVerdict(res, tl, s, segs, top)
 	case KindUnknown:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		if len(res.Migrations) > 0 && top.key != "blocked|lost" {
-			res.Cause = "migration"
+			res.Cause = CauseMigration
 		}
 		if top.key == "blocked|lost" {
 			res.Verdict = fmt.Sprintf("inconclusive: events of this task were lost: for %s it was asleep, then seen running, "+
@@ -527,7 +527,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
 		}
 	default:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
 	}
 }
@@ -551,7 +551,7 @@ func monitorVerdict(res *Result, s Subject, top *Item, share string) {
 	default:
 		how = "in the kernel, " + modelWords(res.Preemption)
 	}
-	res.Cause = "monitor"
+	res.Cause = CauseMonitor
 	res.Culprit = MonitorName
 	res.Verdict = fmt.Sprintf("the monitor itself: rtscope's own threads (%s/%d first) ran %s on CPU %d, %s. "+
 		"This is watching's own cost (the observer effect), not the workload's: keep rtscope off the watched CPUs "+
@@ -605,7 +605,7 @@ func platformStall(res *Result, tl *timelines, g *group, top *Item, share string
 	default:
 		return false
 	}
-	res.Cause = "cpu-unavailable"
+	res.Cause = CauseCPUUnavailable
 	res.Culprit = "CPU not running"
 	clock := "this machine has no readable steal clock, so nothing in the trace tells a hypervisor stall from firmware (SMI)"
 	if tl.stealClock {
@@ -644,7 +644,7 @@ func slackVerdict(res *Result, s Subject, delay uint64) bool {
 	if isRT(s) || s.TimerSlackNs == 0 || delay > 2*s.TimerSlackNs {
 		return false
 	}
-	res.Cause = "release"
+	res.Cause = CauseRelease
 	res.Culprit = "timer slack"
 	if delay <= s.TimerSlackNs {
 		res.Verdict = fmt.Sprintf("timer slack: its timer fired %s after the expiry, within this %s task's timer slack of %s "+
@@ -692,7 +692,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			res.Inversion = inv
 			if inv.Inverted {
 				m := inv.Preempters[0]
-				res.Cause = "priority-inversion"
+				res.Cause = CausePriorityInversion
 				res.Verdict = fmt.Sprintf("priority inversion: blocked %s on a futex without priority inheritance; "+
 					"its owner %s was runnable but preempted by %s for %s",
 					us(inv.BlockedNs), who(&inv.Owner), who(m), us(inv.PreempterNs[0]))
@@ -707,7 +707,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			}
 		}
 		if pi {
-			res.Cause = "internal-blocking"
+			res.Cause = CauseInternalBlocking
 			res.Verdict = fmt.Sprintf("internal blocking: blocked %s on a priority-inheritance futex, released by %s", us(it.Ns), wakerWho(w))
 			if inv != nil {
 				res.Verdict += fmt.Sprintf(", which ran %s of it, boosted by priority inheritance", us(inv.OwnerRunNs))
@@ -716,7 +716,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			return
 		}
 	}
-	res.Cause = "internal-blocking"
+	res.Cause = CauseInternalBlocking
 	what := it.Reason
 	if w != nil && w.Kind == trace.WakerTimer {
 		res.Verdict = fmt.Sprintf("internal blocking: slept %s in a %s inside its %s", us(it.Ns), what, nounOf(s.Metric))

@@ -96,5 +96,5 @@ func ForViolation(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanati
 
 // Explanation is the result as the report carries it.
 func (r *Result) Explanation() report.Explanation {
-	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, MonitorNs: r.MonitorNs, Detail: r}
+	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause.String(), Culprit: r.Culprit, StealNs: r.StealNs, MonitorNs: r.MonitorNs, Detail: r}
 }

@@ -73,6 +73,6 @@ func timerlatStopHook() timerlat.StopHook {
 		res := analysis.Explain(tr, subj)
 		fmt.Fprintf(w, "## auto-analysis of the CPU %d stop (%s)\n", st.CPU, tr.Metric)
 		res.WriteText(w, "  ")
-		return timerlat.StopVerdict{Verdict: res.Verdict, Cause: res.Cause}, nil
+		return timerlat.StopVerdict{Verdict: res.Verdict, Cause: res.Cause.String()}, nil
 	}
 }

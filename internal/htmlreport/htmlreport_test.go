@@ -70,7 +70,7 @@ func explain(t *testing.T, tk *report.Task, id metric.ID, tr *trace.Trace) *anal
 		t.Fatalf("%s: window of %d ns refused for a maximum of %d", id, tr.Value, *m.MaxNs)
 	}
 	r := analysis.Explain(tr, analysis.SubjectOf(tk, id.String()))
-	m.Verdict, m.Cause, m.Analysis = r.Verdict, r.Cause, r
+	m.Verdict, m.Cause, m.Analysis = r.Verdict, r.Cause.String(), r
 	return r
 }
 

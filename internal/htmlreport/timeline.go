@@ -52,7 +52,7 @@ func window(id metric.ID, m *report.Metric) *windowView {
 			w.Verdict = r.Verdict
 		}
 		if w.Cause == "" {
-			w.Cause = r.Cause
+			w.Cause = r.Cause.String()
 		}
 		for _, it := range r.Breakdown {
 			label := it.Label

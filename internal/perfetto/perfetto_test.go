@@ -735,7 +735,7 @@ func TestRecordedWindowsSurvive(t *testing.T) {
 		task := &report.Task{TID: fx.Subject.TID, Comm: fx.Subject.Comm, Policy: fx.Subject.Policy, Sched: fx.Subject.Sched,
 			Priority: fx.Subject.Priority, Nice: fx.Subject.Nice, NominalPeriodNs: fx.Subject.NominalPeriod}
 		r := analysis.Explain(fx.Trace, analysis.SubjectOf(task, fx.Metric))
-		ws = append(ws, perfetto.Window{Title: filepath.Base(f), Trace: fx.Trace, Verdict: r.Verdict, Cause: r.Cause, Detail: r})
+		ws = append(ws, perfetto.Window{Title: filepath.Base(f), Trace: fx.Trace, Verdict: r.Verdict, Cause: r.Cause.String(), Detail: r})
 	}
 	tr := write(t, ws)
 	check(t, ws, tr)
