@@ -355,8 +355,10 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 	return []Release{r}
 }
 
-// explain is Explain with a given preemption model (tests).
-func explain(tr *trace.Trace, s Subject, model string) *Result {
+// Explain analyses the window tr of the task s. It never fails: what the
+// events cannot tell is accounted as unknown and said in the verdict. It
+// reads nothing but its arguments: safe for concurrent use.
+func Explain(tr *trace.Trace, s Subject) *Result {
 	if s.Metric == "" {
 		s.Metric = tr.Metric
 	}
@@ -364,7 +366,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	if tr.End > tr.Start {
 		w = int64(tr.End - tr.Start)
 	}
-	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: model}
+	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: s.Preemption}
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}
@@ -470,7 +472,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	if s.Metric == "timer-irq" {
 		res.Releases = timerIRQRelease(tl, s, tr, w)
 	}
-	rt := isRT(s)
+	rt := s.RT()
 	for _, e := range tr.Events {
 		if e.Type == trace.EventSleep && e.TID == s.TID && e.T >= 0 && e.T <= w && e.Reason.FutexWait() && rt {
 			res.FutexWaitsNoPI++
@@ -518,9 +520,6 @@ func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
 		}
 	}
 }
-
-// isRT: a real-time priority (including a boosted normal task).
-func isRT(s Subject) bool { return s.KPrio >= -1 && s.KPrio < 100 }
 
 var phaseOrder = map[string]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
 

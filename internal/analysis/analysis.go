@@ -9,6 +9,7 @@
 package analysis
 
 import (
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
@@ -29,7 +30,14 @@ type Subject struct {
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64
+	// Preemption is the kernel's preemption model (preempt.Detect, read
+	// by the caller: the analysis reads nothing of the system), Unknown
+	// when it cannot be known.
+	Preemption preempt.Model
 }
+
+// RT tells a real-time priority (including a boosted normal task).
+func (s Subject) RT() bool { return s.KPrio >= -1 && s.KPrio < 100 }
 
 // Phases of the window an item belongs to.
 const (
@@ -165,9 +173,8 @@ type Result struct {
 	Inversion      *Inversion  `json:"priority_inversion,omitempty"`
 	Migrations     []Migration `json:"migrations,omitempty"`
 	RuledOut       []string    `json:"ruled_out,omitempty"`
-	// Preemption is the kernel's preemption model (none, voluntary, full,
-	// lazy, rt), empty when it cannot be read.
-	Preemption string `json:"preemption_model"`
+	// Preemption is the kernel's preemption model (Subject.Preemption).
+	Preemption preempt.Model `json:"preemption_model"`
 	// FutexWaitsNoPI counts the task's futex waits without priority
 	// inheritance in the window (an RT task only).
 	FutexWaitsNoPI int `json:"futex_waits_without_pi"`
@@ -191,10 +198,4 @@ type PhaseTotals struct {
 	Runnable uint64 `json:"runnable"`
 	Running  uint64 `json:"running"`
 	Blocked  uint64 `json:"blocked"`
-}
-
-// Explain analyses the window tr of the task s. It never fails: what the
-// events cannot tell is accounted as unknown and said in the verdict.
-func Explain(tr *trace.Trace, s Subject) *Result {
-	return explain(tr, s, PreemptionModel())
 }

@@ -187,7 +187,7 @@ func TestScenarioPriorityInversion(t *testing.T) {
 		if inv == nil || !inv.Inverted || inv.Owner.TID != tasks["task-L"].TID || inv.Preempters[0].TID != tasks["task-M"].TID {
 			t.Errorf("inversion evidence %+v", inv)
 		}
-		if tasks["task-H"].Hygiene[HygieneFutexNoPI] == 0 {
+		if tasks["task-H"].Hygiene["futex_waits_without_pi"] == 0 {
 			t.Errorf("no futex wait without PI counted: %v", tasks["task-H"].Hygiene)
 		}
 		return true, ""

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
 )
@@ -367,7 +368,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	top := g.top()
 	cpu := top.CPU
 	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
-	rt := isRT(s)
+	rt := s.RT()
 	res.Culprit = culprit(top)
 	if platformStall(res, tl, g, top, share) {
 		return
@@ -542,7 +543,7 @@ func monitorVerdict(res *Result, s Subject, top *Item, share string) {
 		how = "until the timer interrupt came (interrupts off, or the interrupt's entry latency)"
 	case top.Kind == KindInterference:
 		how = fmt.Sprintf("above this task's %s", s.Sched)
-	case !isRT(s):
+	case !s.RT():
 		how = "in SCHED_OTHER time sharing"
 	case t.Sampled && t.UserSpace:
 		how = "in user space, after real-time throttling or the fair server gave it the CPU"
@@ -641,7 +642,7 @@ func wakeTime(res *Result, s Subject) string {
 // exit and the interrupt add some 40 us beyond it). Twice the default 50 us
 // slack is the 100 us the verdict allows when the slack is unknown.
 func slackVerdict(res *Result, s Subject, delay uint64) bool {
-	if isRT(s) || s.TimerSlackNs == 0 || delay > 2*s.TimerSlackNs {
+	if s.RT() || s.TimerSlackNs == 0 || delay > 2*s.TimerSlackNs {
 		return false
 	}
 	res.Cause = CauseRelease
@@ -669,13 +670,15 @@ func releaseDelay(res *Result, it *Item) uint64 {
 	return res.PhaseNs.Release
 }
 
-func modelWords(model string) string {
+func modelWords(model preempt.Model) string {
 	switch model {
-	case "none":
+	case preempt.None:
 		return "and the kernel is not preemptible (preempt=none: kernel code keeps the CPU until it returns to user space or calls cond_resched())"
-	case "voluntary":
+	case preempt.Voluntary:
 		return "and the kernel is preempt=voluntary (kernel code keeps the CPU until a cond_resched() point)"
-	case "full", "lazy", "rt":
+	case preempt.NoneOrVoluntary:
+		return "and the kernel is not fully preemptible (preempt=none or voluntary: kernel code keeps the CPU until a cond_resched() point or its return to user space)"
+	case preempt.Full, preempt.Lazy, preempt.RT:
 		return "with preemption disabled (preempt_disable, a spinlock, RCU-sched or a BPF program)"
 	}
 	return "with preemption disabled, or in a kernel that is not fully preemptible (the preemption model is unknown)"

@@ -124,8 +124,8 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		}
 		if withTraces {
 			// The analysis (internal/analysis) prints its own breakdown.
-			if a, ok := m.Analysis.(interface{ WriteText(io.Writer, string) }); ok {
-				a.WriteText(w, "     ")
+			if m.Analysis != nil {
+				m.Analysis.WriteText(w, "     ")
 			}
 			WriteTrace(w, tr, "     ")
 		}
