@@ -350,7 +350,7 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 		return nil
 	}
 	d := entry.T
-	r := Release{Where: "start", ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
+	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
 	r.CPUState, r.Task = cpuState(tl, s, entry.CPU, 0, entry.T)
 	return []Release{r}
 }
@@ -604,12 +604,12 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 		if wk == nil || wk.Waker == nil || wk.Waker.Kind != trace.WakerTimer || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
 			continue
 		}
-		where := "window"
+		where := InWindow
 		switch {
 		case wk.T == 0 || *wk.ExpiryT == 0:
-			where = "start"
+			where = AtStart
 		case wk.T == w:
-			where = "end"
+			where = AtEnd
 		}
 		wake := wk.T - *wk.ExpiryT
 		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: CPUUnknown}

@@ -116,7 +116,7 @@ type Item struct {
 // Release describes a timer release of the task: expiry -> its timer
 // callback (the IRQ handler delay) -> the wakeup.
 type Release struct {
-	Where      string `json:"where"`       // "start" (opens the window) or "end" (closes it)
+	Where      Where  `json:"where"`       // start (opens the window), end (closes it) or window (inside it)
 	ExpiryT    int64  `json:"expiry_t_ns"` // relative to the window start
 	CPU        int    `json:"cpu"`
 	IRQDelayNs *int64 `json:"irq_delay_ns"` // expiry -> callback entry; null when the entry is not in the trace

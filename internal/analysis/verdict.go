@@ -214,9 +214,9 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	var start, end *Release
 	for i := range res.Releases {
 		switch res.Releases[i].Where {
-		case "start":
+		case AtStart:
 			start = &res.Releases[i]
-		case "end":
+		case AtEnd:
 			end = &res.Releases[i]
 		}
 	}
@@ -626,7 +626,7 @@ func firstN(s []string, n int) []string {
 // wakeTime says when the task became runnable, if its timer was late.
 func wakeTime(res *Result, s Subject) string {
 	for _, r := range res.Releases {
-		if r.Where == "start" || r.Where == "window" {
+		if r.Where == AtStart || r.Where == InWindow {
 			if d := wakeNs(&r); d > 50_000 && d*10 > int64(res.WindowNs) {
 				return fmt.Sprintf("woken %s after its timer expired", usI(d))
 			}

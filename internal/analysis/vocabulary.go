@@ -72,3 +72,23 @@ func (s CPUState) MarshalText() ([]byte, error) { return []byte(s), nil }
 
 // UnmarshalText reads a text.
 func (s *CPUState) UnmarshalText(b []byte) error { *s = CPUState(b); return nil }
+
+// Where places a timer release in its window (Release.Where). Immutable:
+// safe for concurrent use.
+type Where string
+
+// Places of a release.
+const (
+	AtStart  Where = "start"  // it opens the window
+	AtEnd    Where = "end"    // it closes the window
+	InWindow Where = "window" // between the two
+)
+
+// String returns the place's name.
+func (w Where) String() string { return string(w) }
+
+// MarshalText writes the name.
+func (w Where) MarshalText() ([]byte, error) { return []byte(w), nil }
+
+// UnmarshalText reads a name.
+func (w *Where) UnmarshalText(b []byte) error { *w = Where(b); return nil }

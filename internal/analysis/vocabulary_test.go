@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestVocabularyText pins the JSON text of every cause and CPU state (the
+// TestVocabularyText pins the JSON text of every cause, CPU state and
+// release place (the
 // recorded windows' golden files cover only those their windows reach): a
 // renamed constant would change what machines read.
 func TestVocabularyText(t *testing.T) {
@@ -41,6 +42,11 @@ func TestVocabularyText(t *testing.T) {
 		}
 		if got, _ := s.MarshalText(); string(got) != want || s.String() != want {
 			t.Errorf("CPU state %q written %q, want %q", s, got, want)
+		}
+	}
+	for w, want := range map[Where]string{AtStart: "start", AtEnd: "end", InWindow: "window"} {
+		if got, _ := w.MarshalText(); string(got) != want {
+			t.Errorf("release place %q written %q, want %q", w, got, want)
 		}
 	}
 	for _, c := range []Cause{CauseHypervisor, CauseCPUUnavailable} {

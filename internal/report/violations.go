@@ -54,8 +54,12 @@ const (
 )
 
 // maxCauses bounds the distinct causes kept per task and metric; the rest
-// are counted under "other".
+// are counted under OtherCause.
 const maxCauses = 16
+
+// OtherCause is the histogram's bar of the causes beyond maxCauses: the
+// report's own word, beside the analysis' causes.
+const OtherCause = "other"
 
 // examplesKept: the top causes keep their example window (the others keep
 // its verdict only), to bound the report.
@@ -106,12 +110,12 @@ func (v *Violations) Add(e Explanation, value uint64, tr *trace.Trace) {
 	if c == nil {
 		if len(v.Causes) >= maxCauses {
 			for _, x := range v.Causes {
-				if x.Cause == "other" {
+				if x.Cause == OtherCause {
 					c = x
 				}
 			}
 			if c == nil {
-				c = &ViolationCause{Cause: "other", Culprit: fmt.Sprintf("causes beyond the first %d", maxCauses-1)}
+				c = &ViolationCause{Cause: OtherCause, Culprit: fmt.Sprintf("causes beyond the first %d", maxCauses-1)}
 				v.Causes[len(v.Causes)-1] = c
 			}
 		} else {
