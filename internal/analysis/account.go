@@ -26,7 +26,7 @@ func (a *accountant) add(it Item, from, to int64) *Item {
 	if to <= from {
 		return nil
 	}
-	key := it.Phase + "|" + it.key
+	key := it.Phase.String() + "|" + it.key
 	x := a.items[key]
 	if x == nil {
 		it.FirstT = from
@@ -115,7 +115,7 @@ func mergeNames(a, b []string) []string {
 }
 
 // ctxItem accounts [from, to) of a CPU context to the phase.
-func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
+func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 	switch c.kind {
 	case ctxSteal:
 		// Whatever phase: the vCPU did not run, so nothing on it ran.
@@ -164,7 +164,7 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		key := fmt.Sprint(kind, t.TID)
 		if t.Monitor {
 			// rtscope's threads are one cause, however many ran.
-			key = kind + "monitor"
+			key = kind.String() + "monitor"
 		}
 		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
 			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
@@ -213,7 +213,7 @@ func deref(p *int) int {
 	return *p
 }
 
-func (a *accountant) onCPU(phase string, cpu int, from, to int64) {
+func (a *accountant) onCPU(phase Phase, cpu int, from, to int64) {
 	if cpu < 0 {
 		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: -1, key: "unknown-cpu",
 			Label: "CPU unknown"}, from, to)
@@ -277,7 +277,7 @@ func (a *accountant) blocked(sg *taskSeg, from, to int64) {
 				kind, label = KindPeriodSleep, reason+", until the next period's timer expired"
 			}
 			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: r, Waker: w,
-				key: "sleep|" + kind + "|" + reason, Label: label}, from, e)
+				key: "sleep|" + kind.String() + "|" + reason, Label: label}, from, e)
 		}
 		if s := max(from, exp); s < to {
 			cpu := sg.wake.CPU
@@ -521,7 +521,7 @@ func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
 	}
 }
 
-var phaseOrder = map[string]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
+var phaseOrder = map[Phase]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
 
 // finish orders the items (by phase, then time) and gives them percentages
 // that add up to exactly 100.0 (largest remainder on tenths).

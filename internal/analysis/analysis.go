@@ -41,27 +41,27 @@ func (s Subject) RT() bool { return s.KPrio >= -1 && s.KPrio < 100 }
 
 // Phases of the window an item belongs to.
 const (
-	PhaseRelease  = "release"  // timer expiry -> the wakeup (the timer interrupt and its callback)
-	PhaseRunnable = "runnable" // woken or preempted, waiting for its CPU
-	PhaseRunning  = "running"  // on its CPU
-	PhaseBlocked  = "blocked"  // sleeping
+	PhaseRelease  Phase = "release"  // timer expiry -> the wakeup (the timer interrupt and its callback)
+	PhaseRunnable Phase = "runnable" // woken or preempted, waiting for its CPU
+	PhaseRunning  Phase = "running"  // on its CPU
+	PhaseBlocked  Phase = "blocked"  // sleeping
 )
 
 // Kinds of item: what the time went to.
 const (
-	KindExecution    = "execution"    // the task itself
-	KindInterference = "interference" // a higher-priority thread ran instead
-	KindBlocking     = "blocking"     // a lower- or equal-priority thread kept the CPU
-	KindIdle         = "idle"         // the CPU was idle: leaving the idle state, scheduling
-	KindHardIRQ      = "hardirq"      // an IRQ handler, the timer interrupt itself
-	KindTimer        = "timer"        // another timer's callback (hard IRQ or softirq)
-	KindOwnTimer     = "own-timer"    // the callback of the task's own timer
-	KindSoftIRQ      = "softirq"      // a softirq vector
-	KindIRQOff       = "irq-off"      // a task ran while the timer interrupt was pending: interrupts off
-	KindSleep        = "sleep"        // the task slept
-	KindPeriodSleep  = "period-sleep" // the task slept until its next period: expected
-	KindUnknown      = "unknown"      // no events tell (CPU not recorded, truncated trace)
-	KindHypervisor   = "hypervisor"   // the vCPU was not running: hypervisor steal time
+	KindExecution    Kind = "execution"    // the task itself
+	KindInterference Kind = "interference" // a higher-priority thread ran instead
+	KindBlocking     Kind = "blocking"     // a lower- or equal-priority thread kept the CPU
+	KindIdle         Kind = "idle"         // the CPU was idle: leaving the idle state, scheduling
+	KindHardIRQ      Kind = "hardirq"      // an IRQ handler, the timer interrupt itself
+	KindTimer        Kind = "timer"        // another timer's callback (hard IRQ or softirq)
+	KindOwnTimer     Kind = "own-timer"    // the callback of the task's own timer
+	KindSoftIRQ      Kind = "softirq"      // a softirq vector
+	KindIRQOff       Kind = "irq-off"      // a task ran while the timer interrupt was pending: interrupts off
+	KindSleep        Kind = "sleep"        // the task slept
+	KindPeriodSleep  Kind = "period-sleep" // the task slept until its next period: expected
+	KindUnknown      Kind = "unknown"      // no events tell (CPU not recorded, truncated trace)
+	KindHypervisor   Kind = "hypervisor"   // the vCPU was not running: hypervisor steal time
 )
 
 // Thread is a task seen in the window.
@@ -90,8 +90,8 @@ const MonitorName = "rtscope itself (the monitor)"
 
 // Item is one cause of the window and the time it took.
 type Item struct {
-	Phase   string  `json:"phase"`
-	Kind    string  `json:"kind"`
+	Phase   Phase   `json:"phase"`
+	Kind    Kind    `json:"kind"`
 	Label   string  `json:"label"`
 	Ns      uint64  `json:"ns"`
 	Percent float64 `json:"percent"`

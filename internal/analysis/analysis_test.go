@@ -141,7 +141,7 @@ func dump(r *Result) string {
 	return b.String()
 }
 
-func item(r *Result, phase, kind string, tid uint32) *Item {
+func item(r *Result, phase Phase, kind Kind, tid uint32) *Item {
 	for i := range r.Breakdown {
 		it := &r.Breakdown[i]
 		if it.Phase == phase && it.Kind == kind && (tid == 0 || (it.Thread != nil && it.Thread.TID == tid)) {

@@ -13,7 +13,7 @@ import (
 // group gathers the items of one cause.
 type group struct {
 	key   string
-	kind  string
+	kind  Kind
 	ns    uint64
 	items []*Item
 }
@@ -32,7 +32,7 @@ func groupKey(it *Item) string {
 	switch it.Kind {
 	case KindInterference, KindBlocking, KindIRQOff:
 		if it.Thread.Monitor {
-			return it.Kind + ":monitor"
+			return it.Kind.String() + ":monitor"
 		}
 		return fmt.Sprint(it.Kind, ":", it.Thread.TID)
 	case KindHardIRQ:
@@ -45,10 +45,10 @@ func groupKey(it *Item) string {
 	case KindSleep:
 		return "sleep:" + it.key
 	}
-	return it.Kind
+	return it.Kind.String()
 }
 
-func groupKind(it *Item) string {
+func groupKind(it *Item) Kind {
 	if it.Kind == KindTimer {
 		if it.HardIRQ {
 			return KindHardIRQ
@@ -107,7 +107,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	sort.SliceStable(delay, func(i, j int) bool { return delay[i].ns > delay[j].ns })
 	res.BlockingThread = blockingThread(res)
 	res.RuledOut = ruledOut(res, groups, segs)
-	if tl.stealClock && groups[KindHypervisor] == nil {
+	if tl.stealClock && groups[KindHypervisor.String()] == nil {
 		res.RuledOut = append(res.RuledOut, "hypervisor (no steal time)")
 	}
 	defer stealSuffix(res, groups)
@@ -121,7 +121,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	if len(delay) > 0 {
 		dom = delay[0]
 	}
-	if g := groups[KindUnknown]; g != nil && g.ns*5 >= w {
+	if g := groups[KindUnknown.String()]; g != nil && g.ns*5 >= w {
 		for _, it := range g.items {
 			if it.key == "blocked|lost" {
 				// Events were lost: no verdict can stand on the rest.
@@ -180,7 +180,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 // stealSuffix adds the hypervisor's share to a verdict that names another
 // cause: how much of the worst case is the platform's fault.
 func stealSuffix(res *Result, groups map[string]*group) {
-	g := groups[KindHypervisor]
+	g := groups[KindHypervisor.String()]
 	if g == nil || res.Cause == CauseHypervisor || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
 		return
 	}
@@ -285,7 +285,7 @@ func blockingThread(res *Result) *Thread {
 
 func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 	w := res.WindowNs
-	byKind := map[string]uint64{}
+	byKind := map[Kind]uint64{}
 	for _, g := range groups {
 		byKind[g.kind] += g.ns
 	}

@@ -92,3 +92,30 @@ func (w Where) MarshalText() ([]byte, error) { return []byte(w), nil }
 
 // UnmarshalText reads a name.
 func (w *Where) UnmarshalText(b []byte) error { *w = Where(b); return nil }
+
+// Phase is the part of a window an item belongs to (Item.Phase): the
+// timer's release, runnable, running or blocked. Immutable: safe for
+// concurrent use.
+type Phase string
+
+// String returns the phase's name.
+func (p Phase) String() string { return string(p) }
+
+// MarshalText writes the name.
+func (p Phase) MarshalText() ([]byte, error) { return []byte(p), nil }
+
+// UnmarshalText reads a name.
+func (p *Phase) UnmarshalText(b []byte) error { *p = Phase(b); return nil }
+
+// Kind is what an item's time went to (Item.Kind). Immutable: safe for
+// concurrent use.
+type Kind string
+
+// String returns the kind's name.
+func (k Kind) String() string { return string(k) }
+
+// MarshalText writes the name.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k), nil }
+
+// UnmarshalText reads a name.
+func (k *Kind) UnmarshalText(b []byte) error { *k = Kind(b); return nil }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestVocabularyText pins the JSON text of every cause, CPU state and
-// release place (the
+// TestVocabularyText pins the JSON text of every cause, CPU state,
+// release place, phase and item kind (the
 // recorded windows' golden files cover only those their windows reach): a
 // renamed constant would change what machines read.
 func TestVocabularyText(t *testing.T) {
@@ -47,6 +47,28 @@ func TestVocabularyText(t *testing.T) {
 	for w, want := range map[Where]string{AtStart: "start", AtEnd: "end", InWindow: "window"} {
 		if got, _ := w.MarshalText(); string(got) != want {
 			t.Errorf("release place %q written %q, want %q", w, got, want)
+		}
+	}
+	phases := map[Phase]string{PhaseRelease: "release", PhaseRunnable: "runnable", PhaseRunning: "running", PhaseBlocked: "blocked"}
+	kinds := map[Kind]string{KindExecution: "execution", KindInterference: "interference", KindBlocking: "blocking",
+		KindIdle: "idle", KindHardIRQ: "hardirq", KindTimer: "timer", KindOwnTimer: "own-timer", KindSoftIRQ: "softirq",
+		KindIRQOff: "irq-off", KindSleep: "sleep", KindPeriodSleep: "period-sleep", KindUnknown: "unknown", KindHypervisor: "hypervisor"}
+	if len(phases) != 4 || len(kinds) != 13 {
+		t.Fatalf("%d phases, %d kinds: want 4 and 13 distinct", len(phases), len(kinds))
+	}
+	for p, want := range phases {
+		if got, _ := p.MarshalText(); string(got) != want {
+			t.Errorf("phase %q written %q, want %q", p, got, want)
+		}
+	}
+	for k, want := range kinds {
+		b, err := json.Marshal(Item{Kind: k})
+		var back Item
+		if err != nil || json.Unmarshal(b, &back) != nil || back.Kind != k {
+			t.Errorf("kind %q does not read back (%s)", k, b)
+		}
+		if got, _ := k.MarshalText(); string(got) != want {
+			t.Errorf("kind %q written %q, want %q", k, got, want)
 		}
 	}
 	for _, c := range []Cause{CauseHypervisor, CauseCPUUnavailable} {

@@ -316,7 +316,7 @@ func checkWindow(t *testing.T, w *node, m *report.Metric) {
 		}
 		for i, it := range r.Breakdown {
 			c := rows[i].cells()
-			if len(c) != 6 || c[1] != it.Kind || !strings.HasPrefix(c[2], it.Label) ||
+			if len(c) != 6 || c[1] != it.Kind.String() || !strings.HasPrefix(c[2], it.Label) ||
 				c[5] != strconv.FormatFloat(it.Percent, 'f', 1, 64) {
 				t.Errorf("breakdown row %d: %q, want %s %s %.1f%%", i, c, it.Kind, it.Label, it.Percent)
 			}

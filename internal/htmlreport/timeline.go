@@ -63,7 +63,7 @@ func window(id metric.ID, m *report.Metric) *windowView {
 			if it.CPU >= 0 {
 				cpu = strconv.Itoa(it.CPU)
 			}
-			w.Breakdown = append(w.Breakdown, bdRow{Phase: it.Phase, Kind: it.Kind, Label: label, CPU: cpu,
+			w.Breakdown = append(w.Breakdown, bdRow{Phase: it.Phase.String(), Kind: it.Kind.String(), Label: label, CPU: cpu,
 				Us: units.Us(it.Ns), Pct: strconv.FormatFloat(it.Percent, 'f', 1, 64)})
 		}
 		w.Total = units.Us(r.WindowNs)
