@@ -247,5 +247,5 @@ func parseIDs(kind string, vals []string) ([]int, error) {
 	return out, nil
 }
 
-// analyzer returns the worst-case explainer (internal/analysis).
+// analyzer returns the worst-case explainer (internal/explain over internal/analysis).
 var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) report.Explanation { return explain.ForWatch() }

@@ -231,7 +231,7 @@ type Counters struct {
 }
 
 // Hygiene counter names (enum rts_hygiene).
-// The last three come from traces and /proc (internal/analysis), not from the engine.
+// The last three come from traces and /proc (internal/explain), not from the engine.
 var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations",
 	"futex_waits_without_pi", "major_page_faults", "memory_not_locked"}
 
