@@ -119,6 +119,7 @@ enum rts_event_type {
 	RTS_EV_EXIT,          /* a=tid: task exits */
 	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
+	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
 };
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */

@@ -235,6 +235,15 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 static __always_inline void rts_on_timer_arm(struct rts_task_state *st, __u64 now, __u32 cpu,
 					     __u64 expiry, __u64 key)
 {
+	/* The only event of a loop that never sleeps: it tells the analysis
+	 * the task runs, where its past deadline's wakeup would say it slept. */
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_TIMER_ARM);
+	if (e) {
+		e->a = st->tid;
+		e->flags = expiry && expiry <= now;
+		e->x = expiry;
+		e->y = 0;
+	}
 	/* A wakeup seen while it ran ended an earlier sleep, or was the
 	 * expiry of a deadline already past: it must not end the coming one. */
 	st->pending_ts = 0;

@@ -422,7 +422,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 			} else if cur.st == stBlocked {
 				cur.cpu = to
 			}
-		case (e.Type == "user_return" || e.Type == "handler_entry" || e.Type == "handler_exit") && e.TID == tid,
+		case (e.Type == "user_return" || e.Type == "handler_entry" || e.Type == "handler_exit" || e.Type == "timer_arm") && e.TID == tid,
 			e.Type == "stack" && e.TID == tid,
 			e.Type == "wakeup" && e.Waker != nil && e.Waker.Kind == "task" && e.Waker.TID == tid:
 			// The task is on a CPU here: if the events said otherwise, some were lost.

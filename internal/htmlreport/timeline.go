@@ -111,7 +111,7 @@ func mine(e trace.Event, tid uint32) bool {
 		return e.PrevTID == tid || e.NextTID == tid
 	case "stack":
 		return e.WaitingTID == tid
-	case "wakeup", "migrate", "sleep", "user_return", "handler_entry", "handler_exit", "exit":
+	case "wakeup", "migrate", "sleep", "user_return", "handler_entry", "handler_exit", "exit", "timer_arm":
 		return e.TID == tid
 	}
 	return false

@@ -208,6 +208,15 @@ func Describe(e trace.Event) string {
 		return s
 	case "user_return":
 		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
+	case "timer_arm":
+		s := fmt.Sprintf("arm      %s its timer", task(e.TID, e.Comm, ""))
+		if e.ExpiryT != nil {
+			s += fmt.Sprintf(" for %s", units.UsFine(*e.ExpiryT))
+		}
+		if e.Missed {
+			s += ": already past, no sleep (missed deadline)"
+		}
+		return s
 	case "handler_entry", "handler_exit":
 		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type, "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
 	case "exit":

@@ -31,6 +31,7 @@ const (
 	evExit         = engine.EventExit
 	evStack        = engine.EventStack
 	evSteal        = engine.EventSteal
+	evTimerArm     = engine.EventTimerArm
 )
 
 var typeNames = map[uint8]string{
@@ -38,7 +39,7 @@ var typeNames = map[uint8]string{
 	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
 	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
 	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
-	evExit: "exit", evStack: "stack", evSteal: "steal",
+	evExit: "exit", evStack: "stack", evSteal: "steal", evTimerArm: "timer_arm",
 }
 
 // Waker contexts (enum rts_waker_ctx, generated into engine).
@@ -286,6 +287,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.SinceT = &since
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+	case evTimerArm:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		if engine.EventX(&e) != 0 {
+			exp := int64(engine.EventX(&e)) - int64(start)
+			ev.ExpiryT = &exp
+		}
+		ev.Missed = e.Flags == 1
 	case evHandlerEntry, evHandlerExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
