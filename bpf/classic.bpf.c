@@ -582,8 +582,8 @@ int on_hrtimer_start(void *ctx)
 	st->armed_expiry = wall ? 0 : soft;
 	/* A wall-clock deadline is not compared with now (no base clock reading
 	 * here): its overruns count only the deadlines it skips. */
-	rts_on_timer_arm(st, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
 	struct rts_task_stats *s = rts_stats(st);
+	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */

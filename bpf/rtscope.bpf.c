@@ -455,9 +455,9 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	if (!st)
 		return 0;
 	st->armed_expiry = rts_timer_expiry(timer);
-	rts_on_timer_arm(st, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
-			 BPF_CORE_READ(timer, _softexpires));
 	struct rts_task_stats *s = rts_stats(st);
+	rts_on_timer_arm(st, s, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
+			 BPF_CORE_READ(timer, _softexpires));
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */

@@ -77,7 +77,7 @@ int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u6
 {
 	struct rts_task_state *st = task(tid);
 	if (st)
-		rts_on_timer_arm(st, now, cpu, expiry, key);
+		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key);
 	return 0;
 }
 

@@ -228,12 +228,13 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
  * spurious wakeup, which is not a new iteration, and spacings of a
  * REALTIME/TAI loop's deadlines are exact in its own clock.
  *
+ * s: its stats (rts_stats), looked up once by the caller's hook.
  * Overruns (missed deadlines) are counted here: a deadline at or before
  * now (armed too late), and the deadlines a loop skipped to catch up (an
  * armed expiry more than one period after the previous one).
  */
-static __always_inline void rts_on_timer_arm(struct rts_task_state *st, __u64 now, __u32 cpu,
-					     __u64 expiry, __u64 key)
+static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct rts_task_stats *s,
+					     __u64 now, __u32 cpu, __u64 expiry, __u64 key)
 {
 	/* The only event of a loop that never sleeps: it tells the analysis
 	 * the task runs, where its past deadline's wakeup would say it slept. */
@@ -249,7 +250,6 @@ static __always_inline void rts_on_timer_arm(struct rts_task_state *st, __u64 no
 	st->pending_ts = 0;
 	if (st->arm_ts && key == st->arm_key)
 		return;
-	struct rts_task_stats *s = rts_stats(st);
 	__u64 missed = expiry && expiry <= now ? 1 : 0;
 	if (st->arm_ts && key > st->arm_key && key - st->arm_key < RTS_MAX_PERIOD) {
 		__u64 spacing = key - st->arm_key;
