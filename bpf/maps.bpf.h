@@ -77,7 +77,13 @@ struct {
 	__type(value, struct rts_task_stats);
 } stats_zero SEC(".maps");
 
-/* Per-target SLO bounds, by tid or pid (tgid): overrides slo_default. */
+/*
+ * Per-target SLO bounds, by tid or pid (tgid): overrides slo_default. Key
+ * RTS_SLO_DEFAULT_KEY (0: no tracked task has tid or pid 0) holds the
+ * default bounds set at run time; once written it replaces slo_default,
+ * which is read-only after load.
+ */
+#define RTS_SLO_DEFAULT_KEY 0
 struct rts_slo {
 	__u64 bound[RTS_M_COUNT];
 };

@@ -442,6 +442,18 @@ int track_existing(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/*
+ * Set every tracked task's SLO bounds again (rts_reapply_slo): user space
+ * runs it with BPF_PROG_TEST_RUN after changing slo_by_id. Loaded on its
+ * own: without bpf_for_each_map_elem (before 5.13) only new tasks get
+ * changed bounds. Returns the number of tasks visited.
+ */
+SEC("raw_tp")
+int reapply_slo(void *ctx)
+{
+	return rts_reapply_slo();
+}
+
 /* ---- timers ---- */
 
 /* A tracked task arms its sleeper timer: note the expiry, classify the sleep. */

@@ -22,7 +22,8 @@ const ctlUsage = `Usage: rtscope ctl [--socket PATH] COMMAND [ARGS]
 Control a running rtscope serve through its unix socket (root only).
 Every command prints the agent's state as JSON (targets, SLOs, tracked
 tasks). A removed target's tasks stay tracked until they exit, so that no
-counter goes back; SLO changes apply to the tasks tracked from then on.
+counter goes back; SLO changes apply at once to the tasks tracked already
+(their counts so far are kept) and to later ones.
 
 Commands:
   list                         targets, SLOs and tracked tasks
@@ -30,7 +31,9 @@ Commands:
                                watch a target (tasks now and later)
   remove --comm NAME | --pid N | --tid N
                                stop watching a target
-  add-slo ID:METRIC=TIME       set an SLO of a tid or pid
+  add-slo [ID:]METRIC=TIME     set an SLO of a tid or pid, or without ID:
+                               of every task (replaces the bound of the same
+                               ID and metric)
   remove-slo SPEC              remove an SLO (as listed)
   reload                       reread --config, as SIGHUP does: the targets
                                and SLOs become those of the flags and file

@@ -92,7 +92,7 @@ func TestAPIRefusals(t *testing.T) {
 		{"DELETE", PathTargets, TargetConfig{PID: 9}, "not watched"},
 		{"POST", PathTargets, map[string]any{"cgroup": "/x"}, "unknown field"},
 		{"POST", PathSLO, SLORequest{SLO: "latency=1ms"}, "already set"},
-		{"POST", PathSLO, SLORequest{SLO: "latency=2ms"}, "fixed when the agent starts"},
+		{"POST", PathSLO, SLORequest{SLO: "latency=2ms"}, "stopping"}, // accepted: replaces latency=1ms
 		{"POST", PathSLO, SLORequest{SLO: "7:bogus=1ms"}, "bogus"},
 		{"DELETE", PathSLO, SLORequest{SLO: "7:latency=1ms"}, "not set"},
 		{"POST", PathTargets, TargetConfig{TID: 5}, "stopping"},
