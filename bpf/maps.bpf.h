@@ -162,6 +162,19 @@ struct {
 } want_comm SEC(".maps");
 
 /*
+ * By cgroup v2 id (the directory's inode number): a task in the cgroup or
+ * below it. Only the BTF engine reads it (the classic one cannot tell a
+ * task's cgroup); defined here so that both engines have the same maps.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, struct rts_target);
+} want_cgroup SEC(".maps");
+
+/*
  * Tasks to track whose task storage could not be created (busy, see
  * rts_storage_busy in compat.bpf.h): tracking is retried when they are next
  * switched in. Preallocated: it is written from tracing programs.

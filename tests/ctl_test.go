@@ -24,6 +24,7 @@ type ctlState struct {
 	SLO     []string `json:"slo"`
 	Tracked []struct {
 		TID  int    `json:"tid"`
+		PID  int    `json:"pid"`
 		Comm string `json:"comm"`
 	} `json:"tracked"`
 }

@@ -125,6 +125,9 @@ type Features struct {
 	// SLOReapply: nil when changed SLO bounds reach the tasks tracked
 	// already (ReapplySLO), else why only tasks tracked later get them.
 	SLOReapply error
+	// CgroupAttach: nil when tasks moved into a wanted cgroup later are
+	// tracked (the cgroup_attach_task tracepoint), else why not.
+	CgroupAttach error
 	// Engine is EngineBTF or EngineClassic; EngineNote says why the
 	// classic one runs (forced, or no kernel BTF), empty for BTF.
 	Engine     string
@@ -164,6 +167,9 @@ type coreObjects struct {
 	OnSoftirqEntry       *ebpf.Program `ebpf:"on_softirq_entry"`
 	OnSoftirqExit        *ebpf.Program `ebpf:"on_softirq_exit"`
 	TrackExisting        *ebpf.Program `ebpf:"track_existing"`
+	// WantCgroups counts want_cgroup's entries (fork and exec skip the
+	// cgroup walk while it is 0).
+	WantCgroups *ebpf.Variable `ebpf:"want_cgroups"`
 	bpfMaps
 }
 
@@ -306,7 +312,7 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 	// a missing kernel function costs a feature, not the whole engine.
 	core := spec.Copy()
 	optionalNames := []string{"on_nanosleep_exit", "on_rseq_update", "on_irq_thread_fn", "on_irq_thread_fn_exit",
-		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit"}
+		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit", "on_cgroup_attach_task"}
 	for _, n := range append(optionalNames, "on_sched_switch", "on_sched_switch_legacy", "reapply_slo") {
 		delete(core.Programs, n)
 	}
@@ -355,6 +361,11 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 	// falls back to the on-CPU time of each activation of the irq/N thread.
 	e.Features.ThreadedIRQFentry = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
 		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit")
+	// Tasks moved into a wanted cgroup; without it, cgroup targets get the
+	// tasks there at each Scan and their children only.
+	if err := loadOptional("on_cgroup_attach_task"); err != nil {
+		e.Features.CgroupAttach = fmt.Errorf("the cgroup_attach_task tracepoint cannot be used (%v): tasks moved into a watched cgroup later are not tracked", err)
+	}
 	return spec, nil
 }
 
@@ -498,6 +509,8 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 			if !e.Features.UserReturnFexit {
 				e.Features.UserReturn = err
 			}
+		case "on_cgroup_attach_task":
+			e.Features.CgroupAttach = err
 		default:
 			e.Features.ThreadedIRQFentry = err
 		}
@@ -583,6 +596,48 @@ func (e *Engine) WantComm(comm string, target uint32) error {
 	var key [16]byte
 	copy(key[:15], comm)
 	return full(e.objs.WantComm.Put(key, bpfRtsTarget{Index: target}), e.objs.WantComm, "task names")
+}
+
+// ErrCgroupClassic: the classic engine reads no kernel structure, so it
+// cannot tell a task's cgroup.
+var ErrCgroupClassic = errors.New("cgroup targets need the BTF engine (kernel BTF): the classic engine cannot tell a task's cgroup")
+
+// WantCgroup registers a cgroup target by its cgroup v2 id (its
+// directory's inode number, target.Cgroup): every task in it or in a
+// cgroup below it, found by Scan, at fork and exec, and when it moves in
+// (Features.CgroupAttach).
+func (e *Engine) WantCgroup(id uint64, target uint32) error {
+	if e.Features.Engine == EngineClassic {
+		return ErrCgroupClassic
+	}
+	if err := e.objs.WantCgroup.Put(id, bpfRtsTarget{Index: target}); err != nil {
+		return full(err, e.objs.WantCgroup, "cgroups")
+	}
+	return e.countCgroups()
+}
+
+// ForgetCgroup removes a cgroup target: tasks that enter it later are not
+// tracked; those tracked already stay tracked until they exit.
+func (e *Engine) ForgetCgroup(id uint64) {
+	if e.Features.Engine == EngineClassic {
+		return
+	}
+	_ = e.objs.WantCgroup.Delete(id)
+	_ = e.countCgroups() // a stale count costs a walk at fork, nothing else
+}
+
+// countCgroups sets want_cgroups to want_cgroup's entries.
+func (e *Engine) countCgroups() error {
+	var n uint32
+	var k uint64
+	var v bpfRtsTarget
+	for it := e.objs.WantCgroup.Iterate(); it.Next(&k, &v); {
+		n++
+	}
+	if err := e.objs.WantCgroups.Set(n); err != nil {
+		return fmt.Errorf("counting cgroup targets: %w", err)
+	}
+	return nil
 }
 
 // ForgetTID removes a tid target (so that a reused tid is not tracked again).

@@ -79,6 +79,8 @@ func (c *Control) Spec() target.Spec {
 			s.TIDs = append(s.TIDs, t.TID)
 		case t.PID != 0:
 			s.PIDs = append(s.PIDs, t.PID)
+		case t.Cgroup != "":
+			s.Cgroups = append(s.Cgroups, t.Cgroup)
 		default:
 			s.Comms = append(s.Comms, t.Comm)
 		}
@@ -130,21 +132,24 @@ func (t TargetConfig) String() string {
 		return "tid " + strconv.Itoa(t.TID)
 	case t.PID != 0:
 		return "pid " + strconv.Itoa(t.PID)
+	case t.Cgroup != "":
+		return "cgroup " + t.Cgroup
 	}
 	return "comm " + t.Comm
 }
 
-// Check says why t is not a target: exactly one of its fields, in range.
+// Check says why t is not a target: exactly one of its fields, in range
+// (whether a cgroup exists is checked when it is watched).
 func (t TargetConfig) Check() error {
 	n := 0
-	for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0} {
+	for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0, t.Cgroup != ""} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		return errors.New("a target has exactly one of comm, pid or tid")
+		return errors.New("a target has exactly one of comm, pid, tid or cgroup")
 	case len(t.Comm) > target.CommLen:
 		return fmt.Errorf("comm %q has more than %d characters (the kernel's limit)", t.Comm, target.CommLen)
 	case t.PID < 0 || t.TID < 0:
@@ -357,6 +362,12 @@ func want(e *engine.Engine, t TargetConfig, idx uint32) error {
 		return e.WantTID(uint32(t.TID), idx, 0)
 	case t.PID != 0:
 		return e.WantTGID(uint32(t.PID), idx)
+	case t.Cgroup != "":
+		_, id, err := target.Cgroup(t.Cgroup)
+		if err != nil {
+			return err
+		}
+		return e.WantCgroup(id, idx)
 	}
 	return e.WantComm(t.Comm, idx)
 }
@@ -367,6 +378,12 @@ func forget(e *engine.Engine, t TargetConfig) {
 		e.ForgetTID(uint32(t.TID))
 	case t.PID != 0:
 		e.ForgetTGID(uint32(t.PID))
+	case t.Cgroup != "":
+		// A cgroup removed since has an id no cgroup gets again: its
+		// entry, left, matches nothing.
+		if _, id, err := target.Cgroup(t.Cgroup); err == nil {
+			e.ForgetCgroup(id)
+		}
 	default:
 		e.ForgetComm(t.Comm)
 	}

@@ -262,7 +262,7 @@ func TestViolationCounting(t *testing.T) {
 
 func TestConfigErrorsNameTheLine(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"targets:\n  - comm: ctl\n  - pid: 1\n    tid: 2\n", "line 3: a target has exactly one of comm, pid or tid"},
+		{"targets:\n  - comm: ctl\n  - pid: 1\n    tid: 2\n", "line 3: a target has exactly one of comm, pid, tid or cgroup"},
 		{"targets:\n  - comm: a-name-longer-than-fifteen\n", "line 2: comm"},
 		{"slo:\n  - latency=50us\n  - latncy=1ms\n", "line 3: SLO \"latncy=1ms\""},
 		{"listen: x\ntargetz: []\n", "line 2: field targetz not found"},

@@ -257,6 +257,16 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		}
 		idx++
 	}
+	for _, c := range o.Targets.Cgroups {
+		_, id, err := target.Cgroup(c)
+		if err == nil {
+			err = eng.WantCgroup(id, idx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--cgroup %s: %w", c, err)
+		}
+		idx++
+	}
 	var launched *target.Launched
 	var cmdDone chan struct{} // closed when the command has ended
 	if len(o.Targets.Command) > 0 {
@@ -473,8 +483,8 @@ func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Com
 // targetsGone tells whether watching should end by itself.
 func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 	o := s.o.Targets
-	if len(o.Comms) > 0 || s.o.Hooks.NeverEnd {
-		return false // names may appear at any time
+	if len(o.Comms) > 0 || len(o.Cgroups) > 0 || s.o.Hooks.NeverEnd {
+		return false // names may appear at any time, tasks enter cgroups
 	}
 	if haveCmd && !cmdExited {
 		return false
@@ -515,6 +525,7 @@ func (s *session) poll() error {
 	latest := map[key]engine.Notice{}
 	var order []key
 	var exits, viols []engine.Notice
+	rescan := false
 	for _, n := range ns {
 		switch n.Type {
 		case engine.NoticeTaskStart:
@@ -534,6 +545,15 @@ func (s *session) poll() error {
 			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
+		case engine.NoticeCgroupAttach:
+			rescan = true
+		}
+	}
+	if rescan {
+		// A process moved into a watched cgroup: its leader is tracked,
+		// the scan finds its other threads.
+		if err := s.eng.Scan(); err != nil {
+			return err
 		}
 	}
 	if s.eng.Tracing() {
