@@ -69,8 +69,9 @@ func main() {
 	var md strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&md, "# rtscope serve soak, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&md, "Machine: %s, %d CPUs, kernel %s. Command: `make soak` (bench/soak; `%s`).\n\n",
-		host, runtime.NumCPU(), kernel(), strings.Join(os.Args[1:], " "))
+	ver, _ := exec.Command(abs, "version").Output()
+	fmt.Fprintf(&md, "Machine: %s, %d CPUs, kernel %s; %s. Command: `make soak` (bench/soak; `%s`).\n\n",
+		host, runtime.NumCPU(), kernel(), strings.TrimSpace(string(ver)), strings.Join(os.Args[1:], " "))
 	soak(&md, abs, tmp, *duration, *rate)
 	switchPhase(&md, abs, tmp, *switchDur)
 	fmt.Print(md.String())
