@@ -242,6 +242,18 @@ int classic_scan(__u64 *ctx)
 	return tracked(tid) ? 0 : 1;
 }
 
+/*
+ * Set every tracked task's SLO bounds again (rts_reapply_slo): user space
+ * runs it with BPF_PROG_TEST_RUN after changing slo_by_id. Loaded on its
+ * own: without bpf_for_each_map_elem (before 5.13) only new tasks get
+ * changed bounds. Returns the number of tasks visited.
+ */
+SEC("raw_tp")
+int reapply_slo(void *ctx)
+{
+	return rts_reapply_slo();
+}
+
 /* ---- scheduler ---- */
 
 SEC("tracepoint/sched/sched_switch")

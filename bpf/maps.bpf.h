@@ -83,7 +83,13 @@ struct {
 	__type(value, struct rts_task_stats);
 } stats_zero SEC(".maps");
 
-/* Per-target SLO bounds, by tid or pid (tgid): overrides slo_default. */
+/*
+ * Per-target SLO bounds, by tid or pid (tgid): overrides slo_default. Key
+ * RTS_SLO_DEFAULT_KEY (0: no tracked task has tid or pid 0) holds the
+ * default bounds set at run time; once written it replaces slo_default,
+ * which is read-only after load.
+ */
+#define RTS_SLO_DEFAULT_KEY 0
 struct rts_slo {
 	__u64 bound[RTS_M_COUNT];
 };
@@ -160,6 +166,19 @@ struct {
 	__type(key, char[RTS_COMM_LEN]);
 	__type(value, struct rts_target);
 } want_comm SEC(".maps");
+
+/*
+ * By cgroup v2 id (the directory's inode number): a task in the cgroup or
+ * below it. Only the BTF engine reads it (the classic one cannot tell a
+ * task's cgroup); defined here so that both engines have the same maps.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, struct rts_target);
+} want_cgroup SEC(".maps");
 
 /*
  * Tasks to track whose task storage could not be created (busy, see

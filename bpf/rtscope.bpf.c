@@ -21,6 +21,31 @@ struct {
 	__type(value, struct rts_task_state);
 } tasks SEC(".maps");
 
+/* want_cgroups counts want_cgroup's entries (user space sets it), so that
+ * fork and exec pay one load while there are none. */
+__u32 want_cgroups = 0;
+
+/* Deeper cgroups are matched on their 16 nearest levels (a Kubernetes pod's
+ * containers sit about 5 below the root, a systemd unit's 2 to 4). */
+#define RTS_CGROUP_DEPTH 16
+
+/* Is cgrp, or one of its ancestors, a wanted cgroup? */
+static __always_inline struct rts_target *wanted_cgroup(struct cgroup *cgrp)
+{
+	for (int i = 0; i < RTS_CGROUP_DEPTH && cgrp; i++) {
+		__u64 id = BPF_CORE_READ(cgrp, kn, id);
+		struct rts_target *w = bpf_map_lookup_elem(&want_cgroup, &id);
+		if (w)
+			return w;
+		struct cgroup_subsys_state *parent = BPF_CORE_READ(cgrp, self.parent);
+		if (!parent)
+			break;
+		/* cgroup::self is a css: the parent css is the parent cgroup's. */
+		cgrp = (void *)parent - bpf_core_field_offset(struct cgroup, self);
+	}
+	return 0;
+}
+
 static __always_inline struct rts_task_state *tracked(struct task_struct *t)
 {
 	return bpf_task_storage_get(&tasks, t, 0, 0);
@@ -137,6 +162,8 @@ static __always_inline struct rts_target *wanted(struct task_struct *t)
 		bpf_probe_read_kernel_str(comm, sizeof(comm), t->comm);
 		w = bpf_map_lookup_elem(&want_comm, comm);
 	}
+	if (!w && want_cgroups)
+		w = wanted_cgroup(BPF_CORE_READ(t, cgroups, dfl_cgrp));
 	return w;
 }
 
@@ -429,6 +456,32 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * A task, or a whole process (threadgroup), moved into a cgroup: tracked
+ * at once when the cgroup (or one above it) is wanted. The other threads of a process are
+ * tracked by the scan user space runs on the notice (no thread iterator
+ * before 6.7). Off the scheduler path: cgroup moves are rare.
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(on_cgroup_attach_task, struct cgroup *dst, const char *path, struct task_struct *task,
+	     bool threadgroup)
+{
+	if (!want_cgroups)
+		return 0;
+	/*
+	 * The task's cgroup v2, not dst: dst may be a cgroup v1 (hybrid
+	 * hosts), whose ids are another hierarchy's and may equal a wanted v2
+	 * id. The task has moved when this fires.
+	 */
+	struct rts_target *w = wanted_cgroup(BPF_CORE_READ(task, cgroups, dfl_cgrp));
+	if (!w)
+		return 0;
+	track(task, w->index, w->flags);
+	if (threadgroup)
+		rts_notice(RTS_N_CGROUP_ATTACH, 0, 0, BPF_CORE_READ(task, pid), 0, 0, 0, 0, 0);
+	return 0;
+}
+
 /* Registers the tasks that exist when watching starts (user space runs it once). */
 SEC("iter/task")
 int track_existing(struct bpf_iter__task *ctx)
@@ -440,6 +493,18 @@ int track_existing(struct bpf_iter__task *ctx)
 	if (w)
 		track(t, w->index, w->flags);
 	return 0;
+}
+
+/*
+ * Set every tracked task's SLO bounds again (rts_reapply_slo): user space
+ * runs it with BPF_PROG_TEST_RUN after changing slo_by_id. Loaded on its
+ * own: without bpf_for_each_map_elem (before 5.13) only new tasks get
+ * changed bounds. Returns the number of tasks visited.
+ */
+SEC("raw_tp")
+int reapply_slo(void *ctx)
+{
+	return rts_reapply_slo();
 }
 
 /* ---- timers ---- */

@@ -158,6 +158,7 @@ enum rts_notice_type {
 	RTS_N_TASK_EXIT,      /* a tracked task exited: its stats are final */
 	RTS_N_NEW_MAX,        /* new maximum of a metric: capture its window */
 	RTS_N_SLO_VIOLATION,  /* a sample over its SLO (not a new maximum): explain its window */
+	RTS_N_CGROUP_ATTACH,  /* a process moved into a wanted cgroup: scan for its other threads */
 };
 
 /* Notice flags */

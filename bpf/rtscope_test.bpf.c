@@ -137,3 +137,10 @@ int BPF_PROG(test_sched, __u64 tid, __u64 policy, __u64 normal_prio)
 		return 0;
 	return rts_sched_seen(st, rts_stats(st), rts_sched_key(policy, (int)normal_prio));
 }
+
+/* The engine's reapply_slo. */
+SEC("raw_tp")
+int test_reapply_slo(void *ctx)
+{
+	return rts_reapply_slo();
+}

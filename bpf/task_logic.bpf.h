@@ -450,6 +450,42 @@ static __always_inline void rts_on_handler_exit(struct rts_task_state *st, __u64
 }
 
 /*
+ * Set the SLO bounds of a task's statistics: its tid's, else its pid's,
+ * else the run-time default (slo_by_id key RTS_SLO_DEFAULT_KEY, written by
+ * rtscope ctl), else the load-time slo_default. Called when tracking starts
+ * and by rts_reapply_slo; the hot path reads only s->m[i].slo.
+ */
+static __always_inline void rts_apply_slo(struct rts_task_stats *s, __u32 tid, __u32 pid)
+{
+	__u32 def = RTS_SLO_DEFAULT_KEY;
+	struct rts_slo *slo = bpf_map_lookup_elem(&slo_by_id, &tid);
+	if (!slo)
+		slo = bpf_map_lookup_elem(&slo_by_id, &pid);
+	if (!slo)
+		slo = bpf_map_lookup_elem(&slo_by_id, &def);
+	for (int i = 0; i < RTS_M_COUNT; i++)
+		s->m[i].slo = slo ? slo->bound[i] : slo_default[i];
+}
+
+static long rts_reapply_one(void *map, __u64 *id, struct rts_task_stats *s, void *ctx)
+{
+	rts_apply_slo(s, s->tid, s->pid);
+	return 0;
+}
+
+/*
+ * Set the SLO bounds of every tracked task again from slo_by_id, after user
+ * space changed them (rtscope ctl, SIGHUP): counts and violations so far are
+ * kept, later samples are judged by the new bounds. Each 64-bit bound is
+ * one store, so a sample recorded meanwhile sees the old or the new bound.
+ * Returns the number of tasks visited. bpf_for_each_map_elem: Linux 5.13.
+ */
+static __always_inline long rts_reapply_slo(void)
+{
+	return bpf_for_each_map_elem(&stats, rts_reapply_one, 0, 0);
+}
+
+/*
  * Start tracking: fill the state and create the stats entry. Called with a
  * freshly created (zeroed) task storage entry. Returns 0 on success.
  */
@@ -509,11 +545,7 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 	s->pid = pid;
 	s->target = target;
 
-	struct rts_slo *slo = bpf_map_lookup_elem(&slo_by_id, &tid);
-	if (!slo)
-		slo = bpf_map_lookup_elem(&slo_by_id, &pid);
-	for (int i = 0; i < RTS_M_COUNT; i++)
-		s->m[i].slo = slo ? slo->bound[i] : slo_default[i];
+	rts_apply_slo(s, tid, pid);
 
 	st->id = id;
 	st->tid = tid;

@@ -1,8 +1,9 @@
 # `make bench`: what rtscope costs the machine it watches, against the floor
 # (empty BPF programs on the same hooks), peers (libbpf-tools runqlat, a
 # bpftrace script) and the origin design; prints one table and writes
-# bench/results/DATE-MACHINE.md. Not part of `make test`: about 20 minutes
-# (BENCH_QUICK=1: about 5). See "Benchmarks" in README.md.
+# bench/results/DATE-MACHINE.md, then runs make soak (below). Not part of
+# `make test`: about 20 minutes plus the soak's 12 (BENCH_QUICK=1: about 5
+# plus 12). See "Benchmarks" in README.md.
 # libbpf-tools is the CO-RE build of bcc's tools: Debian's bpfcc-tools
 # (runqlat-bpfcc) compiles at run time and needs kernel headers.
 DEB_BENCH := bpftrace libbpf-tools rt-tests stress-ng
@@ -28,3 +29,15 @@ bench-timed: build
 bench: build bench-timed $(STAMP)/deps-bench
 	GOARCH=$(HOSTARCH) CGO_ENABLED=0 $(GO) build -o .cache/rtscope-bench ./bench
 	.cache/rtscope-bench -rtscope ./$(BIN) -timed $(BENCH_TIMED) -results-dir bench/results $(BENCH_FLAGS)
+	@$(MAKE) --no-print-directory soak
+
+# make soak (part of make bench): rtscope serve for SOAK_FLAGS' -duration
+# (default 10 minutes) under task churn (20 short tasks a second, 72,000 an
+# hour) and stress-ng, reporting RSS growth, agent CPU and losses, then the
+# agent's CPU at the highest context-switch rate with 100 tracked tasks
+# (2 x 30 s); writes bench/results/DATE-MACHINE-soak.md. About 12 minutes.
+SOAK_FLAGS ?=
+.PHONY: soak
+soak: build $(STAMP)/deps-bench
+	GOARCH=$(HOSTARCH) CGO_ENABLED=0 $(GO) build -o .cache/rtscope-soak ./bench/soak
+	.cache/rtscope-soak -rtscope ./$(BIN) -results-dir bench/results $(SOAK_FLAGS)

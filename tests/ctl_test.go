@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,7 @@ type ctlState struct {
 	SLO     []string `json:"slo"`
 	Tracked []struct {
 		TID  int    `json:"tid"`
+		PID  int    `json:"pid"`
 		Comm string `json:"comm"`
 	} `json:"tracked"`
 }
@@ -206,4 +208,74 @@ func TestServeControl(t *testing.T) {
 	if _, err := os.Stat(sock); err == nil {
 		t.Error("the control socket is left behind after SIGTERM")
 	}
+}
+
+// SLO changes at run time reach the task tracked already (the same task
+// all along: none exits): a default bound tightened by a reload makes its
+// cycles violations; a bound of its pid added with rtscope ctl loosens it
+// again and they stop; the violations counted so far stay.
+func TestServeSLOChange(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "serve.sock")
+	cfg := filepath.Join(dir, "serve.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("targets:\n  - comm: control\nslo:\n  - cycle=1s\n")
+	_, metricsURL := startServeSocket(t, sock, "--config", cfg, "--tick", "100ms")
+	// 500 us of work every 2 ms: each cycle is over 100 us, none near 1 s.
+	w := exec.Command(rtscope, "scenario", "run", "healthy-loop", "--duration", "8s", "-q")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	cycles := `rtscope_cycle_seconds_count{target="control"}`
+	viol := `rtscope_slo_violations_total{metric="cycle",target="control"}`
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); !ok(); {
+			if time.Now().After(end) {
+				t.Fatalf("after 5 s: %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("the control task's cycles on /metrics", func() bool {
+		n, _ := scrape(t, metricsURL, cycles)
+		return n > 50
+	})
+	if v, _ := scrape(t, metricsURL, viol); v != 0 {
+		t.Fatalf("%v cycle violations of a 1 s bound", v)
+	}
+
+	write("targets:\n  - comm: control\nslo:\n  - cycle=100us\n")
+	if st, e := ctl(t, sock, "reload"); st == nil || !slices.Equal(st.SLO, []string{"cycle=100us"}) {
+		t.Fatalf("ctl reload with a new default SLO: %+v %s", st, e)
+	}
+	var tight float64
+	waitFor("the tracked task's cycles become violations of the new default", func() bool {
+		tight, _ = scrape(t, metricsURL, viol)
+		return tight > 50
+	})
+
+	pidSLO := strconv.Itoa(w.Process.Pid) + ":cycle=1s"
+	if st, e := ctl(t, sock, "add-slo", pidSLO); st == nil || !slices.Contains(st.SLO, pidSLO) {
+		t.Fatalf("ctl add-slo %s: %+v %s", pidSLO, st, e)
+	}
+	time.Sleep(300 * time.Millisecond) // three ticks: /metrics has read the statistics since
+	v1, _ := scrape(t, metricsURL, viol)
+	n1, _ := scrape(t, metricsURL, cycles)
+	time.Sleep(time.Second)
+	v2, _ := scrape(t, metricsURL, viol)
+	n2, _ := scrape(t, metricsURL, cycles)
+	if v1 < tight || v2 != v1 || n2-n1 < 100 {
+		t.Errorf("after the pid's 1 s bound: violations %v then %v over %v more cycles (want unchanged, at least %v, over 100 or more cycles)",
+			v1, v2, n2-n1, tight)
+	}
+	if exited, _ := scrape(t, metricsURL, `rtscope_tasks_exited_total{target="control"}`); exited != 0 {
+		t.Errorf("%v control tasks exited: the SLO changes were to reach the task tracked all along", exited)
+	}
+	t.Logf("cycle violations: %v under the 100 us default, %v after the pid's 1 s bound (%v more cycles)", tight, v2, n2-n1)
 }

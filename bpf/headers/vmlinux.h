@@ -53,6 +53,24 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq;
 };
 
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup_subsys_state {
+	struct cgroup_subsys_state *parent;
+};
+
+struct cgroup {
+	struct cgroup_subsys_state self;
+	int level;
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_entity se;
@@ -72,6 +90,7 @@ struct task_struct {
 	struct task_struct *real_parent;
 	struct task_struct *group_leader;
 	unsigned int flags;
+	struct css_set *cgroups;
 };
 
 struct hrtimer_clock_base {

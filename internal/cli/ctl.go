@@ -22,15 +22,18 @@ const ctlUsage = `Usage: rtscope ctl [--socket PATH] COMMAND [ARGS]
 Control a running rtscope serve through its unix socket (root only).
 Every command prints the agent's state as JSON (targets, SLOs, tracked
 tasks). A removed target's tasks stay tracked until they exit, so that no
-counter goes back; SLO changes apply to the tasks tracked from then on.
+counter goes back; SLO changes apply at once to the tasks tracked already
+(their counts so far are kept) and to later ones.
 
 Commands:
   list                         targets, SLOs and tracked tasks
-  add --comm NAME | --pid N | --tid N
+  add --comm NAME | --pid N | --tid N | --cgroup PATH|UNIT
                                watch a target (tasks now and later)
-  remove --comm NAME | --pid N | --tid N
+  remove --comm NAME | --pid N | --tid N | --cgroup PATH|UNIT
                                stop watching a target
-  add-slo ID:METRIC=TIME       set an SLO of a tid or pid
+  add-slo [ID:]METRIC=TIME     set an SLO of a tid or pid, or without ID:
+                               of every task (replaces the bound of the same
+                               ID and metric)
   remove-slo SPEC              remove an SLO (as listed)
   reload                       reread --config, as SIGHUP does: the targets
                                and SLOs become those of the flags and file
@@ -49,6 +52,7 @@ func runCtl(args []string) int {
 	comm := fs.String("comm", "", "target task name (add, remove)")
 	pid := fs.Int("pid", 0, "target process id (add, remove)")
 	tid := fs.Int("tid", 0, "target thread id (add, remove)")
+	cgroup := fs.String("cgroup", "", "target cgroup v2 path or systemd unit name (add, remove)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, ctlUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -61,10 +65,10 @@ func runCtl(args []string) int {
 		return Fail("ctl", errors.New("missing command (list, add, remove, add-slo, remove-slo, reload, windows)"))
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	t := serve.TargetConfig{Comm: *comm, PID: *pid, TID: *tid}
+	t := serve.TargetConfig{Comm: *comm, PID: *pid, TID: *tid, Cgroup: *cgroup}
 	isTarget := cmd == "add" || cmd == "remove"
 	if !isTarget && t != (serve.TargetConfig{}) {
-		return Fail("ctl", fmt.Errorf("--comm, --pid and --tid go with add and remove, not %s", cmd))
+		return Fail("ctl", fmt.Errorf("--comm, --pid, --tid and --cgroup go with add and remove, not %s", cmd))
 	}
 	wantArgs := 0
 	if cmd == "add-slo" || cmd == "remove-slo" {
@@ -78,7 +82,7 @@ func runCtl(args []string) int {
 	}
 	if isTarget {
 		if err := t.Check(); err != nil {
-			return Fail("ctl", fmt.Errorf("%s: %w (--comm, --pid or --tid)", cmd, err))
+			return Fail("ctl", fmt.Errorf("%s: %w (--comm, --pid, --tid or --cgroup)", cmd, err))
 		}
 	}
 	c := serve.NewClient(*socket)

@@ -37,6 +37,7 @@ Targets and SLOs come from flags and from --config (YAML), both combined:
   targets:
     - comm: control
     - pid: 1234
+    - cgroup: /system.slice/control.service   # or control.service
   slo:
     - latency=200us
     - 1234:cycle=1ms
@@ -61,6 +62,7 @@ func runServe(args []string) int {
 	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
 	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
 	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters), including tasks that appear later")
+	cgroups := fs.StringArray("cgroup", nil, "cgroup v2 path or systemd unit name: every task in it or below, now and when it enters later (repeatable)")
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us (repeatable)")
 	tick := fs.Duration("tick", time.Second, "how often live tasks' statistics are read for /metrics")
 	noTrace := fs.Bool("no-trace", false, "no flight recorder: violations are counted but not explained (lowest overhead)")
@@ -99,6 +101,9 @@ func runServe(args []string) int {
 			return Fail("serve", fmt.Errorf("--comm %s: %w", c, err))
 		}
 		flagCfg.Targets = append(flagCfg.Targets, t)
+	}
+	for _, c := range *cgroups {
+		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{Cgroup: c})
 	}
 	for _, s := range *slos {
 		if _, err := slo.Parse(s); err != nil {

@@ -68,6 +68,7 @@ func runWatch(args []string) int {
 	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
 	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
 	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters)")
+	cgroups := fs.StringArray("cgroup", nil, "cgroup v2 path or systemd unit name: every task in it, now and when it enters later (repeatable)")
 	dur := fs.DurationP("duration", "d", 0, "stop after this long (e.g. 30s, 5m); default: until Ctrl-C or targets exit")
 	interval := fs.DurationP("interval", "i", time.Second, "live table period")
 	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
@@ -137,6 +138,7 @@ func runWatch(args []string) int {
 		return Fail("watch", err)
 	}
 	o.Targets.Comms = *comms
+	o.Targets.Cgroups = *cgroups
 	o.Targets.Command = command
 	switch {
 	case fs.Changed("user") && len(command) == 0:

@@ -182,35 +182,42 @@ var classicAttach = []struct {
 
 // loadClassic loads classic.bpf.c with the shared settings vars and this
 // kernel's field offsets; its maps fill e.objs.bpfMaps, so that every
-// reader of the engine works unchanged.
-func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) error {
+// reader of the engine works unchanged. It returns the spec with its
+// settings, for loadReapply.
+func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) (*ebpf.CollectionSpec, error) {
 	spec, err := loadClassic()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	offs, err := classicOffsets(tpformat.ReadFormat)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for name, v := range offs {
 		vars[name] = v
 	}
 	for name, v := range vars {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
+			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
 	spec.Maps["flight"].MaxEntries = flightEntries
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	core := spec.Copy()
+	delete(core.Programs, "reapply_slo") // loadReapply, on its own
+	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
 	if err != nil {
-		return explainLoadError(err)
+		return nil, explainLoadError(err)
+	}
+	e.maps = map[string]*ebpf.Map{}
+	for name, m := range coll.Maps {
+		e.maps[name] = m
 	}
 	if err := coll.Assign(&e.objs.bpfMaps); err != nil {
 		coll.Close()
-		return err
+		return nil, err
 	}
 	e.core = coll
-	return nil
+	return spec, nil
 }
 
 // attachClassic attaches the classic programs to their tracepoints.

@@ -58,6 +58,9 @@ type Config struct {
 	// TestNoPercpuLookup (tests only) loads as on a kernel without
 	// bpf_map_lookup_percpu_elem (before 5.19).
 	TestNoPercpuLookup bool
+	// TestNoReapply (tests only) loads as on a kernel without
+	// bpf_for_each_map_elem (before 5.13).
+	TestNoReapply bool
 	// Engine is EngineAuto, EngineBTF or EngineClassic (--engine).
 	Engine string
 }
@@ -121,6 +124,12 @@ type Features struct {
 	// 5.19+), else why not; the task's own sleep stacks do not need it.
 	WaiterStacks error
 	Steal        StealClock
+	// SLOReapply: nil when changed SLO bounds reach the tasks tracked
+	// already (ReapplySLO), else why only tasks tracked later get them.
+	SLOReapply error
+	// CgroupAttach: nil when tasks moved into a wanted cgroup later are
+	// tracked (the cgroup_attach_task tracepoint), else why not.
+	CgroupAttach error
 	// Engine is EngineBTF or EngineClassic; EngineNote says why the
 	// classic one runs (forced, or no kernel BTF), empty for BTF.
 	Engine     string
@@ -140,6 +149,8 @@ type Engine struct {
 	// its own and sharing core's maps: a missing kernel function costs its
 	// feature, not the engine.
 	optional []*ebpf.Collection
+	reapply  *ebpf.Collection     // reapply_slo, loaded on its own; nil: SLOReapply says why
+	maps     map[string]*ebpf.Map // the core maps by name, which programs loaded later share
 	links    []link.Link
 	notices  *ringbuf.Reader
 	flight   []byte
@@ -155,6 +166,9 @@ type Engine struct {
 // attached). The hooks stay in the collection.
 type coreObjects struct {
 	TrackExisting *ebpf.Program `ebpf:"track_existing"`
+	// WantCgroups counts want_cgroup's entries (fork and exec skip the
+	// cgroup walk while it is 0).
+	WantCgroups *ebpf.Variable `ebpf:"want_cgroups"`
 	bpfMaps
 }
 
@@ -252,37 +266,40 @@ func Load(cfg Config) (*Engine, error) {
 		}
 		entries = n
 	}
+	var spec *ebpf.CollectionSpec
 	if kind == EngineClassic {
 		e.Features.Steal = StealClock{Method: "unreadable: the classic engine (no kernel BTF) cannot reach the run queue's steal clock"}
 		e.Features.ThreadedIRQFentry = errors.New("the classic engine has no fentry")
-		if err := e.loadClassic(vars, entries); err != nil {
+		if spec, err = e.loadClassic(vars, entries); err != nil {
 			return nil, err
 		}
 	} else {
-		if err := e.loadBTF(vars, entries); err != nil {
+		if spec, err = e.loadBTF(vars, entries); err != nil {
 			return nil, err
 		}
 	}
+	e.Features.SLOReapply = e.loadReapply(spec)
 	return e.finishLoad(entries)
 }
 
 // loadBTF loads rtscope.bpf.c: the core programs, then each optional set.
-func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
+// It returns the spec with its settings, for loadReapply.
+func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionSpec, error) {
 	spec, err := loadBpf()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.Features.Steal = stealClock()
 	for name, v := range vars {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
+			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
 	spec.Maps["flight"].MaxEntries = entries
 
 	legacy, err := legacySchedSwitch()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.Features.LegacySwitch = legacy
 	switchName := "on_sched_switch"
@@ -293,14 +310,14 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
 	// a missing kernel function costs a feature, not the whole engine.
 	core := spec.Copy()
 	optionalNames := []string{"on_nanosleep_exit", "on_rseq_update", "on_irq_thread_fn", "on_irq_thread_fn_exit",
-		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit"}
-	for _, n := range append(optionalNames, "on_sched_switch", "on_sched_switch_legacy") {
+		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit", "on_cgroup_attach_task"}
+	for _, n := range append(optionalNames, "on_sched_switch", "on_sched_switch_legacy", "reapply_slo") {
 		delete(core.Programs, n)
 	}
 	core.Programs[switchName] = spec.Programs[switchName]
 	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
 	if err != nil {
-		return explainLoadError(err)
+		return nil, explainLoadError(err)
 	}
 	// The optional programs must share these maps: take them before Assign
 	// moves them out of the collection.
@@ -308,9 +325,10 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
 	for name, m := range coll.Maps {
 		maps[name] = m
 	}
+	e.maps = maps
 	if err := coll.Assign(&e.objs); err != nil {
 		coll.Close()
-		return err
+		return nil, err
 	}
 	e.core = coll
 
@@ -339,6 +357,35 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
 	// falls back to the on-CPU time of each activation of the irq/N thread.
 	e.Features.ThreadedIRQFentry = loadOptional("on_irq_thread_fn", "on_irq_thread_fn_exit",
 		"on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit")
+	// Tasks moved into a wanted cgroup; without it, cgroup targets get the
+	// tasks there at each Scan and their children only.
+	if err := loadOptional("on_cgroup_attach_task"); err != nil {
+		e.Features.CgroupAttach = fmt.Errorf("the cgroup_attach_task tracepoint cannot be used (%v): tasks moved into a watched cgroup later are not tracked", err)
+	}
+	return spec, nil
+}
+
+// loadReapply loads reapply_slo from spec (either engine's, with its
+// settings) on the engine's maps, in a collection of its own: a kernel
+// without bpf_for_each_map_elem (5.13) loses that feature only, and Attach
+// never sees the program (it is run, not attached). It returns why the
+// feature is missing, nil when it is there.
+func (e *Engine) loadReapply(spec *ebpf.CollectionSpec) error {
+	missing := errors.New("this kernel lacks bpf_for_each_map_elem (Linux 5.13): changed SLO bounds apply to the tasks tracked from then on, not to those tracked already")
+	if e.cfg.TestNoReapply {
+		return missing
+	}
+	sub := spec.Copy()
+	sub.Programs = map[string]*ebpf.ProgramSpec{"reapply_slo": spec.Programs["reapply_slo"]}
+	c, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: e.maps})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%w (%v)", missing, err)
+		}
+		return fmt.Errorf("loading reapply_slo: %w", err)
+	}
+	e.reapply = c
 	return nil
 }
 
@@ -461,6 +508,8 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 			if !e.Features.UserReturnFexit {
 				e.Features.UserReturn = err
 			}
+		case "on_cgroup_attach_task":
+			e.Features.CgroupAttach = err
 		default:
 			e.Features.ThreadedIRQFentry = err
 		}
@@ -492,6 +541,10 @@ func (e *Engine) Close() {
 		c.Close()
 	}
 	e.optional = nil
+	if e.reapply != nil {
+		e.reapply.Close()
+		e.reapply = nil
+	}
 	// Assign moved the task iterator and the maps out of their collection,
 	// whose Close no longer reaches them: without this they stayed loaded
 	// until the garbage collector ran (10 -> 50 fds after one
@@ -548,6 +601,48 @@ func (e *Engine) WantComm(comm string, target uint32) error {
 	return full(e.objs.WantComm.Put(key, bpfRtsTarget{Index: target}), e.objs.WantComm, "task names")
 }
 
+// ErrCgroupClassic: the classic engine reads no kernel structure, so it
+// cannot tell a task's cgroup.
+var ErrCgroupClassic = errors.New("cgroup targets need the BTF engine (kernel BTF): the classic engine cannot tell a task's cgroup")
+
+// WantCgroup registers a cgroup target by its cgroup v2 id (its
+// directory's inode number, target.Cgroup): every task in it or in a
+// cgroup below it, found by Scan, at fork and exec, and when it moves in
+// (Features.CgroupAttach).
+func (e *Engine) WantCgroup(id uint64, target uint32) error {
+	if e.Features.Engine == EngineClassic {
+		return ErrCgroupClassic
+	}
+	if err := e.objs.WantCgroup.Put(id, bpfRtsTarget{Index: target}); err != nil {
+		return full(err, e.objs.WantCgroup, "cgroups")
+	}
+	return e.countCgroups()
+}
+
+// ForgetCgroup removes a cgroup target: tasks that enter it later are not
+// tracked; those tracked already stay tracked until they exit.
+func (e *Engine) ForgetCgroup(id uint64) {
+	if e.Features.Engine == EngineClassic {
+		return
+	}
+	_ = e.objs.WantCgroup.Delete(id)
+	_ = e.countCgroups() // a stale count costs a walk at fork, nothing else
+}
+
+// countCgroups sets want_cgroups to want_cgroup's entries.
+func (e *Engine) countCgroups() error {
+	var n uint32
+	var k uint64
+	var v bpfRtsTarget
+	for it := e.objs.WantCgroup.Iterate(); it.Next(&k, &v); {
+		n++
+	}
+	if err := e.objs.WantCgroups.Set(n); err != nil {
+		return fmt.Errorf("counting cgroup targets: %w", err)
+	}
+	return nil
+}
+
 // ForgetTID removes a tid target (so that a reused tid is not tracked again).
 func (e *Engine) ForgetTID(tid uint32) {
 	_ = e.objs.WantTid.Delete(tid)
@@ -569,7 +664,8 @@ func (e *Engine) ForgetComm(comm string) {
 
 // SetSLO sets the bounds of tid or pid id (ns, 0: none), overriding the
 // defaults, for the tasks tracked from now on: a tracked task copies its
-// bounds when its tracking starts.
+// bounds when its tracking starts (ReapplySLO gives them to the tasks
+// tracked already).
 func (e *Engine) SetSLO(id uint32, bounds [metric.Count]uint64) error {
 	v := bpfRtsSlo{Bound: bounds}
 	if err := e.objs.SloById.Put(id, &v); err != nil {
@@ -582,6 +678,38 @@ func (e *Engine) SetSLO(id uint32, bounds [metric.Count]uint64) error {
 // defaults.
 func (e *Engine) ForgetSLO(id uint32) {
 	_ = e.objs.SloById.Delete(id)
+}
+
+// sloDefaultKey is the slo_by_id key of the run-time default bounds
+// (RTS_SLO_DEFAULT_KEY): no tracked task has tid or pid 0.
+const sloDefaultKey = uint32(0)
+
+// SetSLODefault replaces the default bounds (Config.SLODefault, a
+// read-only constant of the loaded programs) for the tasks tracked from
+// now on; ReapplySLO gives them to those tracked already.
+func (e *Engine) SetSLODefault(bounds [metric.Count]uint64) error {
+	v := bpfRtsSlo{Bound: bounds}
+	if err := e.objs.SloById.Put(sloDefaultKey, &v); err != nil {
+		return fmt.Errorf("setting the default SLO: %w", full(err, e.objs.SloById, "ids with SLOs of their own"))
+	}
+	return nil
+}
+
+// ReapplySLO sets every tracked task's bounds again from SetSLO,
+// ForgetSLO and SetSLODefault, keeping its counts and violations so far.
+// It returns the number of tasks changed, or Features.SLOReapply when the
+// kernel cannot (then only tasks tracked later get the new bounds).
+// One BPF_PROG_TEST_RUN: 0.3-0.5 ms for 6 tasks here (TestReapplySLO),
+// off the hot path (the kernel reads each task's bounds from its statistics).
+func (e *Engine) ReapplySLO() (int, error) {
+	if e.reapply == nil {
+		return 0, e.Features.SLOReapply
+	}
+	ret, err := e.reapply.Programs["reapply_slo"].Run(&ebpf.RunOptions{Context: []uint64{0}})
+	if err != nil {
+		return 0, fmt.Errorf("running reapply_slo: %w", err)
+	}
+	return int(int32(ret)), nil
 }
 
 // Scan runs the task iterator: every existing task that matches a target starts being tracked.

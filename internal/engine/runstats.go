@@ -23,6 +23,9 @@ func (e *Engine) programs() []*ebpf.Program {
 			out = append(out, p)
 		}
 	}
+	if e.reapply != nil {
+		out = append(out, e.reapply.Programs["reapply_slo"])
+	}
 	return out
 }
 

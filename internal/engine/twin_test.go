@@ -620,3 +620,56 @@ func noticeReader(t *testing.T, tw *twin) *ringbuf.Reader {
 	t.Cleanup(func() { rd.Close() })
 	return rd
 }
+
+// TestTwinReapplySLO: changed bounds reach the tasks tracked already (by
+// tid, by pid, the run-time default at key 0), their counts and
+// violations so far kept, and later samples are judged by the new bounds.
+func TestTwinReapplySLO(t *testing.T) {
+	tw := newTwin(t, map[metric.ID]uint64{metric.Latency: 100})
+	sample := func(tid uint32, base, lat uint64) {
+		tw.wakeup(base, 0, tid)
+		tw.switchTo(base+lat, 0, idle, tid, false, 0)
+		tw.switchTo(base+lat+10, 0, tid, idle, true, 0)
+	}
+	// tids 10 and 11 are threads of process 10; 12 and 13 processes of their own.
+	for _, tp := range [][2]uint32{{10, 10}, {11, 10}, {12, 12}, {13, 13}} {
+		if ret := tw.run(tw.objs.TestTrack, uint64(tp[0]), uint64(tp[1]), 1, 0); ret != 0 {
+			t.Fatalf("track %d: %d", tp[0], int32(ret))
+		}
+	}
+	sample(10, 10000, 500) // over the load-time default of 100
+	put := func(id uint32, lat uint64) {
+		var b [metric.Count]uint64
+		b[metric.Latency] = lat
+		if err := tw.objs.SloById.Put(id, &bpfRtsSlo{Bound: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(sloDefaultKey, 1000) // new default
+	put(10, 200)             // pid 10
+	put(12, 50)              // tid 12
+	if n := tw.run(tw.objs.TestReapplySlo, 0); n != 4 {
+		t.Errorf("reapply visited %d tasks, want 4", n)
+	}
+	for tid, want := range map[uint32]uint64{10: 200, 11: 200, 12: 50, 13: 1000} {
+		if got := tw.stats(tid).M[metric.Latency].Slo; got != want {
+			t.Errorf("tid %d: latency SLO %d, want %d", tid, got, want)
+		}
+	}
+	if got := tw.stats(10).M[metric.Latency]; got.Count != 1 || got.Violations != 1 {
+		t.Errorf("tid 10 after reapply: count %d violations %d, want 1 1 (kept)", got.Count, got.Violations)
+	}
+	sample(10, 20000, 300) // over 200
+	sample(13, 30000, 500) // under 1000, over the old 100
+	if got := tw.stats(10).M[metric.Latency].Violations; got != 2 {
+		t.Errorf("tid 10: %d violations, want 2", got)
+	}
+	if got := tw.stats(13).M[metric.Latency].Violations; got != 0 {
+		t.Errorf("tid 13: %d violations, want 0 (new default 1000)", got)
+	}
+	// A task tracked after the change gets the run-time default.
+	tw.track(14, true, false)
+	if got := tw.stats(14).M[metric.Latency].Slo; got != 1000 {
+		t.Errorf("tid 14 tracked after the change: SLO %d, want 1000", got)
+	}
+}

@@ -50,6 +50,9 @@ const (
 	// NoticeSLOViolation: a sample over its SLO that is not a new maximum
 	// (at most one a millisecond per task: RTS_VIOL_NOTICE_GAP_NS).
 	NoticeSLOViolation = uint32(bpfRtsNoticeTypeRTS_N_SLO_VIOLATION)
+	// NoticeCgroupAttach: a process moved into a wanted cgroup; its
+	// other threads are tracked by the next Scan.
+	NoticeCgroupAttach = uint32(bpfRtsNoticeTypeRTS_N_CGROUP_ATTACH)
 )
 
 // Counters of what was lost or refused (enum rts_counter), indexes of

@@ -86,13 +86,14 @@ func TestAPIRefusals(t *testing.T) {
 		body         any
 		want         string
 	}{
-		{"POST", PathTargets, TargetConfig{Comm: "x", PID: 3}, "exactly one of comm, pid or tid"},
+		{"POST", PathTargets, TargetConfig{Comm: "x", PID: 3}, "exactly one of comm, pid, tid or cgroup"},
 		{"POST", PathTargets, TargetConfig{Comm: "sixteen-chars-xx"}, "more than 15 characters"},
 		{"POST", PathTargets, TargetConfig{Comm: "a"}, "already watched"},
 		{"DELETE", PathTargets, TargetConfig{PID: 9}, "not watched"},
-		{"POST", PathTargets, map[string]any{"cgroup": "/x"}, "unknown field"},
+		{"POST", PathTargets, map[string]any{"unit": "x.service"}, "unknown field"},
+		{"POST", PathTargets, TargetConfig{Cgroup: "/x", Comm: "x"}, "exactly one of comm, pid, tid or cgroup"},
 		{"POST", PathSLO, SLORequest{SLO: "latency=1ms"}, "already set"},
-		{"POST", PathSLO, SLORequest{SLO: "latency=2ms"}, "fixed when the agent starts"},
+		{"POST", PathSLO, SLORequest{SLO: "latency=2ms"}, "stopping"}, // accepted: replaces latency=1ms
 		{"POST", PathSLO, SLORequest{SLO: "7:bogus=1ms"}, "bogus"},
 		{"DELETE", PathSLO, SLORequest{SLO: "7:latency=1ms"}, "not set"},
 		{"POST", PathTargets, TargetConfig{TID: 5}, "stopping"},

@@ -21,6 +21,7 @@ import (
 //	  - comm: control
 //	  - pid: 1234
 //	  - tid: 5678
+//	  - cgroup: /system.slice/control.service
 //	slo:
 //	  - latency=200us
 //	  - 1234:cycle=1ms
@@ -37,6 +38,8 @@ type TargetConfig struct {
 	Comm string `yaml:"comm" json:"comm,omitempty"`
 	PID  int    `yaml:"pid" json:"pid,omitempty"`
 	TID  int    `yaml:"tid" json:"tid,omitempty"`
+	// Cgroup: a cgroup v2 path or a systemd unit name (target.Cgroup).
+	Cgroup string `yaml:"cgroup" json:"cgroup,omitempty"`
 }
 
 // LoadConfig reads and validates a configuration file. Errors are one

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,7 +18,9 @@ import (
 // SIGHUP). Collected state is never dropped: a removed target's tasks stay
 // tracked until they exit, so their counters never go back, and a task
 // tracked again is a new task with its own counters (Prometheus counters
-// aggregated by name only grow).
+// aggregated by name only grow). Changed SLO bounds, the defaults
+// included, reach the tasks tracked already (engine.ReapplySLO), whose
+// counts and violations so far are kept.
 //
 // Concurrency: its methods are safe for concurrent use (the HTTP API's
 // goroutines, the SIGHUP handler); they are serialised by a mutex, and
@@ -32,7 +35,7 @@ type Control struct {
 	path    string        // --config ("": none)
 	targets []TargetConfig
 	slos    []string
-	def     [metric.Count]uint64 // default bounds: fixed when the engine loads
+	def     [metric.Count]uint64 // default bounds now
 	next    uint32               // index of the next target spec
 }
 
@@ -76,6 +79,8 @@ func (c *Control) Spec() target.Spec {
 			s.TIDs = append(s.TIDs, t.TID)
 		case t.PID != 0:
 			s.PIDs = append(s.PIDs, t.PID)
+		case t.Cgroup != "":
+			s.Cgroups = append(s.Cgroups, t.Cgroup)
 		default:
 			s.Comms = append(s.Comms, t.Comm)
 		}
@@ -107,7 +112,10 @@ func (c *Control) Ended() { close(c.done) }
 type State struct {
 	Targets []TargetConfig `json:"targets"`
 	SLO     []string       `json:"slo"`
-	Tracked []Tracked      `json:"tracked"`
+	// SLONote says why changed SLOs reach only the tasks tracked later
+	// (a kernel without bpf_for_each_map_elem); empty when they reach all.
+	SLONote string    `json:"slo_note,omitempty"`
+	Tracked []Tracked `json:"tracked"`
 }
 
 // Tracked is one task being tracked.
@@ -124,21 +132,24 @@ func (t TargetConfig) String() string {
 		return "tid " + strconv.Itoa(t.TID)
 	case t.PID != 0:
 		return "pid " + strconv.Itoa(t.PID)
+	case t.Cgroup != "":
+		return "cgroup " + t.Cgroup
 	}
 	return "comm " + t.Comm
 }
 
-// Check says why t is not a target: exactly one of its fields, in range.
+// Check says why t is not a target: exactly one of its fields, in range
+// (whether a cgroup exists is checked when it is watched).
 func (t TargetConfig) Check() error {
 	n := 0
-	for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0} {
+	for _, set := range []bool{t.Comm != "", t.PID != 0, t.TID != 0, t.Cgroup != ""} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		return errors.New("a target has exactly one of comm, pid or tid")
+		return errors.New("a target has exactly one of comm, pid, tid or cgroup")
 	case len(t.Comm) > target.CommLen:
 		return fmt.Errorf("comm %q has more than %d characters (the kernel's limit)", t.Comm, target.CommLen)
 	case t.PID < 0 || t.TID < 0:
@@ -153,6 +164,9 @@ func (c *Control) State() (*State, error) {
 	defer c.mu.Unlock()
 	st := &State{Targets: slices.Clone(c.targets), SLO: slices.Clone(c.slos), Tracked: []Tracked{}}
 	err := c.do(func(e *engine.Engine) error {
+		if e.Features.SLOReapply != nil {
+			st.SLONote = e.Features.SLOReapply.Error()
+		}
 		all, err := e.AllStats()
 		for _, s := range all {
 			if s.Exited == 0 {
@@ -195,14 +209,30 @@ func (c *Control) RemoveTarget(t TargetConfig) error {
 	return c.apply(slices.Delete(slices.Clone(c.targets), i, i+1), c.slos)
 }
 
-// AddSLO adds a bound ID:METRIC=TIME for the tasks tracked from now on.
+// AddSLO sets a bound [ID:]METRIC=TIME (without ID: of every task), for
+// the tasks tracked now and later; it replaces the bound of the same ID
+// and metric, if any.
 func (c *Control) AddSLO(spec string) error {
+	b, err := slo.Parse(spec)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if slices.Contains(c.slos, spec) {
 		return fmt.Errorf("SLO %q is already set", spec)
 	}
-	return c.apply(c.targets, append(slices.Clone(c.slos), spec))
+	slos := slices.Clone(c.slos)
+	i := slices.IndexFunc(slos, func(s string) bool {
+		o, _ := slo.Parse(s) // checked when given
+		return o.ID == b.ID && o.Metric == b.Metric
+	})
+	if i >= 0 {
+		slos[i] = spec
+	} else {
+		slos = append(slos, spec)
+	}
+	return c.apply(c.targets, slos)
 }
 
 // RemoveSLO removes a bound given by AddSLO, the flags or the file.
@@ -243,12 +273,8 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 		}
 	}
 	nset := buildSLO(slos)
-	if nset.Default != c.def {
-		// The defaults are constants of the loaded programs (the verifier
-		// folds them into the hot path).
-		return errors.New("SLOs without ID: are fixed when the agent starts: change them in the configuration and restart it")
-	}
 	oset := buildSLO(c.slos)
+	sloChanged := nset.Default != oset.Default || !maps.Equal(nset.ByID, oset.ByID)
 	var added, removed []TargetConfig
 	for _, t := range targets {
 		if !slices.Contains(c.targets, t) {
@@ -263,6 +289,11 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 	next := c.next
 	err := c.do(func(e *engine.Engine) error {
 		// Bounds first: the tasks tracked below get them.
+		if nset.Default != oset.Default {
+			if err := e.SetSLODefault(nset.Default); err != nil {
+				return err
+			}
+		}
 		for id, b := range nset.ByID {
 			if ob, ok := oset.ByID[id]; !ok || ob != b {
 				if err := e.SetSLO(id, b); err != nil {
@@ -290,7 +321,16 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 			forget(e, t)
 		}
 		if len(added) > 0 {
-			return e.Scan() // the tasks that exist already
+			if err := e.Scan(); err != nil { // the tasks that exist already
+				return err
+			}
+		}
+		if sloChanged {
+			// The tasks tracked already: without the kernel's support
+			// (State.SLONote) only tasks tracked later get the bounds.
+			if _, err := e.ReapplySLO(); err != nil && err != e.Features.SLOReapply {
+				return err
+			}
 		}
 		return nil
 	})
@@ -303,6 +343,9 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 
 // restoreSLO puts back the bounds of old after a failed change to cur.
 func restoreSLO(e *engine.Engine, old, cur slo.Set) {
+	if old.Default != cur.Default {
+		_ = e.SetSLODefault(old.Default) // it fitted before
+	}
 	for id := range cur.ByID {
 		if _, ok := old.ByID[id]; !ok {
 			e.ForgetSLO(id)
@@ -319,6 +362,12 @@ func want(e *engine.Engine, t TargetConfig, idx uint32) error {
 		return e.WantTID(uint32(t.TID), idx, 0)
 	case t.PID != 0:
 		return e.WantTGID(uint32(t.PID), idx)
+	case t.Cgroup != "":
+		_, id, err := target.Cgroup(t.Cgroup)
+		if err != nil {
+			return err
+		}
+		return e.WantCgroup(id, idx)
 	}
 	return e.WantComm(t.Comm, idx)
 }
@@ -329,6 +378,12 @@ func forget(e *engine.Engine, t TargetConfig) {
 		e.ForgetTID(uint32(t.TID))
 	case t.PID != 0:
 		e.ForgetTGID(uint32(t.PID))
+	case t.Cgroup != "":
+		// A cgroup removed since has an id no cgroup gets again: its
+		// entry, left, matches nothing.
+		if _, id, err := target.Cgroup(t.Cgroup); err == nil {
+			e.ForgetCgroup(id)
+		}
 	default:
 		e.ForgetComm(t.Comm)
 	}

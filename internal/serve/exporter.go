@@ -93,12 +93,27 @@ type causeKey struct {
 	target, metric, cause string
 }
 
+// pendingKey is a violation noticed since the last Tick, by task.
+type pendingKey struct {
+	id                uint64
+	comm, metric, why string
+	notAnalysed       bool
+}
+
 // Exporter turns the session's statistics into Prometheus metrics. The
 // session's goroutine feeds it (Tick, Exit, Violation); scrapes read it
 // (Collect); a mutex orders the two. Counters are cumulative since the
 // agent started: an exited task's final statistics are folded into its
 // target's total before the engine forgets them, so a total never goes
 // down.
+//
+// Violations noticed (explained or not analysed) are published at the
+// next Tick, with the statistics read then, which count every one of them
+// (the kernel counts a violation before it queues its notice): at every
+// scrape, explained + not analysed <= rtscope_slo_violations_total for each
+// target and metric. Published as they came, they ran ahead of the total,
+// which is read only every tick (232 counted, 612 noticed in one scrape at
+// 500 violations a second; docs/metrics.md).
 type Exporter struct {
 	mu      sync.Mutex
 	started time.Time
@@ -110,7 +125,9 @@ type Exporter struct {
 	overflow    uint64
 	explained   map[causeKey]uint64
 	notAnalysed map[causeKey]uint64
-	counters    []uint64 // engine counters (engine.Counter*)
+	pending     map[pendingKey]uint64 // noticed since the last Tick
+	gone        map[uint64]string     // labels of the tasks folded since the last Tick
+	counters    []uint64              // engine counters (engine.Counter*)
 	memBytes    uint64
 	run         engine.RunStats
 	runEnabled  bool
@@ -135,7 +152,7 @@ func MetricName(m metric.ID) string {
 func NewExporter() *Exporter {
 	x := &Exporter{started: time.Now(), label: map[uint64]string{}, live: map[uint64]*engine.TaskStats{},
 		done: map[string]*agg{}, names: map[string]bool{}, explained: map[causeKey]uint64{},
-		notAnalysed: map[causeKey]uint64{}}
+		notAnalysed: map[causeKey]uint64{}, pending: map[pendingKey]uint64{}, gone: map[uint64]string{}}
 	d := &x.descs
 	t := []string{"target"}
 	for _, m := range metric.All() {
@@ -177,17 +194,22 @@ func (x *Exporter) labelFor(id uint64, comm string) string {
 	if comm == "" {
 		return "unknown" // not fixed: the name comes with its statistics
 	}
-	l := comm
-	if !x.names[l] {
-		if len(x.names) >= MaxTargets {
-			l = OtherTarget
-			x.overflow++
-		} else {
-			x.names[l] = true
-		}
-	}
+	l := x.nameLabel(comm)
 	x.label[id] = l
 	return l
+}
+
+// nameLabel is the label of name, given out if there is room (MaxTargets).
+func (x *Exporter) nameLabel(name string) string {
+	if x.names[name] {
+		return name
+	}
+	if len(x.names) >= MaxTargets {
+		x.overflow++
+		return OtherTarget
+	}
+	x.names[name] = true
+	return name
 }
 
 // Tick replaces the live tasks' statistics and the engine's own counters
@@ -199,6 +221,7 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.setLive(live)
+	x.publish()
 	x.counters = counters[:]
 	x.windowsLost = windowsLost
 	x.memBytes = mem
@@ -207,11 +230,41 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 	}
 }
 
-// tick replaces the live tasks' statistics only (tests).
+// tick replaces the live tasks' statistics and publishes the violations
+// noticed since the last one, as Tick without an engine (tests).
 func (x *Exporter) tick(live []*engine.TaskStats) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.setLive(live)
+	x.publish()
+}
+
+// publish counts the violations noticed since the last Tick under their
+// task's label: fixed by its statistics, or its last one if it exited
+// since. Called with mu held, after setLive.
+func (x *Exporter) publish() {
+	for k, n := range x.pending {
+		l, ok := x.label[k.id]
+		if !ok {
+			l, ok = x.gone[k.id]
+		}
+		if !ok {
+			// Never read (gone before any tick and its exit unseen): by
+			// the name the session knew, not fixed.
+			l = "unknown"
+			if k.comm != "" {
+				l = x.nameLabel(k.comm)
+			}
+		}
+		ck := causeKey{l, k.metric, k.why}
+		if k.notAnalysed {
+			x.notAnalysed[ck] += n
+		} else {
+			x.explained[ck] += n
+		}
+	}
+	clear(x.pending)
+	clear(x.gone)
 }
 
 // setLive replaces the live tasks' statistics. Called with mu held.
@@ -251,22 +304,21 @@ func (x *Exporter) fold(st *engine.TaskStats) {
 	a.exited++
 	delete(x.live, st.Id)
 	delete(x.label, st.Id)
+	x.gone[st.Id] = l // for its violations noticed since the last Tick
 }
 
 // Violation counts one SLO violation noticed, by cause or by why it was not
-// analysed (watch.Hooks.Violation).
+// analysed (watch.Hooks.Violation), from the next Tick on.
 func (x *Exporter) Violation(id uint64, comm string, m metric.ID, cause, notAnalysed string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	l := x.labelFor(id, comm)
+	k := pendingKey{id: id, comm: comm, metric: m.String(), why: cause}
 	if notAnalysed != "" {
-		x.notAnalysed[causeKey{l, m.String(), reasonName(notAnalysed)}]++
-		return
+		k.notAnalysed, k.why = true, reasonName(notAnalysed)
+	} else if cause == "" {
+		k.why = "none"
 	}
-	if cause == "" {
-		cause = "none"
-	}
-	x.explained[causeKey{l, m.String(), cause}]++
+	x.pending[k]++
 }
 
 // reasonName is the short label of a report.NotAnalysed* reason.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
 )
 
 func task(id uint64, comm string, latencies ...uint64) *engine.TaskStats {
@@ -159,32 +160,109 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
-// Violations are counted by cause, and by reason when not analysed.
-func TestViolationCauses(t *testing.T) {
-	x := NewExporter()
-	x.tick([]*engine.TaskStats{task(7, "ctl", 1000)})
-	x.Violation(7, "ctl", metric.Cycle, "interference", "")
-	x.Violation(7, "ctl", metric.Cycle, "interference", "")
-	x.Violation(7, "ctl", metric.Cycle, "", "analysis budget: windows a second beyond the limit")
-	f := gather(t, x)
-	if v := f["rtscope_slo_violations_explained_total"].Metric[0].Counter.GetValue(); v != 2 {
-		t.Errorf("explained %v, want 2", v)
+// violating returns task stats with v latency violations among n samples.
+func violating(id uint64, comm string, n, v uint64) *engine.TaskStats {
+	st := task(id, comm)
+	m := &st.M[metric.Latency]
+	m.Count, m.Sum, m.Violations = n, n*1000, v
+	m.Hist[metric.Bucket(1000)] = uint32(n)
+	return st
+}
+
+// counts returns the value of each series of family name by its labels
+// (name=value pairs joined by commas, in the exposition's order).
+func counts(t *testing.T, x *Exporter, name string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	f := gather(t, x)[name]
+	if f == nil {
+		return out
 	}
-	m := f["rtscope_slo_violations_not_analysed_total"].Metric[0]
-	reason := ""
-	for _, l := range m.Label {
-		if l.GetName() == "reason" {
-			reason = l.GetValue()
+	for _, m := range f.Metric {
+		var ls []string
+		for _, l := range m.Label {
+			ls = append(ls, l.GetName()+"="+l.GetValue())
+		}
+		out[strings.Join(ls, ",")] = m.Counter.GetValue()
+	}
+	return out
+}
+
+// Violations are counted by cause, and by reason when not analysed, and
+// published with the statistics of the next tick, which count every one of
+// them: at every scrape explained + not analysed <= violations_total, for
+// each target and metric, also for a task that exits before any tick
+// (labelled by its name, not "unknown"), and nothing is kept of an exited
+// task's id.
+func TestViolationCounting(t *testing.T) {
+	x := NewExporter()
+	noticed := func(target string) float64 {
+		var n float64
+		for _, name := range []string{"rtscope_slo_violations_explained_total", "rtscope_slo_violations_not_analysed_total"} {
+			for ls, v := range counts(t, x, name) {
+				if strings.Contains(ls, "metric=latency,") && strings.HasSuffix(ls, "target="+target) {
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	check := func(when string, target string, wantNoticed, wantTotal float64) {
+		t.Helper()
+		total := counts(t, x, "rtscope_slo_violations_total")["metric=latency,target="+target]
+		got := noticed(target)
+		if got != wantNoticed || total != wantTotal || got > total {
+			t.Errorf("%s: %s noticed %v of %v violations, want %v of %v (never more than counted)", when, target, got, total, wantNoticed, wantTotal)
 		}
 	}
-	if m.Counter.GetValue() != 1 || reason != "budget" {
-		t.Errorf("not analysed: %v", m)
+	x.tick([]*engine.TaskStats{violating(7, "ctl", 10, 0)})
+	// The kernel counts 3 violations; the session notices them before the
+	// next tick reads the statistics.
+	x.Violation(7, "ctl", metric.Latency, "interference", "")
+	x.Violation(7, "ctl", metric.Latency, "interference", "")
+	x.Violation(7, "ctl", metric.Latency, "", report.NotAnalysedBudget)
+	check("before the tick", "ctl", 0, 0)
+	x.tick([]*engine.TaskStats{violating(7, "ctl", 20, 3)})
+	check("at the tick", "ctl", 3, 3)
+	if c := counts(t, x, "rtscope_slo_violations_explained_total")["cause=interference,metric=latency,target=ctl"]; c != 2 {
+		t.Errorf("explained by interference: %v, want 2", c)
+	}
+	if c := counts(t, x, "rtscope_slo_violations_not_analysed_total")["metric=latency,reason=budget,target=ctl"]; c != 1 {
+		t.Errorf("not analysed for the budget: %v, want 1", c)
+	}
+	// 5 more counted, 1 noticed (the kernel notices at most one a ms).
+	x.Violation(7, "ctl", metric.Latency, "", "")
+	x.tick([]*engine.TaskStats{violating(7, "ctl", 30, 8)})
+	check("not every violation noticed", "ctl", 4, 8)
+	if c := counts(t, x, "rtscope_slo_violations_explained_total")["cause=none,metric=latency,target=ctl"]; c != 1 {
+		t.Errorf("explained without a cause: %v, want 1", c)
+	}
+	// Task 9 starts, violates twice and exits between two ticks: its
+	// notices come before its exit (the ring's order), its final
+	// statistics with its exit.
+	x.Violation(9, "burst", metric.Latency, "hardirq", "")
+	x.Violation(9, "", metric.Latency, "", report.NotAnalysedBudget) // not read yet: no name
+	x.Exit(violating(9, "burst", 4, 2))
+	check("exited before a tick, until the tick", "burst", 0, 2)
+	x.tick([]*engine.TaskStats{violating(7, "ctl", 30, 8)})
+	check("exited before a tick", "burst", 2, 2)
+	if c := counts(t, x, "rtscope_slo_violations_not_analysed_total"); c["metric=latency,reason=budget,target=unknown"] != 0 {
+		t.Errorf("a violation of an exited task labelled unknown: %v", c)
+	}
+	// Task 7 exits too: its last violations published at the next tick
+	// under its label, and nothing of either id stays.
+	x.Violation(7, "ctl", metric.Latency, "interference", "")
+	x.Exit(violating(7, "ctl", 31, 9))
+	x.tick(nil)
+	check("after the exit", "ctl", 5, 9)
+	if len(x.label) != 0 || len(x.gone) != 0 || len(x.pending) != 0 || len(x.live) != 0 {
+		t.Errorf("kept after every task exited: %d labels, %d gone, %d pending, %d live", len(x.label), len(x.gone), len(x.pending), len(x.live))
 	}
 }
 
 func TestConfigErrorsNameTheLine(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"targets:\n  - comm: ctl\n  - pid: 1\n    tid: 2\n", "line 3: a target has exactly one of comm, pid or tid"},
+		{"targets:\n  - comm: ctl\n  - pid: 1\n    tid: 2\n", "line 3: a target has exactly one of comm, pid, tid or cgroup"},
 		{"targets:\n  - comm: a-name-longer-than-fifteen\n", "line 2: comm"},
 		{"slo:\n  - latency=50us\n  - latncy=1ms\n", "line 3: SLO \"latncy=1ms\""},
 		{"listen: x\ntargetz: []\n", "line 2: field targetz not found"},

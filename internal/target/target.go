@@ -18,9 +18,12 @@ const CommLen = 15
 
 // Spec is the set of targets of one watch.
 type Spec struct {
-	TIDs    []int
-	PIDs    []int
-	Comms   []string
+	TIDs  []int
+	PIDs  []int
+	Comms []string
+	// Cgroups: cgroup v2 paths or systemd unit names (Cgroup): every task
+	// in the cgroup or below it, now and when it enters later.
+	Cgroups []string
 	Command []string
 	// User is who the Command runs as (nil: as rtscope, root).
 	User *syscall.Credential
@@ -28,13 +31,13 @@ type Spec struct {
 
 // Empty tells whether nothing is targeted.
 func (s Spec) Empty() bool {
-	return len(s.TIDs) == 0 && len(s.PIDs) == 0 && len(s.Comms) == 0 && len(s.Command) == 0
+	return len(s.TIDs) == 0 && len(s.PIDs) == 0 && len(s.Comms) == 0 && len(s.Cgroups) == 0 && len(s.Command) == 0
 }
 
 // Validate checks every target exists and is well-formed, before anything is loaded.
 func (s Spec) Validate() error {
 	if s.Empty() {
-		return errors.New("nothing to watch: give --tid, --pid, --comm or a command after --")
+		return errors.New("nothing to watch: give --tid, --pid, --comm, --cgroup or a command after --")
 	}
 	for _, tid := range s.TIDs {
 		if err := checkID("thread", tid); err != nil {
@@ -59,6 +62,11 @@ func (s Spec) Validate() error {
 		}
 		if len(c) > CommLen {
 			return fmt.Errorf("task name %q is longer than the kernel keeps (%d characters): use its first %d characters, %q", c, CommLen, CommLen, c[:CommLen])
+		}
+	}
+	for _, c := range s.Cgroups {
+		if _, _, err := Cgroup(c); err != nil {
+			return err
 		}
 	}
 	if len(s.Command) > 0 {

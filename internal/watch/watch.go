@@ -296,6 +296,16 @@ func (s *watcher) Register(e *engine.Engine) error {
 		}
 		idx++
 	}
+	for _, c := range s.o.Targets.Cgroups {
+		_, id, err := target.Cgroup(c)
+		if err == nil {
+			err = e.WantCgroup(id, idx)
+		}
+		if err != nil {
+			return fmt.Errorf("--cgroup %s: %w", c, err)
+		}
+		idx++
+	}
 	if len(s.o.Targets.Command) == 0 {
 		return nil
 	}
@@ -492,8 +502,8 @@ func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Com
 // targetsGone tells whether watching should end by itself.
 func (s *watcher) targetsGone() bool {
 	o := s.o.Targets
-	if len(o.Comms) > 0 || s.o.Hooks.NeverEnd {
-		return false // names may appear at any time
+	if len(o.Comms) > 0 || len(o.Cgroups) > 0 || s.o.Hooks.NeverEnd {
+		return false // names may appear at any time, tasks enter cgroups
 	}
 	if s.launched != nil && !s.cmdExited {
 		return false
@@ -540,6 +550,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 	latest := map[key]engine.Notice{}
 	var order []key
 	var exits, viols []engine.Notice
+	rescan := false
 	for _, n := range ns {
 		switch n.Type {
 		case engine.NoticeTaskStart:
@@ -559,6 +570,15 @@ func (s *watcher) handle(ns []engine.Notice) error {
 			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
+		case engine.NoticeCgroupAttach:
+			rescan = true
+		}
+	}
+	if rescan {
+		// A process moved into a watched cgroup: its leader is tracked,
+		// the scan finds its other threads.
+		if err := s.eng.Scan(); err != nil {
+			return err
 		}
 	}
 	if s.eng.Tracing() {
