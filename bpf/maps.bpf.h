@@ -67,6 +67,9 @@ struct rts_task_state {
 	__s32 waiting_cpu;    /* CPU whose waiting_tid names this task, -1: none */
 	__u64 last_stack;     /* time of its last sleep stack (rate limit) */
 	__u64 viol_notice_ts; /* end of the window of its last SLO-violation notice */
+	__u64 flt_min;        /* its min_flt/maj_flt at its last switch-out (or tracking) */
+	__u64 flt_maj;
+	__u8 mem_state; /* RTS_MEM_*: its memory locking, as last read */
 };
 
 /* A zeroed value to create stats entries from (no 10 KiB stack buffer). */

@@ -53,6 +53,12 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq;
 };
 
+/* Memory locking of an address space (see rtscope.bpf.c mem_locked). */
+struct mm_struct {
+	unsigned long def_flags;
+	unsigned long locked_vm;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_entity se;
@@ -72,6 +78,9 @@ struct task_struct {
 	struct task_struct *real_parent;
 	struct task_struct *group_leader;
 	unsigned int flags;
+	unsigned long min_flt;
+	unsigned long maj_flt;
+	struct mm_struct *mm;
 };
 
 struct hrtimer_clock_base {

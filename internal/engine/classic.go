@@ -33,6 +33,7 @@ var ClassicLimits = []string{
 	"the expiry of CLOCK_REALTIME/TAI sleeper timers is taken from the interrupt's clock reading: their timer IRQ latency is understated by a few us",
 	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
 	"timer expiries of other timers than task sleeps are not in the flight recorder",
+	"page faults and memory locking are not measured: they are task_struct and mm fields (the x86-only page-fault tracepoint fires before a fault is known minor or major)",
 	"its programs do not nest: an event during another of its programs on the same CPU (an interrupt in sched_switch's) is not seen; the kernel counts them as the programs' recursion misses",
 }
 

@@ -29,6 +29,7 @@ const (
 	EventExit         = uint8(bpfRtsEventTypeRTS_EV_EXIT)
 	EventStack        = uint8(bpfRtsEventTypeRTS_EV_STACK)
 	EventSteal        = uint8(bpfRtsEventTypeRTS_EV_STEAL)
+	EventFaults       = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
 )
 
 // Waker contexts, in the flags of an EventWakeup (enum rts_waker_ctx).

@@ -31,6 +31,7 @@ const (
 	evExit         = engine.EventExit
 	evStack        = engine.EventStack
 	evSteal        = engine.EventSteal
+	evFaults       = engine.EventFaults
 )
 
 var typeNames = map[uint8]string{
@@ -38,7 +39,24 @@ var typeNames = map[uint8]string{
 	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
 	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
 	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
-	evExit: "exit", evStack: "stack", evSteal: "steal",
+	evExit: "exit", evStack: "stack", evSteal: "steal", evFaults: "faults",
+}
+
+// SleepReasons name the kernel's sleep reasons (enum rts_sleep_reason,
+// the flags of a sleep event) as the trace and the analysis print them.
+var SleepReasons = map[uint8]string{
+	engine.SleepPipeWrite: "pipe write (pipe full)", engine.SleepPipeRead: "pipe read (pipe empty)",
+	engine.SleepSockSend: "socket send (buffer full)", engine.SleepSockRecv: "socket receive",
+	engine.SleepSockOther: "socket (accept, connect or socket lock)",
+	engine.SleepFutex:     "futex wait", engine.SleepFutexPI: "PI futex lock",
+	engine.SleepEpoll: "epoll wait", engine.SleepPoll: "poll/select wait",
+	engine.SleepNanosleep: "timer sleep (nanosleep)", engine.SleepIO: "I/O wait",
+	engine.SleepPageFault: "page fault", engine.SleepMutex: "kernel mutex",
+	engine.SleepRwsem: "kernel rw semaphore", engine.SleepEventfd: "eventfd",
+	engine.SleepTimerfd: "timerfd read", engine.SleepChild: "waiting for a child",
+	engine.SleepSignal: "waiting for a signal", engine.SleepTTY: "terminal I/O",
+	engine.SleepCompletion: "kernel completion", engine.SleepRTLock: "rtlock wait (PREEMPT_RT sleeping spinlock)",
+	engine.SleepIRQThread: "IRQ thread idle",
 }
 
 // Waker contexts (enum rts_waker_ctx, generated into engine).
@@ -271,6 +289,17 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 		ev.Stack = n.frames(e.B)
 		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
+		// The kernel's reason, named at every blocking sleep, unless a
+		// sampled stack says more (a futex wait with or without PI).
+		if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
+			ev.Reason = r
+		}
+		if site := engine.EventY(&e); site != 0 && e.Flags != engine.SleepNone {
+			ev.BlockedIn = n.Func(site)
+			if e.Flags == engine.SleepOther && ev.Stack == nil {
+				ev.Reason = "other wait (" + ev.BlockedIn + ")"
+			}
+		}
 	case evStack:
 		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
 		ev.WaitingTID = e.C
@@ -284,6 +313,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.StealNs = engine.EventX(&e)
 		since := int64(engine.EventY(&e)) - int64(start)
 		ev.SinceT = &since
+	case evFaults:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.MinorFaults, ev.MajorFaults = e.B, e.C
+		if x := engine.EventX(&e); x != 0 {
+			since := int64(x) - int64(start)
+			ev.SinceT = &since
+		}
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 	case evHandlerEntry, evHandlerExit:
