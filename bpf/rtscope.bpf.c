@@ -114,9 +114,7 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = BPF_CORE_READ(t, prio);
 	st->waiting_cpu = -1;
-	/* Faults count from now: the first run is not charged with the task's past. */
-	st->flt_min = BPF_CORE_READ(t, min_flt);
-	st->flt_maj = BPF_CORE_READ(t, maj_flt);
+	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
 	read_mem(st, t);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
 }

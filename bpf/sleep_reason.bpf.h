@@ -96,11 +96,18 @@ static __always_inline __u32 rts_sleep_reason(const __u64 *frames, int n, __u64 
 
 /*
  * Name the reason of a sleep that starts now into its RTS_EV_SLEEP event
- * (flags = enum rts_sleep_reason, y = the telling return address). Only the
- * RTS_SLEEP_FRAMES innermost frames are walked: the unwinder's cost grows
- * with the frames it visits, and every reason function seen so far sits
- * within 12 frames of the tracepoint. Nothing is done when the table is
- * empty (kallsyms hidden).
+ * (flags = enum rts_sleep_reason, y = the telling return address). Nothing
+ * is done when the table is empty (kallsyms hidden).
+ *
+ * Cost (BenchmarkSleepReasonCost, BPF_PROG_TEST_RUN on this 2-vCPU VM,
+ * medians): about 2.0-2.9 us per blocking sleep, as much as the full stack
+ * sample (bpf_get_stackid, 2.5-2.8 us) that used to be rate-limited to one a
+ * ms. The unwinder's set-up dominates: a 4-frame walk alone costs 1.3-2.1
+ * us, the 16 table searches 0.25-0.45 us (fewer in practice: the walk stops
+ * at the first reason, 5-7 frames from the tracepoint). Only blocking
+ * sleeps pay it, once per activation of the task; timer sleeps, the
+ * periodic loop's usual path, pay nothing. A cache keyed by call site could
+ * not skip the walk, which is what finds the call site.
  */
 static __always_inline void rts_sleep_classify(void *ctx, struct rts_event *e)
 {

@@ -420,6 +420,13 @@ static __always_inline void rts_on_faults(struct rts_task_state *st, struct rts_
 	}
 }
 
+/* Faults count from tracking: the first run is not charged with the task's past. */
+static __always_inline void rts_faults_base(struct rts_task_state *st, __u64 min_flt, __u64 maj_flt)
+{
+	st->flt_min = min_flt;
+	st->flt_maj = maj_flt;
+}
+
 /* Memory locking of a task's mm, as last read (rts_task_state.mem_state). */
 enum rts_mem_state {
 	RTS_MEM_UNKNOWN = 0, /* not read (no mm: a kernel thread) */

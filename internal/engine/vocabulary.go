@@ -68,6 +68,13 @@ const (
 // (enum rts_hygiene), the first entries of report.HygieneNames.
 const HygieneCount = int(bpfRtsHygieneRTS_H_COUNT)
 
+// Indexes of TaskStats.Hygiene kept from the task's kernel structures.
+const (
+	HygieneMinorFaults  = int(bpfRtsHygieneRTS_H_MINOR_FAULTS)
+	HygieneMajorFaults  = int(bpfRtsHygieneRTS_H_MAJOR_FAULTS)
+	HygieneMemNotLocked = int(bpfRtsHygieneRTS_H_MEM_NOT_LOCKED) // 1: no mlockall(MCL_FUTURE), no locked page
+)
+
 // CEnum returns the enumerators of a C enum of the watch engine's BPF
 // object (rts_metric, rts_event_type, ...) by name, read from the object's
 // BTF: the tests that check Go's names for them use it. It loads nothing
