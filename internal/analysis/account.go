@@ -482,6 +482,9 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 		}
 	}
 	verdict(res, tl, s, segs)
+	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
+		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
+	}
 	return res
 }
 

@@ -29,6 +29,9 @@ type Subject struct {
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64
+	// MemNotLocked: the engine found the task's memory not locked (no
+	// mlockall(MCL_FUTURE), no locked page): its page faults say so.
+	MemNotLocked bool
 }
 
 // Phases of the window an item belongs to.
@@ -183,6 +186,9 @@ type Result struct {
 	// histogram of SLO violations.
 	Culprit string   `json:"culprit,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// PageFaults the task took in its runs that ended in the window; null
+	// when it took none there (or the engine cannot count them).
+	PageFaults *Faults `json:"page_faults,omitempty"`
 }
 
 // PhaseTotals are the time of the window per phase.

@@ -30,6 +30,7 @@ func SubjectOf(t *report.Task, m string) Subject {
 	if t.TimerSlackNs != nil {
 		s.TimerSlackNs = *t.TimerSlackNs
 	}
+	s.MemNotLocked = t.Hygiene[report.HygieneMemNotLocked] == 1
 	return s
 }
 

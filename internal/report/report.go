@@ -241,7 +241,14 @@ type Counters struct {
 // mlockall(MCL_FUTURE) and no locked page in its mm) is read from its mm.
 // The last one comes from traces (internal/analysis).
 var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations",
-	"minor_page_faults", "major_page_faults", "memory_not_locked", "futex_waits_without_pi"}
+	HygieneMinorFaults, HygieneMajorFaults, HygieneMemNotLocked, "futex_waits_without_pi"}
+
+// Hygiene counters of memory, kept by the engine.
+const (
+	HygieneMinorFaults  = "minor_page_faults"
+	HygieneMajorFaults  = "major_page_faults"
+	HygieneMemNotLocked = "memory_not_locked"
+)
 
 // Metric is the summary of one metric of one task.
 type Metric struct {
