@@ -21,7 +21,7 @@ type Faults struct {
 func pageFaults(tr *trace.Trace, tid uint32, w int64) *Faults {
 	var f Faults
 	for _, e := range tr.Events {
-		if e.Type == "faults" && e.TID == tid && e.T >= 0 && e.T <= w {
+		if e.Type == trace.EventFaults && e.TID == tid && e.T >= 0 && e.T <= w {
 			f.Minor += uint64(e.MinorFaults)
 			f.Major += uint64(e.MajorFaults)
 			f.Runs++

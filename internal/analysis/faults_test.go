@@ -8,7 +8,7 @@ import (
 )
 
 func faults(t int64, cpu int, who th, since int64, minor, major uint32) trace.Event {
-	return trace.Event{T: t, CPU: cpu, Type: "faults", TID: who.tid, Comm: who.comm, SinceT: i64(since),
+	return trace.Event{T: t, CPU: cpu, Type: trace.EventFaults, TID: who.tid, Comm: who.comm, SinceT: i64(since),
 		MinorFaults: minor, MajorFaults: major}
 }
 
@@ -69,7 +69,7 @@ func TestBlockedInPipeWrite(t *testing.T) {
 			blocked = &r.Breakdown[i]
 		}
 	}
-	if blocked == nil || blocked.Reason != "pipe write (pipe full)" || blocked.Ns != uint64(us1(1500)) {
+	if blocked == nil || blocked.Reason != trace.ReasonPipeWrite || blocked.Ns != uint64(us1(1500)) {
 		t.Fatalf("blocked item %+v:\n%s", blocked, dump(r))
 	}
 	t.Log(r.Verdict)

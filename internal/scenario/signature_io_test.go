@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/watch"
@@ -16,7 +16,7 @@ import (
 // window's verdict says how many its runs took.
 func TestSignaturePageFaults(t *testing.T) {
 	twice(t, func() error {
-		c := watchScenarioWith(t, "page-faults", func(o *watch.Options) { o.Analyze = analysis.ForWatch() })["control"]
+		c := watchScenarioWith(t, "page-faults", func(o *watch.Options) { o.Analyze = explain.ForWatch() })["control"]
 		resp, cyc := metric(t, c, "response"), metric(t, c, "cycle")
 		minor, rel := c.Hygiene[report.HygieneMinorFaults], c.Counters.TimerReleases
 		t.Logf("control: %d timer releases, %d minor and %d major page faults, memory_not_locked %d",
@@ -47,7 +47,7 @@ func TestSignaturePipeWrite(t *testing.T) {
 		tasks := watchScenarioWith(t, "pipe-write", func(o *watch.Options) {
 			b, _ := slo.Parse("cycle=700us")
 			o.SLO = slo.Build([]slo.Bound{b})
-			o.Explain = analysis.ForViolation
+			o.Explain = explain.ForViolation
 		})
 		wr := tasks["writer"]
 		cyc := metric(t, wr, "cycle")
