@@ -107,7 +107,9 @@ static __always_inline __u32 rts_sleep_reason(const __u64 *frames, int n, __u64 
  * at the first reason, 5-7 frames from the tracepoint). Only blocking
  * sleeps pay it, once per activation of the task; timer sleeps, the
  * periodic loop's usual path, pay nothing. A cache keyed by call site could
- * not skip the walk, which is what finds the call site.
+ * not skip the walk, which is what finds the call site. Watching the
+ * pipe-write scenario (330 blocking writes a second), on_sched_switch
+ * averaged 725-839 ns a run against 539-660 ns before (bpf_stats).
  */
 static __always_inline void rts_sleep_classify(void *ctx, struct rts_event *e)
 {
