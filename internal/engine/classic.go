@@ -31,6 +31,7 @@ var ClassicLimits = []string{
 	"return to user (timer-user) only through the rseq_update tracepoint: threads with a registered rseq area (glibc >= 2.35)",
 	"threaded IRQ handler time is the on-CPU time of each irq/N activation (no fentry)",
 	"the expiry of CLOCK_REALTIME/TAI sleeper timers is taken from the interrupt's clock reading: their timer IRQ latency is understated by a few us",
+	"a CLOCK_REALTIME/TAI deadline is not compared with the time it is armed: such a loop's overruns count only the deadlines it skips",
 	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
 	"timer expiries of other timers than task sleeps are not in the flight recorder",
 	"page faults and memory locking are not measured: they are task_struct and mm fields (the x86-only page-fault tracepoint fires before a fault is known minor or major)",
@@ -209,13 +210,13 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) error {
 		coll.Close()
 		return err
 	}
-	e.optional = append(e.optional, coll)
+	e.core = coll
 	return nil
 }
 
 // attachClassic attaches the classic programs to their tracepoints.
 func (e *Engine) attachClassic() error {
-	progs := e.optional[0].Programs
+	progs := e.core.Programs
 	for _, p := range classicAttach {
 		l, err := link.Tracepoint(p.system, p.event, progs[p.prog], nil)
 		if err != nil {
@@ -236,7 +237,7 @@ func (e *Engine) attachClassic() error {
 // running classic_scan with its /proc state, at once, so that a caller sees
 // it tracked on return as with the BTF engine.
 func (e *Engine) scanClassic() error {
-	scan := e.optional[0].Programs["classic_scan"]
+	scan := e.core.Programs["classic_scan"]
 	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	if err != nil {
 		return err

@@ -29,7 +29,10 @@ const (
 	EventExit         = uint8(bpfRtsEventTypeRTS_EV_EXIT)
 	EventStack        = uint8(bpfRtsEventTypeRTS_EV_STACK)
 	EventSteal        = uint8(bpfRtsEventTypeRTS_EV_STEAL)
-	EventFaults       = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
+	// EventTimerArm: a tracked task armed its own sleeper timer (one loop
+	// iteration ended); Flags 1 when its expiry had already passed.
+	EventTimerArm = uint8(bpfRtsEventTypeRTS_EV_TIMER_ARM)
+	EventFaults   = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
 )
 
 // Waker contexts, in the flags of an EventWakeup (enum rts_waker_ctx).
