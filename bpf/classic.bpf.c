@@ -21,6 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
 #include "task_logic.bpf.h"
+#include "sleep_reason.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -310,6 +311,9 @@ int on_sched_switch(void *ctx)
 			e->c = prev_state;
 			e->x = ps->armed_expiry;
 			e->y = 0;
+			/* Blocking sleeps are named as by the BTF engine (sleep_reason.bpf.h). */
+			if (!ps->armed_expiry)
+				rts_sleep_classify(ctx, e);
 		}
 	}
 

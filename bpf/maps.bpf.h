@@ -73,6 +73,9 @@ struct rts_task_state {
 	__u64 arm_spacing; /* spacing of the previous two armed expiries */
 	__u32 arm_cpu;
 	__u32 pad_arm;
+	__u64 flt_min; /* its min_flt/maj_flt at its last switch-out (or tracking) */
+	__u64 flt_maj;
+	__u8 mem_state; /* RTS_MEM_*: its memory locking, as last read */
 };
 
 /* A zeroed value to create stats entries from (no 10 KiB stack buffer). */

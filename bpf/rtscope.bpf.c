@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
 #include "task_logic.bpf.h"
+#include "sleep_reason.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -49,6 +50,22 @@ static __always_inline struct rts_target *wanted_cgroup(struct cgroup *cgrp)
 static __always_inline struct rts_task_state *tracked(struct task_struct *t)
 {
 	return bpf_task_storage_get(&tasks, t, 0, 0);
+}
+
+#define RTS_VM_LOCKED 0x00002000UL /* include/linux/mm.h, unchanged since Linux 2.6 */
+
+/*
+ * Is t's memory locked: mlockall(MCL_FUTURE) (VM_LOCKED in its mm's
+ * def_flags: every new page is locked) or some pages locked (locked_vm,
+ * /proc's VmLck)? Read from the mm, so it is known after the task exits.
+ * No mm (a kernel thread, or past exit_mm()): nothing read.
+ */
+static __always_inline void read_mem(struct rts_task_state *st, struct task_struct *t)
+{
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	if (!mm)
+		return;
+	rts_on_mem(st, (BPF_CORE_READ(mm, def_flags) & RTS_VM_LOCKED) || BPF_CORE_READ(mm, locked_vm));
 }
 
 /* Refresh the identity of a tracked task in its stats (policy, priority, affinity, name). */
@@ -122,6 +139,8 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = BPF_CORE_READ(t, prio);
 	st->waiting_cpu = -1;
+	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
+	read_mem(st, t);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
 }
 
@@ -197,6 +216,17 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	if (!ns && track_retry_pending)
 		retry_track(next); /* measured from its next event on */
 
+	if (ps) {
+		/*
+		 * Its run ends: page faults taken in it, and its memory locking
+		 * (mlockall may come late). Plain loads through BTF pointers.
+		 */
+		rts_on_faults(ps, cs, now, cpu, prev->min_flt, prev->maj_flt);
+		struct mm_struct *mm = prev->mm;
+		if (mm)
+			rts_on_mem(ps, (mm->def_flags & RTS_VM_LOCKED) || mm->locked_vm);
+	}
+
 	if (ps && voluntary && trace_enabled) {
 		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
 		if (e) {
@@ -216,6 +246,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			e->c = prev_state;
 			e->x = ps->armed_expiry;
 			e->y = 0;
+			/*
+			 * A blocking sleep (no timer armed: a timer sleep's reason is
+			 * known) is named at every occurrence, not only when its stack is
+			 * sampled: see sleep_reason.bpf.h for the cost.
+			 */
+			if (!ps->armed_expiry)
+				rts_sleep_classify(ctx, e);
 		}
 	}
 
@@ -441,6 +478,8 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	}
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 now = bpf_ktime_get_ns();
+	/* Its last run's faults (exit_mm() has run: the mm is gone, its locking was read before). */
+	rts_on_faults(st, rts_cpu(), now, cpu, p->min_flt, p->maj_flt);
 	struct rts_task_stats *s = rts_stats(st);
 	if (s) {
 		refresh_identity(st, p, cpu);
@@ -771,3 +810,4 @@ enum rts_event_type *rts_btf_event_type __attribute__((unused));
 enum rts_waker_ctx *rts_btf_waker_ctx __attribute__((unused));
 enum rts_notice_type *rts_btf_notice_type __attribute__((unused));
 enum rts_counter *rts_btf_counter __attribute__((unused));
+enum rts_sleep_reason *rts_btf_sleep_reason __attribute__((unused));

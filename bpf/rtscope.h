@@ -56,6 +56,9 @@ enum rts_hygiene {
 	RTS_H_REALTIME_CLOCK,   /* timer sleep on CLOCK_REALTIME/TAI (jumps) */
 	RTS_H_LOWER_PRIO_WAKER, /* woken by a task of lower priority */
 	RTS_H_MIGRATION,        /* moved to another CPU */
+	RTS_H_MINOR_FAULTS,     /* minor page faults while tracked (task_struct min_flt) */
+	RTS_H_MAJOR_FAULTS,     /* major page faults while tracked (maj_flt: I/O) */
+	RTS_H_MEM_NOT_LOCKED,   /* 1: its mm has no locked page and no mlockall(MCL_FUTURE), at its last switch-out */
 	RTS_H_COUNT,
 };
 
@@ -120,7 +123,47 @@ enum rts_event_type {
 	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
 	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
+	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor c=major x=run start */
 };
+
+/*
+ * Why a tracked task blocked (flags of RTS_EV_SLEEP, with y = the kernel
+ * return address that told it): the first kernel function of its stack that
+ * names a reason, found in the sleep_fn table the loader fills from
+ * kallsyms (rts_sleep_reason, sleep_reason.bpf.h). Names in internal/trace.
+ */
+enum rts_sleep_reason {
+	RTS_SR_NONE = 0,   /* not classified: a timer sleep, or no stack walked */
+	RTS_SR_WAIT,       /* a scheduling primitive (schedule*, wait helpers): keep walking */
+	RTS_SR_OTHER,      /* no known function in the frames walked: y = the first one past the scheduler */
+	RTS_SR_PIPE_WRITE, /* pipe full */
+	RTS_SR_PIPE_READ,  /* pipe empty */
+	RTS_SR_SOCK_SEND,  /* socket send buffer full */
+	RTS_SR_SOCK_RECV,  /* socket receive: no data */
+	RTS_SR_SOCK_OTHER, /* accept, connect, ... */
+	RTS_SR_FUTEX,      /* futex wait (mutex, condition variable, semaphore without PI) */
+	RTS_SR_FUTEX_PI,   /* PI futex lock */
+	RTS_SR_EPOLL,      /* epoll wait */
+	RTS_SR_POLL,       /* poll/select */
+	RTS_SR_NANOSLEEP,  /* nanosleep/clock_nanosleep */
+	RTS_SR_IO,         /* block or page-cache I/O */
+	RTS_SR_PAGE_FAULT, /* page fault (I/O or a lock inside it) */
+	RTS_SR_MUTEX,      /* kernel mutex or rt_mutex */
+	RTS_SR_RWSEM,      /* kernel rw semaphore (mmap_lock, ...) */
+	RTS_SR_EVENTFD,    /* eventfd read/write */
+	RTS_SR_TIMERFD,    /* timerfd read */
+	RTS_SR_CHILD,      /* waiting for a child */
+	RTS_SR_SIGNAL,     /* pause, sigsuspend, sigtimedwait */
+	RTS_SR_TTY,        /* terminal read/write */
+	RTS_SR_COMPLETION, /* kernel completion (a kernel thread, a driver) */
+	RTS_SR_RTLOCK,     /* PREEMPT_RT sleeping spinlock */
+	RTS_SR_IRQ_THREAD, /* an IRQ thread waiting for its interrupt */
+	RTS_SR_COUNT,
+};
+
+/* Kernel functions of the sleep-reason table, and frames walked per sleep. */
+#define RTS_SLEEP_FNS 128
+#define RTS_SLEEP_FRAMES 16
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */
 enum rts_waker_ctx {

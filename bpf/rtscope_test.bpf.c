@@ -9,6 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "task_logic.bpf.h"
+#include "sleep_reason.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -143,4 +144,79 @@ SEC("raw_tp")
 int test_reapply_slo(void *ctx)
 {
 	return rts_reapply_slo();
+}
+
+/* tid's run ends at now on cpu with these fault counters (rts_on_faults, at a switch-out). */
+SEC("raw_tp")
+int BPF_PROG(test_faults, __u64 now, __u64 cpu, __u64 tid, __u64 min_flt, __u64 maj_flt)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_on_faults(st, rts_cpu(), now, cpu, min_flt, maj_flt);
+	return 0;
+}
+
+/* tid is tracked with these fault counters (rts_faults_base, in track()). */
+SEC("raw_tp")
+int BPF_PROG(test_faults_base, __u64 tid, __u64 min_flt, __u64 maj_flt)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_faults_base(st, min_flt, maj_flt);
+	return 0;
+}
+
+/* tid's memory locking is read (rts_on_mem). */
+SEC("raw_tp")
+int BPF_PROG(test_mem, __u64 tid, __u64 locked)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_on_mem(st, locked != 0);
+	return 0;
+}
+
+/* The site rts_sleep_reason returned with the last test_sleep_reason run. */
+__u64 test_sleep_site = 0;
+
+/* Classify a sleep from up to 10 synthetic frames (innermost first). */
+SEC("raw_tp")
+int BPF_PROG(test_sleep_reason, __u64 n, __u64 f0, __u64 f1, __u64 f2, __u64 f3, __u64 f4, __u64 f5,
+	     __u64 f6, __u64 f7, __u64 f8, __u64 f9)
+{
+	__u64 frames[RTS_SLEEP_FRAMES] = {f0, f1, f2, f3, f4, f5, f6, f7, f8, f9};
+	__u64 site = 0;
+	int r = rts_sleep_reason(frames, n > 10 ? 10 : (int)n, &site);
+	test_sleep_site = site;
+	return r;
+}
+
+/*
+ * Cost of naming a sleep, for BenchmarkSleepReasonCost: `variant` 0 does
+ * nothing, 1 what a blocking sleep pays (rts_sleep_classify), 2 the full
+ * stack sample (bpf_get_stackid) the engine takes at most once a ms, 3 a
+ * 4-frame walk alone, 4 sixteen table searches alone; test_cost_ns sums
+ * the time each took.
+ */
+__u64 test_cost_ns = 0;
+
+SEC("raw_tp")
+int BPF_PROG(test_sleep_cost, __u64 variant)
+{
+	struct rts_event e = {};
+	__u64 t0 = bpf_ktime_get_ns();
+	if (variant == 1)
+		rts_sleep_classify(ctx, &e);
+	else if (variant == 2)
+		e.b = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	else if (variant == 3) {
+		__u64 frames[4]; /* the walk's fixed part: 4 frames */
+		e.b = bpf_get_stack(ctx, frames, sizeof(frames), 0);
+		e.x = frames[0];
+	} else if (variant == 4) {
+		for (int i = 0; i < RTS_SLEEP_FRAMES; i++)
+			e.y += rts_sleep_fn_class(0xffffffff81000000ULL + i * 4096);
+	}
+	test_cost_ns += bpf_ktime_get_ns() - t0;
+	return e.flags;
 }

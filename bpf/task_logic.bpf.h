@@ -486,6 +486,66 @@ static __always_inline long rts_reapply_slo(void)
 }
 
 /*
+ * Page faults of the run ending at `now` on cpu (a switch-out, or the task's
+ * exit): min_flt and maj_flt are the task's own counters, which the kernel
+ * raises only for faults the task itself takes (mm_account_fault: remote
+ * accesses have no regs and are not counted), so their growth since its
+ * previous switch-out happened in this run. The totals go to its hygiene
+ * counters, kept after it exits; a run with faults leaves an RTS_EV_FAULTS
+ * event, so a window's analysis can count them. Their time is not measured:
+ * there is no fault-exit tracepoint, and fentry/fexit may be refused.
+ */
+static __always_inline void rts_on_faults(struct rts_task_state *st, struct rts_cpu_state *cs,
+					  __u64 now, __u32 cpu, __u64 min_flt, __u64 maj_flt)
+{
+	__u64 dmin = min_flt > st->flt_min ? min_flt - st->flt_min : 0;
+	__u64 dmaj = maj_flt > st->flt_maj ? maj_flt - st->flt_maj : 0;
+	st->flt_min = min_flt;
+	st->flt_maj = maj_flt;
+	if (!dmin && !dmaj)
+		return;
+	struct rts_task_stats *s = rts_stats(st);
+	if (s) {
+		s->hygiene[RTS_H_MINOR_FAULTS] += dmin;
+		s->hygiene[RTS_H_MAJOR_FAULTS] += dmaj;
+	}
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_FAULTS);
+	if (e) {
+		e->a = st->tid;
+		e->b = dmin > 0xffffffffULL ? 0xffffffffU : (__u32)dmin;
+		e->c = dmaj > 0xffffffffULL ? 0xffffffffU : (__u32)dmaj;
+		e->x = st->run_start;
+		e->y = 0;
+	}
+}
+
+/* Faults count from tracking: the first run is not charged with the task's past. */
+static __always_inline void rts_faults_base(struct rts_task_state *st, __u64 min_flt, __u64 maj_flt)
+{
+	st->flt_min = min_flt;
+	st->flt_maj = maj_flt;
+}
+
+/* Memory locking of a task's mm, as last read (rts_task_state.mem_state). */
+enum rts_mem_state {
+	RTS_MEM_UNKNOWN = 0, /* not read (no mm: a kernel thread) */
+	RTS_MEM_LOCKED,      /* mlockall(MCL_FUTURE), or some pages locked (VmLck > 0) */
+	RTS_MEM_NOT_LOCKED,
+};
+
+/* The task's memory locking was read: keep it in its hygiene when it changed. */
+static __always_inline void rts_on_mem(struct rts_task_state *st, bool locked)
+{
+	__u8 v = locked ? RTS_MEM_LOCKED : RTS_MEM_NOT_LOCKED;
+	if (v == st->mem_state)
+		return;
+	st->mem_state = v;
+	struct rts_task_stats *s = rts_stats(st);
+	if (s)
+		s->hygiene[RTS_H_MEM_NOT_LOCKED] = !locked;
+}
+
+/*
  * Start tracking: fill the state and create the stats entry. Called with a
  * freshly created (zeroed) task storage entry. Returns 0 on success.
  */

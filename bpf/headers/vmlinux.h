@@ -71,6 +71,12 @@ struct css_set {
 	struct cgroup *dfl_cgrp;
 };
 
+/* Memory locking of an address space (see rtscope.bpf.c mem_locked). */
+struct mm_struct {
+	unsigned long def_flags;
+	unsigned long locked_vm;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_entity se;
@@ -91,6 +97,9 @@ struct task_struct {
 	struct task_struct *group_leader;
 	unsigned int flags;
 	struct css_set *cgroups;
+	unsigned long min_flt;
+	unsigned long maj_flt;
+	struct mm_struct *mm;
 };
 
 struct hrtimer_clock_base {

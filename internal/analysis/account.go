@@ -497,6 +497,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		}
 	}
 	verdict(res, tl, s, segs)
+	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
+		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
+	}
 	return res
 }
 

@@ -30,6 +30,9 @@ type Subject struct {
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64
+	// MemNotLocked: the engine found the task's memory not locked (no
+	// mlockall(MCL_FUTURE), no locked page): its page faults say so.
+	MemNotLocked bool
 	// Preemption is the kernel's preemption model (preempt.Detect, read
 	// by the caller: the analysis reads nothing of the system), Unknown
 	// when it cannot be known.
@@ -190,6 +193,9 @@ type Result struct {
 	// histogram of SLO violations.
 	Culprit string   `json:"culprit,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// PageFaults the task took in its runs that ended in the window; null
+	// when it took none there (or the engine cannot count them).
+	PageFaults *Faults `json:"page_faults,omitempty"`
 }
 
 // PhaseTotals are the time of the window per phase.

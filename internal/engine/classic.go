@@ -34,6 +34,7 @@ var ClassicLimits = []string{
 	"a CLOCK_REALTIME/TAI deadline is not compared with the time it is armed: such a loop's overruns count only the deadlines it skips",
 	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
 	"timer expiries of other timers than task sleeps are not in the flight recorder",
+	"page faults and memory locking are not measured: they are task_struct and mm fields (the x86-only page-fault tracepoint fires before a fault is known minor or major)",
 	"its programs do not nest: an event during another of its programs on the same CPU (an interrupt in sched_switch's) is not seen; the kernel counts them as the programs' recursion misses",
 }
 

@@ -134,6 +134,12 @@ type Features struct {
 	// classic one runs (forced, or no kernel BTF), empty for BTF.
 	Engine     string
 	EngineNote string
+	// SleepReasons says how blocking sleeps are named (the kernel functions
+	// of the sleep-reason table found), or why they are not.
+	SleepReasons string
+	// PageFaults says how page faults and memory locking are measured, or
+	// why they are not (the classic engine).
+	PageFaults string
 }
 
 // Engine is a loaded and attached set of rtscope programs.
@@ -257,6 +263,14 @@ func Load(cfg Config) (*Engine, error) {
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
 		"test_storage_busy": cfg.TestStorageBusy,
+	}
+	sleeps := newSleepTable(syms)
+	sleeps.vars(vars)
+	e.Features.SleepReasons = sleeps.describe()
+	e.Features.PageFaults = "counted per task at each switch-out from task_struct min_flt/maj_flt, memory locking read from its mm; " +
+		"their time is not measured (no page-fault exit tracepoint)"
+	if kind == EngineClassic {
+		e.Features.PageFaults = "not measured: the classic engine reads no kernel structure (task_struct's fault counters, the mm's locking)"
 	}
 	entries := uint32(1)
 	if cfg.Trace {

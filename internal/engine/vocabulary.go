@@ -32,6 +32,7 @@ const (
 	// EventTimerArm: a tracked task armed its own sleeper timer (one loop
 	// iteration ended); Flags 1 when its expiry had already passed.
 	EventTimerArm = uint8(bpfRtsEventTypeRTS_EV_TIMER_ARM)
+	EventFaults   = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
 )
 
 // Waker contexts, in the flags of an EventWakeup (enum rts_waker_ctx).
@@ -72,6 +73,13 @@ const (
 // HygieneCount is the number of hygiene counters the kernel keeps per task
 // (enum rts_hygiene), the first entries of report.HygieneNames.
 const HygieneCount = int(bpfRtsHygieneRTS_H_COUNT)
+
+// Indexes of TaskStats.Hygiene kept from the task's kernel structures.
+const (
+	HygieneMinorFaults  = int(bpfRtsHygieneRTS_H_MINOR_FAULTS)
+	HygieneMajorFaults  = int(bpfRtsHygieneRTS_H_MAJOR_FAULTS)
+	HygieneMemNotLocked = int(bpfRtsHygieneRTS_H_MEM_NOT_LOCKED) // 1: no mlockall(MCL_FUTURE), no locked page
+)
 
 // CEnum returns the enumerators of a C enum of the watch engine's BPF
 // object (rts_metric, rts_event_type, ...) by name, read from the object's

@@ -16,12 +16,11 @@ import (
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
-// Hygiene counters this package adds to report.Task.Hygiene.
-const (
-	HygieneFutexNoPI    = "futex_waits_without_pi" // seen in the task's worst-case windows
-	HygieneMajorFaults  = "major_page_faults"      // /proc, while the task runs
-	HygieneMemNotLocked = "memory_not_locked"      // /proc: VmLck 0 kB
-)
+// HygieneFutexNoPI is the hygiene counter this package adds to
+// report.Task.Hygiene: futex waits without PI seen in the task's worst-case
+// windows. Page faults and memory locking come from the engine
+// (report.HygieneMinorFaults, ...), alive or exited.
+const HygieneFutexNoPI = "futex_waits_without_pi"
 
 // SubjectOf describes a report task for analysis.Explain, with the running
 // kernel's preemption model (preempt.Detect, read once).
@@ -42,12 +41,13 @@ func SubjectOf(t *report.Task, m string) analysis.Subject {
 	if t.TimerSlackNs != nil {
 		s.TimerSlackNs = *t.TimerSlackNs
 	}
+	s.MemNotLocked = t.Hygiene[report.HygieneMemNotLocked] == 1
 	return s
 }
 
 // ForWatch returns the watch.Options.Analyze hook: it explains each worst
 // case once (a trace is analysed again only when a new maximum replaced it)
-// and keeps the task's hygiene counters derived from traces and /proc. The
+// and keeps the task's hygiene counters derived from traces. The
 // hook is safe for concurrent use (one mutex).
 func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
 	type key struct {
@@ -61,7 +61,6 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 	var mu sync.Mutex
 	results := map[key]cached{}
 	futex := map[uint64]map[uint64]bool{} // task id -> timestamps of futex waits without PI
-	procs := map[uint64]map[string]uint64{}
 	return func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
 		mu.Lock()
 		defer mu.Unlock()
@@ -86,14 +85,6 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 		}
 		if set, ok := futex[t.ID()]; ok {
 			t.Hygiene[HygieneFutexNoPI] = uint64(len(set))
-		}
-		if !t.Exited {
-			if h := ProcHygiene(t.PID, t.TID); len(h) > 0 {
-				procs[t.ID()] = h
-			}
-		}
-		for n, v := range procs[t.ID()] {
-			t.Hygiene[n] = v
 		}
 		return Explanation(c.res)
 	}

@@ -112,3 +112,34 @@ func (t *Table) Func(addr uint64) string {
 	}
 	return n
 }
+
+// Range is the text of one kernel function: [Start, End), End being the
+// next symbol's address (kallsyms has no sizes).
+type Range struct {
+	Name       string
+	Start, End uint64
+}
+
+// Ranges returns the text ranges of the functions named in names, in
+// address order, compiler clones included ("pipe_write.isra.0" is
+// pipe_write's), in one pass over the table.
+func (t *Table) Ranges(names map[string]bool) []Range {
+	if t == nil {
+		return nil
+	}
+	var out []Range
+	for i, s := range t.syms {
+		base, _, _ := strings.Cut(s.name, ".")
+		if !names[base] {
+			continue
+		}
+		j := i + 1 // past aliases at the same address
+		for j < len(t.syms) && t.syms[j].addr == s.addr {
+			j++
+		}
+		if j < len(t.syms) {
+			out = append(out, Range{Name: base, Start: s.addr, End: t.syms[j].addr})
+		}
+	}
+	return out
+}

@@ -36,3 +36,27 @@ func TestLoadAndResolve(t *testing.T) {
 		t.Fatalf("below first symbol: %q", got)
 	}
 }
+
+// Ranges finds clones by their base name and ends each range at the next
+// symbol past aliases.
+func TestRanges(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "kallsyms")
+	data := "ffffffff81000000 T pipe_write\n" +
+		"ffffffff81000100 t pipe_read.isra.0\n" +
+		"ffffffff81000100 t alias_of_pipe_read\n" +
+		"ffffffff81000180 T other\n" +
+		"ffffffff81000200 T pipe_writer\n" +
+		"ffffffff81000300 T last\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tab.Ranges(map[string]bool{"pipe_write": true, "pipe_read": true, "last": true})
+	want := []Range{{"pipe_write", 0xffffffff81000000, 0xffffffff81000100}, {"pipe_read", 0xffffffff81000100, 0xffffffff81000180}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Ranges = %x, want %x (the last symbol has no end)", got, want)
+	}
+}

@@ -163,6 +163,11 @@ type Features struct {
 	Engine       string   `json:"engine,omitempty"`
 	EngineNote   string   `json:"engine_note,omitempty"`
 	EngineLimits []string `json:"engine_limits,omitempty"`
+	// SleepReasons says how the reason of a blocking sleep is named (or
+	// why only sampled stacks name it); PageFaults how page faults and
+	// memory locking are measured, or why they are not.
+	SleepReasons string `json:"sleep_reasons,omitempty"`
+	PageFaults   string `json:"page_faults,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
@@ -230,10 +235,20 @@ type Counters struct {
 	Overruns          uint64 `json:"overruns"`
 }
 
-// Hygiene counter names (enum rts_hygiene).
-// The last three come from traces and /proc (internal/explain), not from the engine.
+// Hygiene counter names (enum rts_hygiene). The kernel keeps the first
+// engine.HygieneCount, whether the task is alive or exited: page faults are
+// counted from task_struct at each switch-out, and memory_not_locked (1: no
+// mlockall(MCL_FUTURE) and no locked page in its mm) is read from its mm.
+// The last one comes from traces (internal/explain).
 var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations",
-	"futex_waits_without_pi", "major_page_faults", "memory_not_locked"}
+	HygieneMinorFaults, HygieneMajorFaults, HygieneMemNotLocked, "futex_waits_without_pi"}
+
+// Hygiene counters of memory, kept by the engine.
+const (
+	HygieneMinorFaults  = "minor_page_faults"
+	HygieneMajorFaults  = "major_page_faults"
+	HygieneMemNotLocked = "memory_not_locked"
+)
 
 // Metric is the summary of one metric of one task.
 type Metric struct {

@@ -272,3 +272,16 @@ func TestMonitorShare(t *testing.T) {
 		t.Errorf("violation causes %+v", c)
 	}
 }
+
+// A sleep names the kernel function that told its reason; a faults event
+// says how many faults the task's run took.
+func TestDescribeFaultsAndBlockedIn(t *testing.T) {
+	sl := trace.Event{Type: trace.EventSleep, TID: 7, Comm: "writer", State: "S", Reason: trace.ReasonPipeWrite, BlockedIn: "anon_pipe_write"}
+	if got, want := Describe(sl), "sleep    writer/7 S: pipe write (pipe full) in anon_pipe_write"; got != want {
+		t.Errorf("sleep: %q, want %q", got, want)
+	}
+	f := trace.Event{Type: trace.EventFaults, TID: 7, Comm: "writer", MinorFaults: 256, MajorFaults: 1}
+	if got, want := Describe(f), "faults   writer/7: 256 minor, 1 major page faults in its run"; got != want {
+		t.Errorf("faults: %q, want %q", got, want)
+	}
+}

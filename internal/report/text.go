@@ -202,10 +202,15 @@ func Describe(e trace.Event) string {
 		return s
 	case trace.EventSleep:
 		s := fmt.Sprintf("sleep    %s %s: %s", task(e.TID, e.Comm, ""), e.State, e.Reason)
+		if e.BlockedIn != "" {
+			s += " in " + e.BlockedIn
+		}
 		if e.ExpiryT != nil {
 			s += fmt.Sprintf(" until %s", units.UsFine(*e.ExpiryT))
 		}
 		return s
+	case trace.EventFaults:
+		return fmt.Sprintf("faults   %s: %d minor, %d major page faults in its run", task(e.TID, e.Comm, ""), e.MinorFaults, e.MajorFaults)
 	case trace.EventUserReturn:
 		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
 	case trace.EventTimerArm:

@@ -41,6 +41,9 @@ func TestVocabulary(t *testing.T) {
 		"RTS_H_REALTIME_CLOCK":   "realtime_clock_sleeps",
 		"RTS_H_LOWER_PRIO_WAKER": "woken_by_lower_priority",
 		"RTS_H_MIGRATION":        "migrations",
+		"RTS_H_MINOR_FAULTS":     "minor_page_faults",
+		"RTS_H_MAJOR_FAULTS":     "major_page_faults",
+		"RTS_H_MEM_NOT_LOCKED":   "memory_not_locked",
 	}
 	if int(hygiene["RTS_H_COUNT"]) != engine.HygieneCount || len(hygiene) != len(names)+1 {
 		t.Errorf("rts_hygiene: %v; want the %d counters named here", hygiene, len(names))

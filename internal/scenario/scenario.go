@@ -66,6 +66,9 @@ type Scenario struct {
 	threads  []string
 	check    func(v Values) error
 	run      func(e *env) error
+	// unlockedMemory: the process's memory is not locked (mlockall) for
+	// this scenario, whose subject is page faults.
+	unlockedMemory bool
 }
 
 // Threads lists the comm names of the scenario's threads.
@@ -399,10 +402,13 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 		runtime.GOMAXPROCS(16)
 		defer runtime.GOMAXPROCS(procs)
 	}
-	if err := workload.LockMemory(); err != nil {
-		e.res.Notes = append(e.res.Notes, "warning: "+err.Error()+"; page faults may add latency")
-	} else {
-		defer workload.UnlockMemory()
+	// Memory is locked, unless the scenario is about unlocked memory.
+	if !s.unlockedMemory {
+		if err := workload.LockMemory(); err != nil {
+			e.res.Notes = append(e.res.Notes, "warning: "+err.Error()+"; page faults may add latency")
+		} else {
+			defer workload.UnlockMemory()
+		}
 	}
 	if restore, err := workload.KeepOff(cpu); err == nil {
 		defer restore()

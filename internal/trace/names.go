@@ -32,6 +32,7 @@ const (
 	evStack        = engine.EventStack
 	evSteal        = engine.EventSteal
 	evTimerArm     = engine.EventTimerArm
+	evFaults       = engine.EventFaults
 )
 
 var typeNames = map[uint8]EventType{
@@ -39,7 +40,20 @@ var typeNames = map[uint8]EventType{
 	evIRQExit: EventIRQExit, evSoftirqEntry: EventSoftirqEntry, evSoftirqExit: EventSoftirqExit,
 	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
-	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm,
+	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
+}
+
+// SleepReasons name the kernel's sleep reasons (enum rts_sleep_reason,
+// the flags of a sleep event).
+var SleepReasons = map[uint8]Reason{
+	engine.SleepPipeWrite: ReasonPipeWrite, engine.SleepPipeRead: ReasonPipeRead,
+	engine.SleepSockSend: ReasonSockSend, engine.SleepSockRecv: ReasonSockRecv, engine.SleepSockOther: ReasonSockOther,
+	engine.SleepFutex: ReasonFutexWait, engine.SleepFutexPI: ReasonPIFutex,
+	engine.SleepEpoll: ReasonEpoll, engine.SleepPoll: ReasonPoll, engine.SleepNanosleep: ReasonNanosleep,
+	engine.SleepIO: ReasonIO, engine.SleepPageFault: ReasonPageFault, engine.SleepMutex: ReasonKernelMutex,
+	engine.SleepRwsem: ReasonRwsem, engine.SleepEventfd: ReasonEventfd, engine.SleepTimerfd: ReasonTimerfd,
+	engine.SleepChild: ReasonChild, engine.SleepSignal: ReasonSignal, engine.SleepTTY: ReasonTTY,
+	engine.SleepCompletion: ReasonCompletion, engine.SleepRTLock: ReasonRTLock, engine.SleepIRQThread: ReasonIRQThreadIdle,
 }
 
 // Waker contexts (enum rts_waker_ctx, generated into engine).
@@ -272,6 +286,17 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 		ev.Stack = n.frames(e.B)
 		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
+		// The kernel's reason, named at every blocking sleep, unless a
+		// sampled stack says more (a futex wait with or without PI).
+		if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
+			ev.Reason = r
+		}
+		if site := engine.EventY(&e); site != 0 && e.Flags != engine.SleepNone {
+			ev.BlockedIn = n.Func(site)
+			if e.Flags == engine.SleepOther && ev.Stack == nil {
+				ev.Reason = ReasonOtherWait(ev.BlockedIn)
+			}
+		}
 	case evStack:
 		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
 		ev.WaitingTID = e.C
@@ -285,6 +310,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.StealNs = engine.EventX(&e)
 		since := int64(engine.EventY(&e)) - int64(start)
 		ev.SinceT = &since
+	case evFaults:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		ev.MinorFaults, ev.MajorFaults = e.B, e.C
+		if x := engine.EventX(&e); x != 0 {
+			since := int64(x) - int64(start)
+			ev.SinceT = &since
+		}
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 	case evTimerArm:

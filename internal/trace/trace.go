@@ -65,14 +65,22 @@ type Event struct {
 	// passed, so the sleep returns at once.
 	Missed bool `json:"missed,omitempty"`
 
-	// sleep: state, armed timer expiry, reason and kernel stack
-	State  string   `json:"state,omitempty"`
-	Reason Reason   `json:"reason,omitempty"`
-	Stack  []string `json:"stack,omitempty"`
+	// sleep: state, armed timer expiry, reason and kernel stack;
+	// BlockedIn is the kernel function that told the reason (named at
+	// every blocking sleep, sampled stack or not).
+	State     string   `json:"state,omitempty"`
+	Reason    Reason   `json:"reason,omitempty"`
+	BlockedIn string   `json:"blocked_in,omitempty"`
+	Stack     []string `json:"stack,omitempty"`
+
+	// faults: page faults TID took in its run from SinceT (its switch-in,
+	// relative to the window start; unset when unknown) to T.
+	MinorFaults uint32 `json:"minor_faults,omitempty"`
+	MajorFaults uint32 `json:"major_faults,omitempty"`
 
 	// steal: the hypervisor did not run this CPU for StealNs somewhere
 	// between SinceT (the CPU's previous reading, relative to the window
-	// start) and T.
+	// start) and T. faults: SinceT is the run's start.
 	StealNs uint64 `json:"steal_ns,omitempty"`
 	SinceT  *int64 `json:"since_t_ns,omitempty"`
 }

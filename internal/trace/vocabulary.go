@@ -29,6 +29,7 @@ const (
 	EventStack        EventType = "stack"
 	EventSteal        EventType = "steal"
 	EventTimerArm     EventType = "timer_arm"
+	EventFaults       EventType = "faults" // page faults of a tracked task's run
 )
 
 // String returns the type's name.
@@ -88,11 +89,23 @@ const (
 	ReasonPoll             Reason = "poll/select wait"
 	ReasonEventfd          Reason = "eventfd read"
 	ReasonPipe             Reason = "pipe"
-	ReasonKernelMutex      Reason = "kernel mutex"
-	ReasonChild            Reason = "waiting for a child"
-	ReasonIRQThreadIdle    Reason = "IRQ thread idle"
-	ReasonTimerSleep       Reason = "timer sleep"
-	ReasonNoStack          Reason = "sleep (no stack sample)"
+	// Named by the kernel at every blocking sleep (SleepReasons).
+	ReasonPipeWrite     Reason = "pipe write (pipe full)"
+	ReasonPipeRead      Reason = "pipe read (pipe empty)"
+	ReasonSockSend      Reason = "socket send (buffer full)"
+	ReasonSockRecv      Reason = "socket receive"
+	ReasonSockOther     Reason = "socket (accept, connect or socket lock)"
+	ReasonIO            Reason = "I/O wait"
+	ReasonPageFault     Reason = "page fault"
+	ReasonRwsem         Reason = "kernel rw semaphore"
+	ReasonSignal        Reason = "waiting for a signal"
+	ReasonTTY           Reason = "terminal I/O"
+	ReasonCompletion    Reason = "kernel completion"
+	ReasonKernelMutex   Reason = "kernel mutex"
+	ReasonChild         Reason = "waiting for a child"
+	ReasonIRQThreadIdle Reason = "IRQ thread idle"
+	ReasonTimerSleep    Reason = "timer sleep"
+	ReasonNoStack       Reason = "sleep (no stack sample)"
 	// ReasonSleep: blocked, with neither a sleep event nor a state.
 	ReasonSleep Reason = "sleep"
 	// ReasonUserSpace: a stack sample that found the task in user space.

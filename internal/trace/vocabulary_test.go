@@ -42,3 +42,30 @@ func TestVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepReasonNames: every reason of enum rts_sleep_reason that a sleep
+// event can carry has a name (NONE, WAIT and OTHER are handled apart).
+func TestSleepReasonNames(t *testing.T) {
+	reasons, err := engine.CEnum("rts_sleep_reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reasons) != engine.SleepReasonCount+1 {
+		t.Errorf("rts_sleep_reason has %d enumerators, engine.SleepReasonCount is %d", len(reasons), engine.SleepReasonCount)
+	}
+	for c, v := range reasons {
+		switch c {
+		case "RTS_SR_NONE", "RTS_SR_WAIT", "RTS_SR_OTHER", "RTS_SR_COUNT":
+			if SleepReasons[uint8(v)] != "" {
+				t.Errorf("%s = %d has a name, %q", c, v, SleepReasons[uint8(v)])
+			}
+			continue
+		}
+		if SleepReasons[uint8(v)] == "" {
+			t.Errorf("%s = %d has no name", c, v)
+		}
+	}
+	if len(SleepReasons) != len(reasons)-4 {
+		t.Errorf("%d names for %d reasons", len(SleepReasons), len(reasons)-4)
+	}
+}
