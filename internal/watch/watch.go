@@ -57,6 +57,7 @@ type Options struct {
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
 	Engine      string        // engine.EngineAuto, EngineBTF or EngineClassic (--engine)
+	BTFFile     string        // --btf: the kernel's vmlinux BTF as a file (engine.Config.BTFFile)
 	TraceMax    int           // events kept per worst-case window (0: default)
 	// StackAfter: a tracked task waits this long for its CPU before the
 	// kernel stack of what runs instead is taken (nil:
@@ -217,12 +218,14 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		stackAfter = uint64(*o.StackAfter)
 	}
 	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine})
+		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine, BTFFile: o.BTFFile})
 	if err != nil {
 		return nil, err
 	}
 	if o.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
 		fmt.Fprintf(os.Stderr, "rtscope watch: %s (see features.engine_limits in --json)\n", eng.Features.EngineNote)
+	} else if o.BTFFile != "" {
+		fmt.Fprintf(os.Stderr, "rtscope watch: BTF engine, %s\n", eng.Features.EngineNote)
 	}
 	defer eng.Close()
 	if err := eng.Attach(); err != nil {
