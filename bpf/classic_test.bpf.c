@@ -29,6 +29,14 @@ int twin_record(__u64 *ctx)
 		return on_task_newtask(ctx);
 	case 3:
 		return on_sched_exit(ctx);
+	case 4:
+		return on_hrtimer_expire_entry(ctx);
+	case 5:
+		return on_hrtimer_expire_exit(ctx);
+	case 6:
+		return on_softirq_entry(ctx);
+	case 7:
+		return on_softirq_exit(ctx);
 	}
 	return -1;
 }

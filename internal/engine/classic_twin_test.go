@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/metric"
 )
@@ -29,7 +30,14 @@ const (
 	twinWaking
 	twinNewtask
 	twinExit
+	twinTimerEntry
+	twinTimerExit
+	twinSoftirqEntry
+	twinSoftirqExit
 )
+
+// twinCPU is the CPU the twin's test runs run on (its per-CPU state).
+const twinCPU = 0
 
 func newClassicTwin(t *testing.T) *classicTwin {
 	t.Helper()
@@ -88,7 +96,7 @@ func (tw *classicTwin) record(hook uint64, fields ...field) uint32 {
 		args = append(args, binary.LittleEndian.Uint64(rec[i:]))
 	}
 	args = append(args, hook)
-	ret, err := tw.objs.TwinRecord.Run(&ebpf.RunOptions{Context: args})
+	ret, err := tw.objs.TwinRecord.Run(&ebpf.RunOptions{Context: args, CPU: twinCPU, Flags: unix.BPF_F_TEST_RUN_ON_CPU})
 	if err != nil {
 		tw.t.Fatalf("test run: %v", err)
 	}
@@ -234,4 +242,60 @@ func TestClassicTwinPIDReuse(t *testing.T) {
 	if s := tw.stats(newID); s.Exited != 1 {
 		t.Errorf("the replaced task was not reported as exited")
 	}
+}
+
+// callbacks returns the soft and hard hrtimer callbacks in progress on twinCPU.
+func (tw *classicTwin) callbacks() (soft, hard uint64) {
+	tw.t.Helper()
+	var per []bpfRtsCpuState
+	if err := tw.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+		tw.t.Fatal(err)
+	}
+	return per[twinCPU].CbFunction[0], per[twinCPU].CbFunction[1]
+}
+
+// An hrtimer callback is hard or soft by the CPU's context, not by the
+// record's common header, which the kernel overwrites with a pt_regs
+// pointer for BPF programs: hard outside the HRTIMER softirq (the injected
+// hard-IRQ spins of irq-noise were all taken for soft before), soft in it,
+// and hard again when it interrupts a soft callback there; each exit ends
+// the callback it belongs to. The records' headers here have the hard-IRQ
+// flag clear.
+func TestClassicTwinTimerContext(t *testing.T) {
+	tw := newClassicTwin(t)
+	entry := func(fn uint64) {
+		tw.record(twinTimerEntry, field{off: "off_hrentry_function", size: 8, val: fn},
+			field{off: "off_hrentry_hrtimer", size: 8, val: fn + 1}, field{off: "off_hrentry_now", size: 8, val: 1})
+	}
+	exit := func() { tw.record(twinTimerExit, field{off: "off_hrexit_hrtimer", size: 8}) }
+	softirq := func(vec uint64) { tw.record(twinSoftirqEntry, field{off: "off_softirq_vec", size: 4, val: vec}) }
+	softirqEnd := func() { tw.record(twinSoftirqExit, field{off: "off_softirq_vec", size: 4}) }
+	check := func(what string, soft, hard uint64) {
+		t.Helper()
+		if s, h := tw.callbacks(); s != soft || h != hard {
+			t.Errorf("%s: soft %#x hard %#x in progress, want %#x %#x", what, s, h, soft, hard)
+		}
+	}
+	const hrtimerSoftirq, timerSoftirq = 8, 1
+	entry(0xa000)
+	check("timer interrupt", 0, 0xa000)
+	exit()
+	check("after it", 0, 0)
+
+	softirq(hrtimerSoftirq)
+	entry(0xb000)
+	check("HRTIMER softirq", 0xb000, 0)
+	entry(0xc000)
+	check("timer interrupt during a soft callback", 0xb000, 0xc000)
+	exit()
+	check("its end", 0xb000, 0)
+	exit()
+	check("the soft callback's end", 0, 0)
+	softirqEnd()
+
+	softirq(timerSoftirq)
+	entry(0xd000)
+	check("timer interrupt in another softirq", 0, 0xd000)
+	exit()
+	softirqEnd()
 }
