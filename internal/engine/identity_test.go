@@ -48,7 +48,10 @@ func TestPolicySetWhileRunning(t *testing.T) {
 		if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
 			return
 		}
-		t.Spin(500 * time.Millisecond)
+		// Long enough for the check below on a loaded machine: 500 ms with
+		// a 300 ms deadline failed once when other builds kept the OTHER
+		// spinner from reaching its sched_setattr in time.
+		t.Spin(2 * time.Second)
 		_ = workload.SetScheduler(t.Tid, workload.Other, 0)
 	})
 	if err != nil {
@@ -72,7 +75,7 @@ func TestPolicySetWhileRunning(t *testing.T) {
 	}
 
 	var s *TaskStats
-	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		all, err := e.AllStats()
 		if err != nil {
 			t.Fatal(err)
