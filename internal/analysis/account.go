@@ -26,7 +26,7 @@ func (a *accountant) add(it Item, from, to int64) *Item {
 	if to <= from {
 		return nil
 	}
-	key := it.Phase + "|" + it.key
+	key := it.Phase.String() + "|" + it.key
 	x := a.items[key]
 	if x == nil {
 		it.FirstT = from
@@ -115,7 +115,7 @@ func mergeNames(a, b []string) []string {
 }
 
 // ctxItem accounts [from, to) of a CPU context to the phase.
-func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
+func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 	switch c.kind {
 	case ctxSteal:
 		// Whatever phase: the vCPU did not run, so nothing on it ran.
@@ -164,7 +164,7 @@ func (a *accountant) ctxItem(phase string, cpu int, from, to int64, c *cpuCtx) {
 		key := fmt.Sprint(kind, t.TID)
 		if t.Monitor {
 			// rtscope's threads are one cause, however many ran.
-			key = kind + "monitor"
+			key = kind.String() + "monitor"
 		}
 		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
 			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
@@ -213,7 +213,7 @@ func deref(p *int) int {
 	return *p
 }
 
-func (a *accountant) onCPU(phase string, cpu int, from, to int64) {
+func (a *accountant) onCPU(phase Phase, cpu int, from, to int64) {
 	if cpu < 0 {
 		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: -1, key: "unknown-cpu",
 			Label: "CPU unknown"}, from, to)
@@ -222,14 +222,14 @@ func (a *accountant) onCPU(phase string, cpu int, from, to int64) {
 	a.tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) { a.ctxItem(phase, cpu, f, t, c) })
 }
 
-func sleepReason(sg *taskSeg) string {
+func sleepReason(sg *taskSeg) trace.Reason {
 	switch {
 	case sg.sleep != nil && sg.sleep.Reason != "":
 		return sg.sleep.Reason
 	case sg.state != "":
-		return "sleep (state " + sg.state + ")"
+		return trace.ReasonInState(sg.state)
 	}
-	return "sleep"
+	return trace.ReasonSleep
 }
 
 func wakerLabel(w *trace.Waker) string {
@@ -237,20 +237,20 @@ func wakerLabel(w *trace.Waker) string {
 		return "not woken in the window"
 	}
 	switch w.Kind {
-	case "task":
+	case trace.WakerTask:
 		return "woken by " + who(&Thread{TID: w.TID, Comm: w.Comm, Sched: w.Sched})
-	case "hardirq":
+	case trace.WakerHardIRQ:
 		s := fmt.Sprintf("woken by hard IRQ %d", deref(w.IRQ))
 		if w.IRQName != "" {
 			s += " " + w.IRQName
 		}
 		return s
-	case "softirq":
+	case trace.WakerSoftIRQ:
 		return "woken by softirq " + w.VecName
-	case "timer":
+	case trace.WakerTimer:
 		return "woken by its timer (" + w.Function + ")"
 	}
-	return "woken by " + w.Kind
+	return "woken by " + w.Kind.String()
 }
 
 func wakerKey(w *trace.Waker) string {
@@ -263,20 +263,21 @@ func wakerKey(w *trace.Waker) string {
 // blocked accounts a sleep: until its timer's expiry it is a sleep; from the
 // expiry to the wakeup it is the timer's release, on the timer's CPU.
 func (a *accountant) blocked(sg *taskSeg, from, to int64) {
-	reason := sleepReason(sg)
+	r := sleepReason(sg)
+	reason := r.String()
 	var w *trace.Waker
 	if sg.wake != nil {
 		w = sg.wake.Waker
 	}
-	if w != nil && w.Kind == "timer" && sg.wake.ExpiryT != nil {
+	if w != nil && w.Kind == trace.WakerTimer && sg.wake.ExpiryT != nil {
 		exp := *sg.wake.ExpiryT
 		if e := min(to, exp); e > from {
 			kind, label := KindSleep, reason+", until its timer expired"
 			if a.s.Metric == "period" || a.s.Metric == "jitter" {
 				kind, label = KindPeriodSleep, reason+", until the next period's timer expired"
 			}
-			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: reason, Waker: w,
-				key: "sleep|" + kind + "|" + reason, Label: label}, from, e)
+			a.add(Item{Phase: PhaseBlocked, Kind: kind, CPU: -1, Reason: r, Waker: w,
+				key: "sleep|" + kind.String() + "|" + reason, Label: label}, from, e)
 		}
 		if s := max(from, exp); s < to {
 			cpu := sg.wake.CPU
@@ -290,14 +291,14 @@ func (a *accountant) blocked(sg *taskSeg, from, to int64) {
 		e := from
 		if sg.sleep != nil && sg.sleep.ExpiryT != nil {
 			e = max(from, min(to, *sg.sleep.ExpiryT))
-			a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, key: "sleep|lost|" + reason,
+			a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: r, key: "sleep|lost|" + reason,
 				Label: reason + ", until its timer expired"}, from, e)
 		}
-		a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, Reason: reason, key: "lost",
+		a.add(Item{Phase: PhaseBlocked, Kind: KindUnknown, CPU: -1, Reason: r, key: "lost",
 			Label: "events lost: asleep, then running, with no recorded wakeup or switch-in"}, e, to)
 		return
 	}
-	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: reason, Waker: w,
+	a.add(Item{Phase: PhaseBlocked, Kind: KindSleep, CPU: -1, Reason: r, Waker: w,
 		key: "sleep|" + reason + "|" + wakerKey(w), Label: reason + ", " + wakerLabel(w)}, from, to)
 }
 
@@ -310,11 +311,11 @@ func effective(tr *trace.Trace, s Subject) (Subject, string) {
 		var k int
 		var sc string
 		switch {
-		case e.Type == "wakeup" && e.TID == s.TID && e.Sched != "":
+		case e.Type == trace.EventWakeup && e.TID == s.TID && e.Sched != "":
 			k, sc = e.KPrio, e.Sched
-		case e.Type == "switch" && e.NextTID == s.TID && e.NextSched != "":
+		case e.Type == trace.EventSwitch && e.NextTID == s.TID && e.NextSched != "":
 			k, sc = e.NextKPrio, e.NextSched
-		case e.Type == "switch" && e.PrevTID == s.TID && e.PrevSched != "":
+		case e.Type == trace.EventSwitch && e.PrevTID == s.TID && e.PrevSched != "":
 			k, sc = e.PrevKPrio, e.PrevSched
 		default:
 			continue
@@ -341,7 +342,7 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 	var entry *trace.Event
 	for i := range tr.Events {
 		e := &tr.Events[i]
-		if e.Type == "timer_entry" && e.T <= w && e.ExpiryT != nil && *e.ExpiryT == 0 {
+		if e.Type == trace.EventTimerEntry && e.T <= w && e.ExpiryT != nil && *e.ExpiryT == 0 {
 			entry = e
 		}
 	}
@@ -349,13 +350,15 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 		return nil
 	}
 	d := entry.T
-	r := Release{Where: "start", ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
+	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
 	r.CPUState, r.Task = cpuState(tl, s, entry.CPU, 0, entry.T)
 	return []Release{r}
 }
 
-// explain is Explain with a given preemption model (tests).
-func explain(tr *trace.Trace, s Subject, model string) *Result {
+// Explain analyses the window tr of the task s. It never fails: what the
+// events cannot tell is accounted as unknown and said in the verdict. It
+// reads nothing but its arguments: safe for concurrent use.
+func Explain(tr *trace.Trace, s Subject) *Result {
 	if s.Metric == "" {
 		s.Metric = tr.Metric
 	}
@@ -363,7 +366,7 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	if tr.End > tr.Start {
 		w = int64(tr.End - tr.Start)
 	}
-	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: model}
+	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: s.Preemption}
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}
@@ -380,8 +383,8 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	segs, migs := tl.taskTimeline(s.TID)
 	a.lockOwners = map[uint32]bool{}
 	for _, sg := range segs {
-		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == "PI futex lock" && sg.wake != nil &&
-			sg.wake.Waker != nil && sg.wake.Waker.Kind == "task" {
+		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == trace.ReasonPIFutex && sg.wake != nil &&
+			sg.wake.Waker != nil && sg.wake.Waker.Kind == trace.WakerTask {
 			a.lockOwners[sg.wake.Waker.TID] = true
 		}
 	}
@@ -422,8 +425,8 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 			if sg.st == stBlocked && sg.to > 0 && sg.from < w && sg.wake == nil && !sg.missed {
 				zero := int64(0)
 				cpu := tr.CPUEnd
-				sg.wake = &trace.Event{Type: "wakeup", T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
-					Waker: &trace.Waker{Kind: "timer"}}
+				sg.wake = &trace.Event{Type: trace.EventWakeup, T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
+					Waker: &trace.Waker{Kind: trace.WakerTimer}}
 			}
 		}
 	}
@@ -469,9 +472,9 @@ func explain(tr *trace.Trace, s Subject, model string) *Result {
 	if s.Metric == "timer-irq" {
 		res.Releases = timerIRQRelease(tl, s, tr, w)
 	}
-	rt := isRT(s)
+	rt := s.RT()
 	for _, e := range tr.Events {
-		if e.Type == "sleep" && e.TID == s.TID && e.T >= 0 && e.T <= w && strings.HasPrefix(e.Reason, "futex wait") && rt {
+		if e.Type == trace.EventSleep && e.TID == s.TID && e.T >= 0 && e.T <= w && e.Reason.FutexWait() && rt {
 			res.FutexWaitsNoPI++
 		}
 	}
@@ -498,7 +501,7 @@ func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
 	}
 	other := map[int]uint64{}
 	for _, e := range tr.Events {
-		if e.Type != "steal" || e.SinceT == nil || tl.steal[e.CPU] > 0 {
+		if e.Type != trace.EventSteal || e.SinceT == nil || tl.steal[e.CPU] > 0 {
 			continue
 		}
 		if a, b := max(*e.SinceT, 0), min(e.T, w); b > a {
@@ -518,10 +521,7 @@ func stealSummary(res *Result, tl *timelines, tr *trace.Trace, w int64) {
 	}
 }
 
-// isRT: a real-time priority (including a boosted normal task).
-func isRT(s Subject) bool { return s.KPrio >= -1 && s.KPrio < 100 }
-
-var phaseOrder = map[string]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
+var phaseOrder = map[Phase]int{PhaseRelease: 0, PhaseRunnable: 1, PhaseRunning: 2, PhaseBlocked: 3}
 
 // finish orders the items (by phase, then time) and gives them percentages
 // that add up to exactly 100.0 (largest remainder on tenths).
@@ -601,18 +601,18 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 	var out []Release
 	for i := range segs {
 		wk := segs[i].wake
-		if wk == nil || wk.Waker == nil || wk.Waker.Kind != "timer" || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
+		if wk == nil || wk.Waker == nil || wk.Waker.Kind != trace.WakerTimer || wk.ExpiryT == nil || wk.T < 0 || wk.T > w {
 			continue
 		}
-		where := "window"
+		where := InWindow
 		switch {
 		case wk.T == 0 || *wk.ExpiryT == 0:
-			where = "start"
+			where = AtStart
 		case wk.T == w:
-			where = "end"
+			where = AtEnd
 		}
 		wake := wk.T - *wk.ExpiryT
-		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: "unknown"}
+		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: CPUUnknown}
 		if entry := callbackEntry(tl.events, wk); entry != nil {
 			d, c := entry.T-*wk.ExpiryT, wk.T-entry.T
 			r.IRQDelayNs, r.CallbackNs = &d, &c
@@ -639,14 +639,14 @@ func callbackEntry(events []trace.Event, wk *trace.Event) *trace.Event {
 			continue
 		}
 		switch e.Type {
-		case "timer_exit":
+		case trace.EventTimerExit:
 			depth++
-		case "timer_entry":
+		case trace.EventTimerEntry:
 			if depth == 0 {
 				return e
 			}
 			depth--
-		case "switch":
+		case trace.EventSwitch:
 			return nil
 		}
 	}
@@ -654,45 +654,45 @@ func callbackEntry(events []trace.Event, wk *trace.Event) *trace.Event {
 }
 
 // cpuState names what a CPU did over [from, to): the context that took most of it.
-func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (string, *Thread) {
+func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (CPUState, *Thread) {
 	if to <= from {
-		return "none (no delay)", nil
+		return CPUNoDelay, nil
 	}
-	by := map[string]int64{}
+	by := map[CPUState]int64{}
 	var thr *Thread
 	var thrNs int64
 	tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) {
 		switch c.kind {
 		case ctxIdle:
-			by["idle"] += t - f
+			by[CPUIdle] += t - f
 		case ctxTask:
-			by["task (interrupts off)"] += t - f
+			by[CPUTask] += t - f
 			if t-f > thrNs {
 				thr, thrNs = c.thr, t-f
 			}
 		case ctxHardIRQ, ctxTickGap:
-			by["hard IRQ"] += t - f
+			by[CPUHardIRQ] += t - f
 		case ctxTimer:
 			if c.hard {
-				by["hard IRQ"] += t - f
+				by[CPUHardIRQ] += t - f
 			} else {
-				by["softirq"] += t - f
+				by[CPUSoftIRQ] += t - f
 			}
 		case ctxSoftIRQ:
-			by["softirq"] += t - f
+			by[CPUSoftIRQ] += t - f
 		case ctxSteal:
-			by["hypervisor (steal)"] += t - f
+			by[CPUSteal] += t - f
 		default:
-			by["unknown"] += t - f
+			by[CPUUnknown] += t - f
 		}
 	})
-	best, bestNs := "unknown", int64(-1)
-	for _, k := range []string{"idle", "hard IRQ", "softirq", "task (interrupts off)", "hypervisor (steal)", "unknown"} {
+	best, bestNs := CPUUnknown, int64(-1)
+	for _, k := range cpuStates {
 		if by[k] > bestNs {
 			best, bestNs = k, by[k]
 		}
 	}
-	if best != "task (interrupts off)" {
+	if best != CPUTask {
 		thr = nil
 	}
 	if thr != nil {

@@ -9,6 +9,7 @@
 package analysis
 
 import (
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
@@ -29,31 +30,38 @@ type Subject struct {
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64
+	// Preemption is the kernel's preemption model (preempt.Detect, read
+	// by the caller: the analysis reads nothing of the system), Unknown
+	// when it cannot be known.
+	Preemption preempt.Model
 }
+
+// RT tells a real-time priority (including a boosted normal task).
+func (s Subject) RT() bool { return s.KPrio >= -1 && s.KPrio < 100 }
 
 // Phases of the window an item belongs to.
 const (
-	PhaseRelease  = "release"  // timer expiry -> the wakeup (the timer interrupt and its callback)
-	PhaseRunnable = "runnable" // woken or preempted, waiting for its CPU
-	PhaseRunning  = "running"  // on its CPU
-	PhaseBlocked  = "blocked"  // sleeping
+	PhaseRelease  Phase = "release"  // timer expiry -> the wakeup (the timer interrupt and its callback)
+	PhaseRunnable Phase = "runnable" // woken or preempted, waiting for its CPU
+	PhaseRunning  Phase = "running"  // on its CPU
+	PhaseBlocked  Phase = "blocked"  // sleeping
 )
 
 // Kinds of item: what the time went to.
 const (
-	KindExecution    = "execution"    // the task itself
-	KindInterference = "interference" // a higher-priority thread ran instead
-	KindBlocking     = "blocking"     // a lower- or equal-priority thread kept the CPU
-	KindIdle         = "idle"         // the CPU was idle: leaving the idle state, scheduling
-	KindHardIRQ      = "hardirq"      // an IRQ handler, the timer interrupt itself
-	KindTimer        = "timer"        // another timer's callback (hard IRQ or softirq)
-	KindOwnTimer     = "own-timer"    // the callback of the task's own timer
-	KindSoftIRQ      = "softirq"      // a softirq vector
-	KindIRQOff       = "irq-off"      // a task ran while the timer interrupt was pending: interrupts off
-	KindSleep        = "sleep"        // the task slept
-	KindPeriodSleep  = "period-sleep" // the task slept until its next period: expected
-	KindUnknown      = "unknown"      // no events tell (CPU not recorded, truncated trace)
-	KindHypervisor   = "hypervisor"   // the vCPU was not running: hypervisor steal time
+	KindExecution    Kind = "execution"    // the task itself
+	KindInterference Kind = "interference" // a higher-priority thread ran instead
+	KindBlocking     Kind = "blocking"     // a lower- or equal-priority thread kept the CPU
+	KindIdle         Kind = "idle"         // the CPU was idle: leaving the idle state, scheduling
+	KindHardIRQ      Kind = "hardirq"      // an IRQ handler, the timer interrupt itself
+	KindTimer        Kind = "timer"        // another timer's callback (hard IRQ or softirq)
+	KindOwnTimer     Kind = "own-timer"    // the callback of the task's own timer
+	KindSoftIRQ      Kind = "softirq"      // a softirq vector
+	KindIRQOff       Kind = "irq-off"      // a task ran while the timer interrupt was pending: interrupts off
+	KindSleep        Kind = "sleep"        // the task slept
+	KindPeriodSleep  Kind = "period-sleep" // the task slept until its next period: expected
+	KindUnknown      Kind = "unknown"      // no events tell (CPU not recorded, truncated trace)
+	KindHypervisor   Kind = "hypervisor"   // the vCPU was not running: hypervisor steal time
 )
 
 // Thread is a task seen in the window.
@@ -82,8 +90,8 @@ const MonitorName = "rtscope itself (the monitor)"
 
 // Item is one cause of the window and the time it took.
 type Item struct {
-	Phase   string  `json:"phase"`
-	Kind    string  `json:"kind"`
+	Phase   Phase   `json:"phase"`
+	Kind    Kind    `json:"kind"`
 	Label   string  `json:"label"`
 	Ns      uint64  `json:"ns"`
 	Percent float64 `json:"percent"`
@@ -99,7 +107,7 @@ type Item struct {
 	Function string       `json:"function,omitempty"` // timer callbacks
 	HardIRQ  bool         `json:"hardirq,omitempty"`
 	Woke     []string     `json:"woke,omitempty"`   // timer callbacks, IRQs: the tasks they woke
-	Reason   string       `json:"reason,omitempty"` // sleeps
+	Reason   trace.Reason `json:"reason,omitempty"` // sleeps
 	Waker    *trace.Waker `json:"waker,omitempty"`  // sleeps: who ended it (null: not in the window)
 
 	key string
@@ -108,7 +116,7 @@ type Item struct {
 // Release describes a timer release of the task: expiry -> its timer
 // callback (the IRQ handler delay) -> the wakeup.
 type Release struct {
-	Where      string `json:"where"`       // "start" (opens the window) or "end" (closes it)
+	Where      Where  `json:"where"`       // start (opens the window), end (closes it) or window (inside it)
 	ExpiryT    int64  `json:"expiry_t_ns"` // relative to the window start
 	CPU        int    `json:"cpu"`
 	IRQDelayNs *int64 `json:"irq_delay_ns"` // expiry -> callback entry; null when the entry is not in the trace
@@ -116,8 +124,8 @@ type Release struct {
 	WakeupNs   *int64 `json:"wakeup_ns"`    // expiry -> the wakeup; null when past the window (timer-irq)
 	// CPUState says what the CPU did between the expiry and the callback:
 	// idle, hard IRQ, softirq, task (interrupts off), or unknown.
-	CPUState string  `json:"cpu_state"`
-	Task     *Thread `json:"task,omitempty"` // the task that ran meanwhile, if any
+	CPUState CPUState `json:"cpu_state"`
+	Task     *Thread  `json:"task,omitempty"` // the task that ran meanwhile, if any
 }
 
 // Migration of the task between CPUs in the window.
@@ -155,7 +163,7 @@ type Result struct {
 	// exit-from-idle, migration, release, hypervisor (steal time),
 	// cpu-unavailable (the CPU recorded nothing and no steal clock or
 	// stack tells why), inconclusive.
-	Cause   string `json:"cause"`
+	Cause   Cause  `json:"cause"`
 	Verdict string `json:"verdict"`
 	// Breakdown: every nanosecond of the window, each in one item, percentages adding up to 100.
 	Breakdown      []Item      `json:"breakdown"`
@@ -165,9 +173,8 @@ type Result struct {
 	Inversion      *Inversion  `json:"priority_inversion,omitempty"`
 	Migrations     []Migration `json:"migrations,omitempty"`
 	RuledOut       []string    `json:"ruled_out,omitempty"`
-	// Preemption is the kernel's preemption model (none, voluntary, full,
-	// lazy, rt), empty when it cannot be read.
-	Preemption string `json:"preemption_model"`
+	// Preemption is the kernel's preemption model (Subject.Preemption).
+	Preemption preempt.Model `json:"preemption_model"`
 	// FutexWaitsNoPI counts the task's futex waits without priority
 	// inheritance in the window (an RT task only).
 	FutexWaitsNoPI int `json:"futex_waits_without_pi"`
@@ -191,10 +198,4 @@ type PhaseTotals struct {
 	Runnable uint64 `json:"runnable"`
 	Running  uint64 `json:"running"`
 	Blocked  uint64 `json:"blocked"`
-}
-
-// Explain analyses the window tr of the task s. It never fails: what the
-// events cannot tell is accounted as unknown and said in the verdict.
-func Explain(tr *trace.Trace, s Subject) *Result {
-	return explain(tr, s, PreemptionModel())
 }

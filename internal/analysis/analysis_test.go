@@ -3,12 +3,18 @@ package analysis
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 )
+
+// explain is Explain on a kernel of the given preemption model.
+func explain(tr *trace.Trace, s Subject, model preempt.Model) *Result {
+	s.Preemption = model
+	return Explain(tr, s)
+}
 
 // Synthetic windows: events written by hand, as internal/trace decodes them.
 
@@ -63,11 +69,11 @@ func timerOut(t int64, cpu int, fn string) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "timer_exit", Function: fn, HardIRQ: true}
 }
 
-func sleep(t int64, cpu int, who th, reason string) trace.Event {
+func sleep(t int64, cpu int, who th, reason trace.Reason) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "sleep", TID: who.tid, Comm: who.comm, State: "S", Reason: reason}
 }
 
-func sleepUntil(t int64, cpu int, who th, reason string, expiry int64) trace.Event {
+func sleepUntil(t int64, cpu int, who th, reason trace.Reason, expiry int64) trace.Event {
 	e := sleep(t, cpu, who, reason)
 	e.ExpiryT = i64(expiry)
 	return e
@@ -135,7 +141,7 @@ func dump(r *Result) string {
 	return b.String()
 }
 
-func item(r *Result, phase, kind string, tid uint32) *Item {
+func item(r *Result, phase Phase, kind Kind, tid uint32) *Item {
 	for i := range r.Breakdown {
 		it := &r.Breakdown[i]
 		if it.Phase == phase && it.Kind == kind && (tid == 0 || (it.Thread != nil && it.Thread.TID == tid)) {
@@ -145,7 +151,7 @@ func item(r *Result, phase, kind string, tid uint32) *Item {
 	return nil
 }
 
-func wantCause(t *testing.T, r *Result, cause string, words ...string) {
+func wantCause(t *testing.T, r *Result, cause Cause, words ...string) {
 	t.Helper()
 	if r.Cause != cause {
 		t.Errorf("cause %q, want %q:\n%s", r.Cause, cause, dump(r))
@@ -755,45 +761,6 @@ func TestRender(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-func TestParseModel(t *testing.T) {
-	cases := []struct{ dbg, version, cmdline, want string }{
-		{"none voluntary (full) lazy\n", "#1 SMP PREEMPT_DYNAMIC", "", "full"},
-		{"(none) voluntary full lazy\n", "#1 SMP PREEMPT_DYNAMIC", "", "none"},
-		{"", "#1 SMP PREEMPT_RT", "", "rt"},
-		{"", "#1 SMP PREEMPT_DYNAMIC", "quiet preempt=voluntary", "voluntary"},
-		{"", "#1 SMP PREEMPT_DYNAMIC", "quiet", ""},
-		{"", "#1 SMP PREEMPT Tue", "", "full"},
-		{"", "#1 SMP Tue", "", ""},
-	}
-	for _, c := range cases {
-		if got := parseModel(c.dbg, c.version, c.cmdline); got != c.want {
-			t.Errorf("parseModel(%q, %q, %q) = %q, want %q", c.dbg, c.version, c.cmdline, got, c.want)
-		}
-	}
-}
-
-func TestStatFields(t *testing.T) {
-	f, ok := statFields("1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 150 0 7 0 1 2")
-	if !ok || f[0] != "S" || f[7] != "150" || f[9] != "7" {
-		t.Errorf("fields %v", f)
-	}
-}
-
-// /proc hygiene of this test process: its memory is not locked (tests never
-// mlock), and its major fault count reads as a number.
-func TestProcHygiene(t *testing.T) {
-	h := ProcHygiene(uint32(os.Getpid()), uint32(os.Getpid()))
-	if v, ok := h[HygieneMemNotLocked]; !ok || v != 1 {
-		t.Errorf("memory_not_locked %v (%v)", v, h)
-	}
-	if _, ok := h[HygieneMajorFaults]; !ok {
-		t.Errorf("no major_page_faults: %v", h)
-	}
-	if h := ProcHygiene(0x7ffffff0, 0x7ffffff0); len(h) != 0 {
-		t.Errorf("a task that does not exist: %v", h)
 	}
 }
 

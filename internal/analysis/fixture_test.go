@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
@@ -24,20 +24,20 @@ type fixture struct {
 		Nice          *int    `json:"nice"`
 		NominalPeriod *uint64 `json:"nominal_period_ns"`
 	} `json:"subject"`
-	Metric     string `json:"metric"`
-	Preemption string `json:"preemption"`
+	Metric     string        `json:"metric"`
+	Preemption preempt.Model `json:"preemption"`
 	Want       struct {
-		Cause   string   `json:"cause"`
+		Cause   Cause    `json:"cause"`
 		Culprit string   `json:"culprit"`
 		Words   []string `json:"verdict_contains"`
 		// WithoutSteal: the cause the window got before the engine read
 		// steal (its steal events removed): the misjudgement it fixes.
-		WithoutSteal string `json:"without_steal_cause"`
+		WithoutSteal Cause `json:"without_steal_cause"`
 		// WithoutStack: the same for the stack samples.
-		WithoutStack string `json:"without_stack_cause"`
+		WithoutStack Cause `json:"without_stack_cause"`
 		// WithoutMonitor: the cause without the trace's monitor_tids (before
 		// rtscope's own threads were told apart from the workload's).
-		WithoutMonitor string `json:"without_monitor_cause"`
+		WithoutMonitor Cause `json:"without_monitor_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -63,10 +63,23 @@ func loadFixtures(t *testing.T) map[string]*fixture {
 	return out
 }
 
+// subject describes the fixture's task as explain.SubjectOf describes a
+// report task (its kernel priority from the policy, RT priority or nice).
 func (fx *fixture) subject() Subject {
-	t := &report.Task{TID: fx.Subject.TID, Comm: fx.Subject.Comm, Policy: fx.Subject.Policy, Sched: fx.Subject.Sched,
-		Priority: fx.Subject.Priority, Nice: fx.Subject.Nice, NominalPeriodNs: fx.Subject.NominalPeriod}
-	return SubjectOf(t, fx.Metric)
+	f := fx.Subject
+	s := Subject{TID: f.TID, Comm: f.Comm, Policy: f.Policy, Sched: f.Sched, Metric: fx.Metric, KPrio: 120}
+	switch {
+	case f.Policy == "DEADLINE":
+		s.KPrio = -1
+	case f.Priority != nil:
+		s.KPrio = 99 - *f.Priority
+	case f.Nice != nil:
+		s.KPrio = 120 + *f.Nice
+	}
+	if f.NominalPeriod != nil {
+		s.NominalPeriod = *f.NominalPeriod
+	}
+	return s
 }
 
 // Windows from real runs on this project's machines, each with its verdict.
@@ -83,7 +96,7 @@ func TestRecordedWindows(t *testing.T) {
 			if fx.Want.Culprit != "" && r.Culprit != fx.Want.Culprit {
 				t.Errorf("culprit %q, want %q", r.Culprit, fx.Want.Culprit)
 			}
-			without := func(typ, cause, what string) {
+			without := func(typ trace.EventType, cause Cause, what string) {
 				if cause == "" {
 					return
 				}

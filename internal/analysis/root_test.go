@@ -130,7 +130,7 @@ func analysed(t *testing.T, tk *watchTask, m string) *watchMetric {
 // verdictOK tells whether one of the metrics' worst cases has the cause and
 // names the words; a noisy shared machine may make another metric's worst
 // case something else, so the first metric that matches is enough.
-func verdictOK(t *testing.T, tk *watchTask, metrics []string, cause string, words ...string) (bool, string) {
+func verdictOK(t *testing.T, tk *watchTask, metrics []string, cause Cause, words ...string) (bool, string) {
 	t.Helper()
 	var seen []string
 	for _, m := range metrics {
@@ -187,7 +187,7 @@ func TestScenarioPriorityInversion(t *testing.T) {
 		if inv == nil || !inv.Inverted || inv.Owner.TID != tasks["task-L"].TID || inv.Preempters[0].TID != tasks["task-M"].TID {
 			t.Errorf("inversion evidence %+v", inv)
 		}
-		if tasks["task-H"].Hygiene[HygieneFutexNoPI] == 0 {
+		if tasks["task-H"].Hygiene["futex_waits_without_pi"] == 0 {
 			t.Errorf("no futex wait without PI counted: %v", tasks["task-H"].Hygiene)
 		}
 		return true, ""

@@ -102,12 +102,12 @@ func build(events []trace.Event) *timelines {
 		e := &events[i]
 		byCPU[e.CPU] = append(byCPU[e.CPU], i)
 		switch e.Type {
-		case "wakeup":
+		case trace.EventWakeup:
 			seen(e.TID, e.Comm, e.Sched, e.KPrio)
-			if w := e.Waker; w != nil && w.Kind == "task" {
+			if w := e.Waker; w != nil && w.Kind == trace.WakerTask {
 				seen(w.TID, w.Comm, w.Sched, w.KPrio)
 			}
-		case "switch":
+		case trace.EventSwitch:
 			seen(e.NextTID, e.NextComm, e.NextSched, e.NextKPrio)
 			seen(e.PrevTID, e.PrevComm, e.PrevSched, e.PrevKPrio)
 			if e.NextTID != 0 {
@@ -118,7 +118,7 @@ func build(events []trace.Event) *timelines {
 					tl.threads[e.PrevTID] = threadOfPrev(e)
 				}
 			}
-		case "stack":
+		case trace.EventStack:
 			tl.stacks[e.TID] = append(tl.stacks[e.TID], *e)
 		}
 	}
@@ -126,7 +126,7 @@ func build(events []trace.Event) *timelines {
 		tl.cpus[cpu] = cpuTimeline(events, idx)
 	}
 	for i := range events {
-		if e := &events[i]; e.Type == "steal" && e.StealNs > 0 && e.SinceT != nil {
+		if e := &events[i]; e.Type == trace.EventSteal && e.StealNs > 0 && e.SinceT != nil {
 			tl.cpus[e.CPU] = carveSteal(tl.cpus[e.CPU], *e.SinceT, e.T, int64(e.StealNs))
 		}
 	}
@@ -189,18 +189,15 @@ func carveSteal(segs []ctxSeg, since, at int64, ns int64) []ctxSeg {
 
 func frameOf(e *trace.Event) *cpuCtx {
 	switch e.Type {
-	case "irq_entry", "irq_exit":
+	case trace.EventIRQEntry, trace.EventIRQExit:
 		return &cpuCtx{kind: ctxHardIRQ, irq: e.IRQ, irqName: e.IRQName, hard: true}
-	case "softirq_entry", "softirq_exit":
+	case trace.EventSoftirqEntry, trace.EventSoftirqExit:
 		return &cpuCtx{kind: ctxSoftIRQ, vec: e.Vec, vecName: e.VecName}
-	case "timer_entry", "timer_exit":
+	case trace.EventTimerEntry, trace.EventTimerExit:
 		return &cpuCtx{kind: ctxTimer, fn: e.Function, hard: e.HardIRQ}
 	}
 	return nil
 }
-
-func isEntry(t string) bool { return t == "irq_entry" || t == "softirq_entry" || t == "timer_entry" }
-func isExit(t string) bool  { return t == "irq_exit" || t == "softirq_exit" || t == "timer_exit" }
 
 // cpuTimeline turns the events of one CPU into contiguous context segments
 // covering all time: what ran before the first event is backfilled (the
@@ -212,23 +209,23 @@ func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
 	// the task a stack sample or a task-context wakeup names.
 	for _, i := range idx {
 		e := &events[i]
-		if e.Type == "switch" {
+		if e.Type == trace.EventSwitch {
 			cur = threadOfPrev(e)
 			break
 		}
-		if cur == nil && e.Type == "stack" {
+		if cur == nil && e.Type == trace.EventStack {
 			cur = &Thread{TID: e.TID, Comm: e.Comm, KPrio: kprioUnknown}
 		}
-		if cur == nil && e.Type == "wakeup" && e.Waker != nil && e.Waker.Kind == "task" {
+		if cur == nil && e.Type == trace.EventWakeup && e.Waker != nil && e.Waker.Kind == trace.WakerTask {
 			cur = &Thread{TID: e.Waker.TID, Comm: e.Waker.Comm, Sched: e.Waker.Sched, KPrio: e.Waker.KPrio}
 		}
 	}
 	depth := 0
 	for _, i := range idx {
 		e := &events[i]
-		if isEntry(e.Type) {
+		if e.Type.Entry() {
 			depth++
-		} else if isExit(e.Type) {
+		} else if e.Type.Exit() {
 			if depth > 0 {
 				depth--
 			} else {
@@ -271,33 +268,33 @@ func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
 	for k, i := range idx {
 		e := &events[i]
 		switch e.Type {
-		case "switch":
+		case trace.EventSwitch:
 			emit(e.T)
 			// A switch happens in task context: frames still open are stale.
 			stack = stack[:0]
 			cur = threadOfNext(e)
 			refresh()
-		case "irq_entry", "softirq_entry", "timer_entry":
+		case trace.EventIRQEntry, trace.EventSoftirqEntry, trace.EventTimerEntry:
 			emit(e.T)
 			if len(stack) > 0 && stack[len(stack)-1].kind == ctxTickGap {
 				stack = stack[:len(stack)-1]
 			}
 			stack = append(stack, frameOf(e))
 			refresh()
-		case "irq_exit", "softirq_exit", "timer_exit":
+		case trace.EventIRQExit, trace.EventSoftirqExit, trace.EventTimerExit:
 			emit(e.T)
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
 			// Between two hard timer callbacks of one interrupt.
-			if e.Type == "timer_exit" && e.HardIRQ && len(stack) == 0 && k+1 < len(idx) {
+			if e.Type == trace.EventTimerExit && e.HardIRQ && len(stack) == 0 && k+1 < len(idx) {
 				n := &events[idx[k+1]]
-				if n.Type == "timer_entry" && n.HardIRQ && n.T-e.T <= tickGap {
+				if n.Type == trace.EventTimerEntry && n.HardIRQ && n.T-e.T <= tickGap {
 					stack = append(stack, &cpuCtx{kind: ctxTickGap, hard: true})
 				}
 			}
 			refresh()
-		case "wakeup":
+		case trace.EventWakeup:
 			if len(stack) > 0 {
 				f := stack[len(stack)-1]
 				f.woke = append(f.woke, e.TID)
@@ -368,7 +365,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 	for i := range tl.events {
 		e := &tl.events[i]
 		switch {
-		case e.Type == "switch" && e.PrevTID == tid && tid != 0:
+		case e.Type == trace.EventSwitch && e.PrevTID == tid && tid != 0:
 			if first {
 				cur.st, cur.cpu = stRunning, e.CPU
 			} else if cur.st != stRunning {
@@ -380,12 +377,12 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 				closeAt(e.T, taskSeg{st: stBlocked, cpu: e.CPU, sleep: pendingSleep, state: e.PrevState})
 			}
 			pendingSleep = nil
-		case e.Type == "switch" && e.NextTID == tid && tid != 0:
+		case e.Type == trace.EventSwitch && e.NextTID == tid && tid != 0:
 			if first {
 				cur.st, cur.cpu = stUnknown, e.CPU
 			}
 			closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
-		case e.Type == "wakeup" && e.TID == tid:
+		case e.Type == trace.EventWakeup && e.TID == tid:
 			if first {
 				cur.st = stBlocked
 			}
@@ -400,7 +397,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 				}
 				closeAt(e.T, taskSeg{st: stRunnable, cpu: cpu})
 			}
-		case e.Type == "sleep" && e.TID == tid:
+		case e.Type == trace.EventSleep && e.TID == tid:
 			if first {
 				cur.st, cur.cpu = stRunning, e.CPU
 			} else if cur.st != stRunning {
@@ -408,7 +405,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
 			}
 			pendingSleep = e
-		case e.Type == "migrate" && e.TID == tid:
+		case e.Type == trace.EventMigrate && e.TID == tid:
 			from, to := -1, -1
 			if e.FromCPU != nil {
 				from = *e.FromCPU
@@ -422,9 +419,9 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 			} else if cur.st == stBlocked {
 				cur.cpu = to
 			}
-		case (e.Type == "user_return" || e.Type == "handler_entry" || e.Type == "handler_exit") && e.TID == tid,
-			e.Type == "stack" && e.TID == tid,
-			e.Type == "wakeup" && e.Waker != nil && e.Waker.Kind == "task" && e.Waker.TID == tid:
+		case (e.Type == trace.EventUserReturn || e.Type == trace.EventHandlerEntry || e.Type == trace.EventHandlerExit) && e.TID == tid,
+			e.Type == trace.EventStack && e.TID == tid,
+			e.Type == trace.EventWakeup && e.Waker != nil && e.Waker.Kind == trace.WakerTask && e.Waker.TID == tid:
 			// The task is on a CPU here: if the events said otherwise, some were lost.
 			if first {
 				cur.st, cur.cpu = stRunning, e.CPU
@@ -432,7 +429,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 				cur.missed = true
 				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
 			}
-		case e.Type == "exit" && e.TID == tid:
+		case e.Type == trace.EventExit && e.TID == tid:
 			closeAt(e.T, taskSeg{st: stExited, cpu: -1})
 		default:
 			continue

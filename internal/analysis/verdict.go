@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
 )
@@ -12,7 +13,7 @@ import (
 // group gathers the items of one cause.
 type group struct {
 	key   string
-	kind  string
+	kind  Kind
 	ns    uint64
 	items []*Item
 }
@@ -31,7 +32,7 @@ func groupKey(it *Item) string {
 	switch it.Kind {
 	case KindInterference, KindBlocking, KindIRQOff:
 		if it.Thread.Monitor {
-			return it.Kind + ":monitor"
+			return it.Kind.String() + ":monitor"
 		}
 		return fmt.Sprint(it.Kind, ":", it.Thread.TID)
 	case KindHardIRQ:
@@ -44,10 +45,10 @@ func groupKey(it *Item) string {
 	case KindSleep:
 		return "sleep:" + it.key
 	}
-	return it.Kind
+	return it.Kind.String()
 }
 
-func groupKind(it *Item) string {
+func groupKind(it *Item) Kind {
 	if it.Kind == KindTimer {
 		if it.HardIRQ {
 			return KindHardIRQ
@@ -77,7 +78,7 @@ func pct(part, whole uint64) string {
 func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	w := res.WindowNs
 	if w == 0 {
-		res.Cause, res.Verdict = "inconclusive", "empty window: nothing to explain"
+		res.Cause, res.Verdict = CauseInconclusive, "empty window: nothing to explain"
 		return
 	}
 	groups := map[string]*group{}
@@ -106,7 +107,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	sort.SliceStable(delay, func(i, j int) bool { return delay[i].ns > delay[j].ns })
 	res.BlockingThread = blockingThread(res)
 	res.RuledOut = ruledOut(res, groups, segs)
-	if tl.stealClock && groups[KindHypervisor] == nil {
+	if tl.stealClock && groups[KindHypervisor.String()] == nil {
 		res.RuledOut = append(res.RuledOut, "hypervisor (no steal time)")
 	}
 	defer stealSuffix(res, groups)
@@ -120,7 +121,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	if len(delay) > 0 {
 		dom = delay[0]
 	}
-	if g := groups[KindUnknown]; g != nil && g.ns*5 >= w {
+	if g := groups[KindUnknown.String()]; g != nil && g.ns*5 >= w {
 		for _, it := range g.items {
 			if it.key == "blocked|lost" {
 				// Events were lost: no verdict can stand on the rest.
@@ -146,7 +147,7 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 		if dev := int64(w) - int64(s.NominalPeriod); dom != nil && dom.ns*2 >= uint64(dev) {
 			explainGroup(res, tl, s, segs, dom, noun)
 		} else {
-			res.Cause = "inconclusive"
+			res.Cause = CauseInconclusive
 			res.Verdict = "inconclusive: no single cause explains the difference"
 			if dom != nil {
 				res.Verdict += fmt.Sprintf("; the largest is %s, %s", dom.top().Label, us(dom.ns))
@@ -159,14 +160,14 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	}
 	switch {
 	case dom == nil || (execNs*2 >= w && dom.ns*4 < w):
-		res.Cause = "execution"
+		res.Cause = CauseExecution
 		res.Verdict = fmt.Sprintf("own execution: the task ran %s (%s) of the %s %s itself", us(execNs), pct(execNs, w), us(w), noun)
 		if dom != nil {
 			res.Verdict += fmt.Sprintf("; the largest other part is %s, %s", dom.top().Label, us(dom.ns))
 		}
 		ruled()
 	case dom.ns*5 < w:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: no cause dominates; the largest is %s, %s (%s) of the %s %s",
 			dom.top().Label, us(dom.ns), pct(dom.ns, w), us(w), noun)
 		ruled()
@@ -179,15 +180,15 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 // stealSuffix adds the hypervisor's share to a verdict that names another
 // cause: how much of the worst case is the platform's fault.
 func stealSuffix(res *Result, groups map[string]*group) {
-	g := groups[KindHypervisor]
-	if g == nil || res.Cause == "hypervisor" || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
+	g := groups[KindHypervisor.String()]
+	if g == nil || res.Cause == CauseHypervisor || res.WindowNs == 0 || g.ns*10 < res.WindowNs {
 		return
 	}
 	res.Verdict += fmt.Sprintf("; the hypervisor took %s (%s) of it (steal time)", us(g.ns), pct(g.ns, res.WindowNs))
 }
 
 func addMigration(res *Result) {
-	if len(res.Migrations) > 0 && res.Cause != "migration" {
+	if len(res.Migrations) > 0 && res.Cause != CauseMigration {
 		m := res.Migrations[0]
 		res.Verdict += fmt.Sprintf(". It also migrated from CPU %d to CPU %d at %s", m.From, m.To, usI(m.T))
 		if len(res.Migrations) > 1 {
@@ -213,16 +214,16 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	var start, end *Release
 	for i := range res.Releases {
 		switch res.Releases[i].Where {
-		case "start":
+		case AtStart:
 			start = &res.Releases[i]
-		case "end":
+		case AtEnd:
 			end = &res.Releases[i]
 		}
 	}
 	if w < p {
 		pre := fmt.Sprintf("period %s, %s shorter than its %s period", us(w), us(p-w), us(p))
 		if start == nil {
-			res.Cause = "inconclusive"
+			res.Cause = CauseInconclusive
 			res.Verdict = pre + ": the release that opened it is not in the trace"
 			return true
 		}
@@ -241,7 +242,7 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	busy := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
 	switch {
 	case busy > p:
-		res.Cause = "overrun"
+		res.Cause = CauseOverrun
 		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: own execution %s",
 			pre, us(busy), us(execNs))
 		if dom != nil {
@@ -249,7 +250,7 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 		}
 		return true
 	case periodSleep > p:
-		res.Cause = "long-sleep"
+		res.Cause = CauseLongSleep
 		res.Verdict = fmt.Sprintf("%s: the task slept %s until its timer expired: it armed it that far ahead (skipped periods, or a changed period), not a late release",
 			pre, us(periodSleep))
 		return true
@@ -284,7 +285,7 @@ func blockingThread(res *Result) *Thread {
 
 func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 	w := res.WindowNs
-	byKind := map[string]uint64{}
+	byKind := map[Kind]uint64{}
 	for _, g := range groups {
 		byKind[g.kind] += g.ns
 	}
@@ -324,34 +325,34 @@ func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 	return out
 }
 
-func releaseCause(r *Release) string {
+func releaseCause(r *Release) Cause {
 	switch r.CPUState {
-	case "idle":
-		return "exit-from-idle"
-	case "hard IRQ":
-		return "hardirq"
-	case "softirq":
-		return "softirq"
-	case "task (interrupts off)":
-		return "irq-off"
-	case "hypervisor (steal)":
-		return "hypervisor"
+	case CPUIdle:
+		return CauseExitFromIdle
+	case CPUHardIRQ:
+		return CauseHardIRQ
+	case CPUSoftIRQ:
+		return CauseSoftIRQ
+	case CPUTask:
+		return CauseIRQOff
+	case CPUSteal:
+		return CauseHypervisor
 	}
-	return "release"
+	return CauseRelease
 }
 
 func stateWords(r *Release) string {
 	switch r.CPUState {
-	case "idle":
+	case CPUIdle:
 		return "idle (exit from idle)"
-	case "task (interrupts off)":
+	case CPUTask:
 		return "running " + who(r.Task) + " (interrupts off)"
-	case "hard IRQ", "softirq":
-		return "in " + r.CPUState + " context"
-	case "hypervisor (steal)":
+	case CPUHardIRQ, CPUSoftIRQ:
+		return "in " + r.CPUState.String() + " context"
+	case CPUSteal:
 		return "not running (the hypervisor took it: steal time)"
 	}
-	return r.CPUState
+	return r.CPUState.String()
 }
 
 func (it *Item) describeWoke() string {
@@ -367,7 +368,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	top := g.top()
 	cpu := top.CPU
 	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
-	rt := isRT(s)
+	rt := s.RT()
 	res.Culprit = culprit(top)
 	if platformStall(res, tl, g, top, share) {
 		return
@@ -378,7 +379,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	}
 	switch g.kind {
 	case KindHypervisor:
-		res.Cause = "hypervisor"
+		res.Cause = CauseHypervisor
 		res.Culprit = "hypervisor"
 		res.Verdict = fmt.Sprintf("hypervisor: CPU %d's vCPU was not running for %s (hypervisor steal time): "+
 			"the host ran something else; dedicated or pinned vCPUs, or a bare-metal host, remove it", cpu, share)
@@ -387,16 +388,16 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		tRT := t.KPrio >= -1 && t.KPrio < 100
 		switch {
 		case rt:
-			res.Cause = "interference"
+			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
 				"A priority misconfiguration if `%s` is less urgent than this task; otherwise a CPU hog to shorten or move to another CPU",
 				who(t), share, cpu, s.Sched, t.Comm)
 		case tRT:
-			res.Cause = "cpu-hog"
+			res.Cause = CauseCPUHog
 			res.Verdict = fmt.Sprintf("CPU hog / starvation: the real-time task %s ran %s on CPU %d while this %s task waited; "+
 				"give this task a real-time priority or move one of them to another CPU", who(t), share, cpu, s.Sched)
 		default:
-			res.Cause = "interference"
+			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d (SCHED_OTHER time sharing, it had the smaller nice or vruntime)",
 				who(t), share, cpu)
 		}
@@ -404,25 +405,25 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		t := top.Thread
 		switch {
 		case t.BoostedFrom != "":
-			res.Cause = "internal-blocking"
+			res.Cause = CauseInternalBlocking
 			res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
 				"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
 				"shorten the critical section", who(t), share, cpu)
 		case !rt:
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
 				"(SCHED_OTHER time sharing); give it a real-time priority if it must run at once", who(t), share, cpu, s.Sched)
 		case t.KPrio == s.KPrio && strings.HasPrefix(t.Sched, "FIFO"):
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
 				"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
 		case t.Sampled && t.UserSpace:
-			res.Cause = "blocking"
+			res.Cause = CauseBlocking
 			res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
 				"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
 				who(t), share, cpu)
 		default:
-			res.Cause = "non-preemptible"
+			res.Cause = CauseNonPreemptible
 			when := "woken on time"
 			if st := wakeTime(res, s); st != "" {
 				when = st
@@ -448,13 +449,13 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			return
 		}
 		if !rt && delay <= 100_000 && s.TimerSlackNs == 0 {
-			res.Cause = "release"
+			res.Cause = CauseRelease
 			res.Verdict = fmt.Sprintf("timer slack: the timer interrupt came %s after the expiry; this task ran as %s, and the timers "+
 				"of SCHED_OTHER tasks fire up to their slack (50 us by default) late; a real-time priority removes it", us(delay), s.Sched)
 			return
 		}
 		if tasks > 1 {
-			res.Cause = "release"
+			res.Cause = CauseRelease
 			res.Verdict = fmt.Sprintf("late timer interrupt: it came %s after the expiry although CPU %d switched tasks meanwhile "+
 				"(interrupts were on, %d tasks ran): the timer was programmed to fire later (timer slack, a coarse clock event device) "+
 				"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
@@ -463,21 +464,21 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		if !t.Sampled && !tl.stealClock && delay >= cpuUnavailableNs {
 			// No stack puts the task in the kernel, and no steal clock
 			// can clear the hypervisor: do not blame the task.
-			res.Cause = "cpu-unavailable"
+			res.Cause = CauseCPUUnavailable
 			res.Culprit = "CPU not running, or " + who(t) + " with interrupts off"
 			res.Verdict = fmt.Sprintf("CPU %d recorded nothing for %s after the timer expired while %s was current: either the CPU was not running "+
 				"(a hypervisor or firmware stall: this machine has no readable steal clock) or that task kept interrupts off; "+
 				"with no stack sample nothing in the trace tells which", cpu, us(delay), who(t))
 			return
 		}
-		res.Cause = "irq-off"
+		res.Cause = CauseIRQOff
 		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
 			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
 		if len(t.Stack) > 0 {
 			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
 		}
 	case KindHardIRQ:
-		res.Cause = "hardirq"
+		res.Cause = CauseHardIRQ
 		if top.Phase == PhaseRelease {
 			delay := releaseDelay(res, top)
 			res.Verdict = fmt.Sprintf("hard-IRQ noise: the timer fired on time but its interrupt ran %s late: "+
@@ -487,10 +488,10 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 				cpu, share, top.describeWoke(), us(top.Ns))
 		}
 	case KindSoftIRQ:
-		res.Cause = "softirq"
+		res.Cause = CauseSoftIRQ
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", cpu, share, top.describeWoke(), us(top.Ns))
 	case KindIdle:
-		res.Cause = "exit-from-idle"
+		res.Cause = CauseExitFromIdle
 		if top.Phase == PhaseRelease && g.ns > 1_000_000 {
 			// No idle state takes milliseconds to leave: the CPU was not running.
 			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late, "+
@@ -505,14 +506,14 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle and took %s to run the task after its wakeup", cpu, share)
 		}
 	case KindOwnTimer:
-		res.Cause = "release"
+		res.Cause = CauseRelease
 		res.Verdict = fmt.Sprintf("timer release: its own timer callback %s took %s", top.Function, share)
 	case KindSleep:
 		sleepVerdict(res, tl, s, segs, top)
 	case KindUnknown:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		if len(res.Migrations) > 0 && top.key != "blocked|lost" {
-			res.Cause = "migration"
+			res.Cause = CauseMigration
 		}
 		if top.key == "blocked|lost" {
 			res.Verdict = fmt.Sprintf("inconclusive: events of this task were lost: for %s it was asleep, then seen running, "+
@@ -527,7 +528,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
 		}
 	default:
-		res.Cause = "inconclusive"
+		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
 	}
 }
@@ -542,7 +543,7 @@ func monitorVerdict(res *Result, s Subject, top *Item, share string) {
 		how = "until the timer interrupt came (interrupts off, or the interrupt's entry latency)"
 	case top.Kind == KindInterference:
 		how = fmt.Sprintf("above this task's %s", s.Sched)
-	case !isRT(s):
+	case !s.RT():
 		how = "in SCHED_OTHER time sharing"
 	case t.Sampled && t.UserSpace:
 		how = "in user space, after real-time throttling or the fair server gave it the CPU"
@@ -551,7 +552,7 @@ func monitorVerdict(res *Result, s Subject, top *Item, share string) {
 	default:
 		how = "in the kernel, " + modelWords(res.Preemption)
 	}
-	res.Cause = "monitor"
+	res.Cause = CauseMonitor
 	res.Culprit = MonitorName
 	res.Verdict = fmt.Sprintf("the monitor itself: rtscope's own threads (%s/%d first) ran %s on CPU %d, %s. "+
 		"This is watching's own cost (the observer effect), not the workload's: keep rtscope off the watched CPUs "+
@@ -568,7 +569,7 @@ func culprit(it *Item) string {
 	case it.Thread != nil:
 		return who(it.Thread)
 	case it.Kind == KindSleep:
-		return it.Reason + ", " + wakerLabel(it.Waker)
+		return it.Reason.String() + ", " + wakerLabel(it.Waker)
 	case len(it.Woke) > 0:
 		return it.Label + " waking " + it.Woke[0]
 	}
@@ -605,7 +606,7 @@ func platformStall(res *Result, tl *timelines, g *group, top *Item, share string
 	default:
 		return false
 	}
-	res.Cause = "cpu-unavailable"
+	res.Cause = CauseCPUUnavailable
 	res.Culprit = "CPU not running"
 	clock := "this machine has no readable steal clock, so nothing in the trace tells a hypervisor stall from firmware (SMI)"
 	if tl.stealClock {
@@ -625,7 +626,7 @@ func firstN(s []string, n int) []string {
 // wakeTime says when the task became runnable, if its timer was late.
 func wakeTime(res *Result, s Subject) string {
 	for _, r := range res.Releases {
-		if r.Where == "start" || r.Where == "window" {
+		if r.Where == AtStart || r.Where == InWindow {
 			if d := wakeNs(&r); d > 50_000 && d*10 > int64(res.WindowNs) {
 				return fmt.Sprintf("woken %s after its timer expired", usI(d))
 			}
@@ -641,10 +642,10 @@ func wakeTime(res *Result, s Subject) string {
 // exit and the interrupt add some 40 us beyond it). Twice the default 50 us
 // slack is the 100 us the verdict allows when the slack is unknown.
 func slackVerdict(res *Result, s Subject, delay uint64) bool {
-	if isRT(s) || s.TimerSlackNs == 0 || delay > 2*s.TimerSlackNs {
+	if s.RT() || s.TimerSlackNs == 0 || delay > 2*s.TimerSlackNs {
 		return false
 	}
-	res.Cause = "release"
+	res.Cause = CauseRelease
 	res.Culprit = "timer slack"
 	if delay <= s.TimerSlackNs {
 		res.Verdict = fmt.Sprintf("timer slack: its timer fired %s after the expiry, within this %s task's timer slack of %s "+
@@ -669,13 +670,15 @@ func releaseDelay(res *Result, it *Item) uint64 {
 	return res.PhaseNs.Release
 }
 
-func modelWords(model string) string {
+func modelWords(model preempt.Model) string {
 	switch model {
-	case "none":
+	case preempt.None:
 		return "and the kernel is not preemptible (preempt=none: kernel code keeps the CPU until it returns to user space or calls cond_resched())"
-	case "voluntary":
+	case preempt.Voluntary:
 		return "and the kernel is preempt=voluntary (kernel code keeps the CPU until a cond_resched() point)"
-	case "full", "lazy", "rt":
+	case preempt.NoneOrVoluntary:
+		return "and the kernel is not fully preemptible (preempt=none or voluntary: kernel code keeps the CPU until a cond_resched() point or its return to user space)"
+	case preempt.Full, preempt.Lazy, preempt.RT:
 		return "with preemption disabled (preempt_disable, a spinlock, RCU-sched or a BPF program)"
 	}
 	return "with preemption disabled, or in a kernel that is not fully preemptible (the preemption model is unknown)"
@@ -685,14 +688,14 @@ func modelWords(model string) string {
 // inversion, a PI lock wait, or internal blocking naming who ended it.
 func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Item) {
 	w := it.Waker
-	pi := it.Reason == "PI futex lock"
-	if w != nil && w.Kind == "task" && strings.HasPrefix(it.Reason, "futex") || (w != nil && w.Kind == "task" && pi) {
+	pi := it.Reason == trace.ReasonPIFutex
+	if w != nil && w.Kind == trace.WakerTask && it.Reason.FutexWait() || (w != nil && w.Kind == trace.WakerTask && pi) {
 		inv := inversion(res, tl, s, segs, it, pi)
 		if inv != nil {
 			res.Inversion = inv
 			if inv.Inverted {
 				m := inv.Preempters[0]
-				res.Cause = "priority-inversion"
+				res.Cause = CausePriorityInversion
 				res.Verdict = fmt.Sprintf("priority inversion: blocked %s on a futex without priority inheritance; "+
 					"its owner %s was runnable but preempted by %s for %s",
 					us(inv.BlockedNs), who(&inv.Owner), who(m), us(inv.PreempterNs[0]))
@@ -707,7 +710,7 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			}
 		}
 		if pi {
-			res.Cause = "internal-blocking"
+			res.Cause = CauseInternalBlocking
 			res.Verdict = fmt.Sprintf("internal blocking: blocked %s on a priority-inheritance futex, released by %s", us(it.Ns), wakerWho(w))
 			if inv != nil {
 				res.Verdict += fmt.Sprintf(", which ran %s of it, boosted by priority inheritance", us(inv.OwnerRunNs))
@@ -716,9 +719,9 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 			return
 		}
 	}
-	res.Cause = "internal-blocking"
+	res.Cause = CauseInternalBlocking
 	what := it.Reason
-	if w != nil && w.Kind == "timer" {
+	if w != nil && w.Kind == trace.WakerTimer {
 		res.Verdict = fmt.Sprintf("internal blocking: slept %s in a %s inside its %s", us(it.Ns), what, nounOf(s.Metric))
 		return
 	}

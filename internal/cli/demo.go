@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/scenario"
 	"github.com/rtscope/rtscope/internal/target"
@@ -108,7 +108,7 @@ func (d *demo) watch(s *scenario.Scenario, flags ...string) (*report.Report, err
 		Show:     s.Threads(),
 		Out:      d.out,
 		Analyze:  analyzer(),
-		Explain:  analysis.ForViolation,
+		Explain:  explain.ForViolation,
 	})
 }
 

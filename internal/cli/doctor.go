@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/doctor"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
@@ -135,7 +135,7 @@ func watchPI(t doctor.Targets, d time.Duration) ([]doctor.Check, error) {
 	o := watch.Options{Targets: target.Spec{TIDs: t.TIDs, PIDs: t.PIDs, Comms: t.Comms}, Duration: d, Quiet: true,
 		Out: io.Discard, Log: io.Discard, TraceEvents: engine.DefaultFlightPerCPU, AutoHousekeeping: true}
 	o.Analyze = analyzer()
-	o.Explain = analysis.ForViolation
+	o.Explain = explain.ForViolation
 	rep, err := watch.Run(ctx, o)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func watchPI(t doctor.Targets, d time.Duration) ([]doctor.Check, error) {
 
 func piUse(tk *report.Task, d time.Duration) doctor.PIUse {
 	u := doctor.PIUse{Task: doctor.Task{TID: int(tk.TID), PID: int(tk.PID), Comm: tk.Comm}, Policy: tk.Policy,
-		RT: tk.Policy == "FIFO" || tk.Policy == "RR" || tk.Policy == "DEADLINE", FutexNoPI: tk.Hygiene[analysis.HygieneFutexNoPI], Watched: d}
+		RT: tk.Policy == "FIFO" || tk.Policy == "RR" || tk.Policy == "DEADLINE", FutexNoPI: tk.Hygiene[explain.HygieneFutexNoPI], Watched: d}
 	for _, m := range tk.Metrics {
 		if m.Worst != nil {
 			u.Windows++

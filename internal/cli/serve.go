@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/serve"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -156,7 +156,7 @@ func runServe(args []string) int {
 	o.Watch.NoTrace, o.Watch.TraceEvents, o.Watch.BTFFile = *noTrace, *traceEvents, *btfFile
 	o.Watch.AutoHousekeeping = true
 	o.Watch.Analyze = analyzer()
-	o.Watch.Explain = analysis.ForViolation
+	o.Watch.Explain = explain.ForViolation
 	o.Tick = *tick
 	o.Log = os.Stderr
 	o.Ready = func(addr string) {

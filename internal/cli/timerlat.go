@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 
 	"golang.org/x/sys/unix"
@@ -62,10 +63,11 @@ func runTimerlat(args []string) int {
 // as watch's worst cases), on the window that internal/trace cut.
 func timerlatStopHook() timerlat.StopHook {
 	return func(tr *trace.Trace, st *timerlat.Stop, w io.Writer) (timerlat.StopVerdict, error) {
-		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric}
+		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric,
+			Preemption: preempt.Detect()}
 		// The measuring thread's identity, as the trace saw it.
 		for _, e := range tr.Events {
-			if e.Type == "switch" && e.NextTID == uint32(st.TID) {
+			if e.Type == trace.EventSwitch && e.NextTID == uint32(st.TID) {
 				subj.Comm, subj.KPrio, subj.Sched = e.NextComm, e.NextKPrio, e.NextSched
 				subj.Policy, _, _ = strings.Cut(e.NextSched, " ")
 			}
@@ -73,6 +75,6 @@ func timerlatStopHook() timerlat.StopHook {
 		res := analysis.Explain(tr, subj)
 		fmt.Fprintf(w, "## auto-analysis of the CPU %d stop (%s)\n", st.CPU, tr.Metric)
 		res.WriteText(w, "  ")
-		return timerlat.StopVerdict{Verdict: res.Verdict, Cause: res.Cause}, nil
+		return timerlat.StopVerdict{Verdict: res.Verdict, Cause: res.Cause.String()}, nil
 	}
 }

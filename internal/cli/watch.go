@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/action"
-	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -222,7 +222,7 @@ func runWatch(args []string) int {
 		return Fail("watch", errors.New("--on-threshold acts on SLO violations: give an SLO with --slo"))
 	}
 	o.Analyze = analyzer()
-	o.Explain = analysis.ForViolation
+	o.Explain = explain.ForViolation
 	o.Ready = func() {
 		fmt.Fprintln(os.Stderr, "rtscope watch: attached and tracking; Ctrl-C to stop")
 	}
@@ -248,5 +248,5 @@ func parseIDs(kind string, vals []string) ([]int, error) {
 	return out, nil
 }
 
-// analyzer returns the worst-case explainer (internal/analysis).
-var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) report.Explanation { return analysis.ForWatch() }
+// analyzer returns the worst-case explainer (internal/explain over internal/analysis).
+var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) report.Explanation { return explain.ForWatch() }

@@ -1,9 +1,6 @@
 package doctor
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"io"
 	"io/fs"
@@ -13,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/cpuset"
+	"github.com/rtscope/rtscope/internal/preempt"
 )
 
 // machine holds the facts several checks share, read once.
@@ -24,8 +22,7 @@ type machine struct {
 	online   []int
 	isolated []int // isolcpus (domain) or nohz_full CPUs
 	nohz     []int
-	config   map[string]string // kernel build options, nil when unreadable
-	cfgFrom  string            // where config came from
+	kernel   *preempt.Kernel // what the preemption model is decided from
 	irqs     []irq
 }
 
@@ -57,25 +54,14 @@ func (m *machine) list(name string) []int {
 }
 
 func load(fsys fs.FS) *machine {
-	m := &machine{fsys: fsys, cmdline: map[string]string{}}
-	m.release, _ = m.read("proc/sys/kernel/osrelease")
-	m.version, _ = m.read("proc/sys/kernel/version")
-	if s, ok := m.read("proc/cmdline"); ok {
-		for _, f := range strings.Fields(s) {
-			if f == "--" {
-				break // what follows is init's
-			}
-			k, v, _ := strings.Cut(f, "=")
-			m.cmdline[k] = v
-		}
-	}
+	m := &machine{fsys: fsys, kernel: preempt.Read(fsys)}
+	m.release, m.version, m.cmdline = m.kernel.Release, m.kernel.Version, m.kernel.Cmdline
 	m.online = m.list("sys/devices/system/cpu/online")
 	m.nohz = m.list("sys/devices/system/cpu/nohz_full")
 	m.isolated = union(m.list("sys/devices/system/cpu/isolated"), m.nohz)
 	if v, ok := m.cmdline["isolcpus"]; ok && len(m.isolated) == 0 {
 		m.isolated = cmdlineCPUs(v)
 	}
-	m.loadConfig()
 	m.loadIRQs()
 	return m
 }
@@ -92,33 +78,6 @@ func cmdlineCPUs(v string) []int {
 		return nil
 	}
 	return l
-}
-
-// loadConfig reads the kernel's build options from /proc/config.gz, else
-// /boot/config-$(uname -r).
-func (m *machine) loadConfig() {
-	var r io.Reader
-	if f, err := m.fsys.Open("proc/config.gz"); err == nil {
-		defer f.Close() //nolint:errcheck // read-only
-		if z, err := gzip.NewReader(f); err == nil {
-			r, m.cfgFrom = z, "/proc/config.gz"
-		}
-	}
-	if r == nil && m.release != "" {
-		if b, err := fs.ReadFile(m.fsys, "boot/config-"+m.release); err == nil {
-			r, m.cfgFrom = bytes.NewReader(b), "/boot/config-"+m.release
-		}
-	}
-	if r == nil {
-		return
-	}
-	m.config = map[string]string{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "CONFIG_") {
-			m.config[k] = v
-		}
-	}
 }
 
 func (m *machine) loadIRQs() {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rtscope/rtscope/internal/preempt"
 )
 
 // systemChecks run in this order (docs/doctor.md describes each).
@@ -31,72 +33,22 @@ var systemChecks = []func(*machine, *Env) Check{
 	checkRtscope,
 }
 
-// preemptionModel finds the model without debugfs (often EPERM or not
-// mounted): rt, full, lazy, voluntary or none, and where it was read.
-func preemptionModel(m *machine) (model, source string) {
-	if s, ok := m.read("sys/kernel/realtime"); ok && s == "1" {
-		return "rt", "/sys/kernel/realtime = 1"
-	}
-	if strings.Contains(m.version, "PREEMPT_RT") {
-		return "rt", "uname -v: " + m.version
-	}
-	if m.config["CONFIG_PREEMPT_RT"] == "y" {
-		return "rt", m.cfgFrom + ": CONFIG_PREEMPT_RT=y"
-	}
-	dynamic := strings.Contains(m.version, "PREEMPT_DYNAMIC") || m.config["CONFIG_PREEMPT_DYNAMIC"] == "y"
-	if dynamic {
-		// The current mode: debugfs marks it "none voluntary (full) lazy".
-		if s, ok := m.read("sys/kernel/debug/sched/preempt"); ok {
-			if i, j := strings.Index(s, "("), strings.Index(s, ")"); i >= 0 && j > i {
-				return s[i+1 : j], "PREEMPT_DYNAMIC, current mode from /sys/kernel/debug/sched/preempt"
-			}
-		}
-		if v, ok := m.cmdline["preempt"]; ok && v != "" {
-			return v, "PREEMPT_DYNAMIC, preempt=" + v + " on the kernel command line"
-		}
-	}
-	for _, o := range []struct{ opt, model string }{
-		{"CONFIG_PREEMPT_LAZY", "lazy"}, {"CONFIG_PREEMPT", "full"},
-		{"CONFIG_PREEMPT_VOLUNTARY", "voluntary"}, {"CONFIG_PREEMPT_NONE", "none"},
-	} {
-		if m.config[o.opt] == "y" {
-			src := m.cfgFrom + ": " + o.opt + "=y"
-			if dynamic {
-				src = "PREEMPT_DYNAMIC, no preempt= boot option and debugfs unreadable: the build default (" + src + ")"
-			}
-			return o.model, src
-		}
-	}
-	noConfig := "no kernel config readable (/proc/config.gz, /boot/config-" + m.release + ")"
-	switch {
-	case dynamic:
-		return "", "PREEMPT_DYNAMIC (uname -v) but its mode is not visible: debugfs unreadable, no preempt= boot option, " + noConfig
-	case strings.Contains(m.version, " PREEMPT ") || strings.HasSuffix(m.version, " PREEMPT"):
-		return "full", "uname -v: " + m.version
-	case m.version != "":
-		// uname -v names PREEMPT, PREEMPT_DYNAMIC and PREEMPT_RT builds;
-		// none and voluntary leave no mark there.
-		return "none-or-voluntary", "uname -v names no preemption (" + m.version + "), " + noConfig
-	}
-	return "", "uname -v unreadable, " + noConfig
-}
-
 func checkPreemption(m *machine, _ *Env) Check {
 	c := Check{Name: "preemption"}
-	model, src := preemptionModel(m)
-	c.Data = map[string]any{"model": model, "source": src}
-	shown := model
-	if shown == "" {
+	model, src := m.kernel.Model()
+	c.Data = map[string]any{"model": model.String(), "source": src}
+	shown := model.String()
+	if model == preempt.Unknown {
 		shown = "unknown"
 	}
 	c.Evidence = fmt.Sprintf("model %s (%s)", shown, src)
 	switch model {
-	case "rt":
+	case preempt.RT:
 		c.Status = Pass
-	case "full", "lazy":
+	case preempt.Full, preempt.Lazy:
 		c.Status = Warn
 		c.Remedy = "a PREEMPT_RT kernel (Debian linux-image-rt-amd64/arm64; 6.12+ mainline CONFIG_PREEMPT_RT): spinlock and softirq sections stay non-preemptible here (tens to hundreds of us)"
-	case "none", "voluntary", "none-or-voluntary":
+	case preempt.None, preempt.Voluntary, preempt.NoneOrVoluntary:
 		c.Status = Fail
 		c.Remedy = "boot a PREEMPT_RT kernel, or at least preempt=full on a PREEMPT_DYNAMIC kernel: without preemption a task waits for whatever runs in the kernel to finish (milliseconds)"
 	default:

@@ -387,15 +387,13 @@ func usf(p *float64) string {
 }
 
 // result is the analysis of a worst case: a *analysis.Result from watch,
-// or whatever JSON decoding made of one (a report read back).
-func result(a any) *analysis.Result {
+// or a report.Decoded (a report read back from JSON).
+func result(a report.Analysis) *analysis.Result {
 	switch r := a.(type) {
 	case nil:
 		return nil
 	case *analysis.Result:
 		return r
-	case analysis.Result:
-		return &r
 	}
 	b, err := json.Marshal(a)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -62,15 +63,15 @@ func setComm(s *engine.TaskStats, c string) {
 	}
 }
 
-// explain attaches the worst window of m with its analysis, as watch does.
-func explain(t *testing.T, tk *report.Task, id metric.ID, tr *trace.Trace) *analysis.Result {
+// attach attaches the worst window of m with its analysis, as watch does.
+func attach(t *testing.T, tk *report.Task, id metric.ID, tr *trace.Trace) *analysis.Result {
 	t.Helper()
 	m := tk.Metrics[id.String()]
 	if !m.SetWorst(tr) {
 		t.Fatalf("%s: window of %d ns refused for a maximum of %d", id, tr.Value, *m.MaxNs)
 	}
-	r := analysis.Explain(tr, analysis.SubjectOf(tk, id.String()))
-	m.Verdict, m.Cause, m.Analysis = r.Verdict, r.Cause, r
+	r := analysis.Explain(tr, explain.SubjectOf(tk, id.String()))
+	m.Verdict, m.Cause, m.Analysis = r.Verdict, r.Cause.String(), r
 	return r
 }
 
@@ -138,13 +139,13 @@ func sampleReport(t *testing.T) *report.Report {
 	record(vs, metric.TimerIRQ, irqoff.Value)
 	victim := report.FromStats(vs)
 	lat := victim.Metrics["latency"]
-	res := explain(t, victim, metric.Latency, slowirq)
+	res := attach(t, victim, metric.Latency, slowirq)
 	lat.Series = sampler.Series()
 	var v report.Violations
 	for i := 0; i < 3; i++ {
-		v.Add(res.Explanation(), slowirq.Value-uint64(i)*1000, slowirq)
+		v.Add(explain.Explanation(res), slowirq.Value-uint64(i)*1000, slowirq)
 	}
-	v.Add(report.Explanation{Verdict: "the hypervisor held the CPU", Cause: "hypervisor", Culprit: "hypervisor"},
+	v.Add(report.Explanation{Verdict: "the hypervisor held the CPU", Cause: "hypervisor", Culprit: "hypervisor", ByPlatform: true},
 		15_500_000, slowirq)
 	v.Skip(report.NotAnalysedBudget, 1)
 	lat.ViolationCauses = v.Finish(*lat.Violations)
@@ -162,7 +163,7 @@ func sampleReport(t *testing.T) *report.Report {
 	record(ws, metric.Latency, 150_000)
 	worker := report.FromStats(ws)
 	worker.Comm = evilComm
-	explain(t, worker, metric.Latency, twoCPUWindow(4242))
+	attach(t, worker, metric.Latency, twoCPUWindow(4242))
 	report.Judge(worker)
 
 	idle := report.FromStats(&engine.TaskStats{Id: 3, Tid: 99, Pid: 99, Prio: 120})
@@ -315,7 +316,7 @@ func checkWindow(t *testing.T, w *node, m *report.Metric) {
 		}
 		for i, it := range r.Breakdown {
 			c := rows[i].cells()
-			if len(c) != 6 || c[1] != it.Kind || !strings.HasPrefix(c[2], it.Label) ||
+			if len(c) != 6 || c[1] != it.Kind.String() || !strings.HasPrefix(c[2], it.Label) ||
 				c[5] != strconv.FormatFloat(it.Percent, 'f', 1, 64) {
 				t.Errorf("breakdown row %d: %q, want %s %s %.1f%%", i, c, it.Kind, it.Label, it.Percent)
 			}
@@ -408,7 +409,7 @@ func TestReportFromJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := r.Tasks[0].Metrics["latency"].Analysis.(map[string]any); !ok {
+	if _, ok := r.Tasks[0].Metrics["latency"].Analysis.(report.Decoded); !ok {
 		t.Fatalf("analysis decoded as %T", r.Tasks[0].Metrics["latency"].Analysis)
 	}
 	doc := parseHTML(t, render(t, &r))
@@ -450,7 +451,7 @@ func TestLongWindowSize(t *testing.T) {
 		tr.Events = append(tr.Events, trace.Event{T: int64(i) * 2_000, CPU: cpu, Type: "switch", PrevTID: uint32(100 + i),
 			PrevComm: "spinner", NextTID: uint32(101 + i), NextComm: "spinner", NextSched: "FIFO 60"})
 	}
-	explain(t, tk, metric.Latency, tr)
+	attach(t, tk, metric.Latency, tr)
 	r := &report.Report{Tasks: []*report.Task{tk}}
 	page := render(t, r)
 	if len(page) > 1<<20 {

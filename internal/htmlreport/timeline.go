@@ -52,7 +52,7 @@ func window(id metric.ID, m *report.Metric) *windowView {
 			w.Verdict = r.Verdict
 		}
 		if w.Cause == "" {
-			w.Cause = r.Cause
+			w.Cause = r.Cause.String()
 		}
 		for _, it := range r.Breakdown {
 			label := it.Label
@@ -63,7 +63,7 @@ func window(id metric.ID, m *report.Metric) *windowView {
 			if it.CPU >= 0 {
 				cpu = strconv.Itoa(it.CPU)
 			}
-			w.Breakdown = append(w.Breakdown, bdRow{Phase: it.Phase, Kind: it.Kind, Label: label, CPU: cpu,
+			w.Breakdown = append(w.Breakdown, bdRow{Phase: it.Phase.String(), Kind: it.Kind.String(), Label: label, CPU: cpu,
 				Us: units.Us(it.Ns), Pct: strconv.FormatFloat(it.Percent, 'f', 1, 64)})
 		}
 		w.Total = units.Us(r.WindowNs)
@@ -107,11 +107,11 @@ func cpuList(c []int) string {
 // mine tells the events of the watched task itself.
 func mine(e trace.Event, tid uint32) bool {
 	switch e.Type {
-	case "switch":
+	case trace.EventSwitch:
 		return e.PrevTID == tid || e.NextTID == tid
-	case "stack":
+	case trace.EventStack:
 		return e.WaitingTID == tid
-	case "wakeup", "migrate", "sleep", "user_return", "handler_entry", "handler_exit", "exit":
+	case trace.EventWakeup, trace.EventMigrate, trace.EventSleep, trace.EventUserReturn, trace.EventHandlerEntry, trace.EventHandlerExit, trace.EventExit:
 		return e.TID == tid
 	}
 	return false
@@ -224,11 +224,11 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 	}
 	expiries := map[int64]bool{}
 	for _, e := range tr.Events {
-		if !mine(e, tr.TID) || e.Type == "switch" || e.T < lo || e.T > hi {
+		if !mine(e, tr.TID) || e.Type == trace.EventSwitch || e.T < lo || e.T > hi {
 			continue
 		}
 		cpu := e.CPU
-		if e.Type == "wakeup" && e.TargetCPU != nil {
+		if e.Type == trace.EventWakeup && e.TargetCPU != nil {
 			cpu = *e.TargetCPU
 		}
 		ln := lane[cpu]
@@ -237,16 +237,16 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 		}
 		gx, gy := x(e.T), ln.Y+laneGlyphs-1
 		var d string
-		class := "g-" + strings.ReplaceAll(e.Type, "_", "-")
+		class := "g-" + strings.ReplaceAll(e.Type.String(), "_", "-")
 		switch e.Type {
-		case "stack":
+		case trace.EventStack:
 			d = fmt.Sprintf("M%s,%sm-3,0a3,3 0 1,0 6,0a3,3 0 1,0 -6,0", f1(gx), f1(gy-4))
 		default:
 			// A triangle pointing down at the lane.
 			d = fmt.Sprintf("M%s,%sl-4.5,-8h9z", f1(gx), f1(gy))
 		}
 		ln.Glyphs = append(ln.Glyphs, glyph{D: d, Class: class, Tip: units.UsFine(e.T) + " µs: " + report.Describe(e)})
-		if e.Type == "wakeup" && e.ExpiryT != nil && *e.ExpiryT != 0 && *e.ExpiryT >= lo && !expiries[*e.ExpiryT] {
+		if e.Type == trace.EventWakeup && e.ExpiryT != nil && *e.ExpiryT != 0 && *e.ExpiryT >= lo && !expiries[*e.ExpiryT] {
 			expiries[*e.ExpiryT] = true
 			v.Markers = append(v.Markers, marker{X: x(*e.ExpiryT), LabelY: 24, Label: "expiry", Class: "m-expiry",
 				Anchor: "end", Tip: "timer expiry of the wakeup at " + units.UsFine(e.T) + " µs: " + units.UsFine(*e.ExpiryT) + " µs"})
@@ -294,7 +294,7 @@ func runners(evs []trace.Event, cpu int, tid uint32, lo, hi int64, x func(int64)
 	var out []seg
 	var cur *runner
 	for _, e := range evs {
-		if e.Type == "switch" {
+		if e.Type == trace.EventSwitch {
 			cur = &runner{e.PrevTID, e.PrevComm, e.PrevSched}
 			break
 		}
@@ -331,7 +331,7 @@ func runners(evs []trace.Event, cpu int, tid uint32, lo, hi int64, x func(int64)
 		out = append(out, s)
 	}
 	for _, e := range evs {
-		if e.Type != "switch" {
+		if e.Type != trace.EventSwitch {
 			continue
 		}
 		add(e.T, false)
@@ -424,9 +424,9 @@ func interrupts(evs []trace.Event, cpu int, lo, hi int64, x func(int64) float64)
 }
 
 // frameKind tells interrupt-like events: irq, softirq or timer, entry or exit.
-func frameKind(typ string) (kind string, entry, ok bool) {
+func frameKind(typ trace.EventType) (kind string, entry, ok bool) {
 	for _, k := range []string{"irq", "softirq", "timer"} {
-		switch typ {
+		switch typ.String() {
 		case k + "_entry":
 			return k, true, true
 		case k + "_exit":
@@ -462,7 +462,7 @@ func deref(p *int) int {
 func steal(evs []trace.Event, cpu int, lo, hi int64, x func(int64) float64) []seg {
 	var out []seg
 	for _, e := range evs {
-		if e.Type != "steal" || e.StealNs == 0 {
+		if e.Type != trace.EventSteal || e.StealNs == 0 {
 			continue
 		}
 		from := e.T - int64(e.StealNs)

@@ -378,15 +378,15 @@ func (o *writer) processTree(ts uint64, ws []Window, evs []event) {
 	for _, ev := range evs {
 		e := ev.e
 		switch e.Type {
-		case "switch":
+		case trace.EventSwitch:
 			note(e.PrevTID, e.PrevComm)
 			note(e.NextTID, e.NextComm)
-		case "wakeup":
+		case trace.EventWakeup:
 			note(e.TID, e.Comm)
-			if e.Waker != nil && e.Waker.Kind == "task" {
+			if e.Waker != nil && e.Waker.Kind == trace.WakerTask {
 				note(e.Waker.TID, e.Waker.Comm)
 			}
-		case "stack":
+		case trace.EventStack:
 			note(e.TID, e.Comm)
 			note(e.WaitingTID, "")
 		default:
@@ -454,7 +454,7 @@ func (o *writer) ftrace(cpu int, evs []event) {
 	// CPU's first switch it is that switch's prev.
 	var curr uint32
 	for _, ev := range evs {
-		if ev.e.Type == "switch" {
+		if ev.e.Type == trace.EventSwitch {
 			curr = ev.e.PrevTID
 			break
 		}
@@ -475,7 +475,7 @@ func (o *writer) ftrace(cpu int, evs []event) {
 	}
 	for _, ev := range evs {
 		fe, ok := ftraceEvent(ev, curr)
-		if ev.e.Type == "switch" {
+		if ev.e.Type == trace.EventSwitch {
 			curr = ev.e.NextTID
 		}
 		if !ok {
@@ -497,7 +497,7 @@ func ftraceEvent(ev event, curr uint32) (*msg, bool) {
 	var field protowire.Number
 	pid := curr
 	switch e.Type {
-	case "switch":
+	case trace.EventSwitch:
 		field, pid = fEventSchedSwitch, e.PrevTID
 		body.str(fSwitchPrevComm, e.PrevComm)
 		body.sint(fSwitchPrevPid, int64(e.PrevTID))
@@ -506,9 +506,9 @@ func ftraceEvent(ev event, curr uint32) (*msg, bool) {
 		body.str(fSwitchNextComm, e.NextComm)
 		body.sint(fSwitchNextPid, int64(e.NextTID))
 		body.sint(fSwitchNextPrio, int64(e.NextKPrio))
-	case "wakeup":
+	case trace.EventWakeup:
 		field = fEventSchedWaking
-		if e.Waker != nil && e.Waker.Kind == "task" {
+		if e.Waker != nil && e.Waker.Kind == trace.WakerTask {
 			pid = e.Waker.TID
 		}
 		body.str(fWakingComm, e.Comm)
@@ -517,7 +517,7 @@ func ftraceEvent(ev event, curr uint32) (*msg, bool) {
 		if e.TargetCPU != nil {
 			body.sint(fWakingTargetCPU, int64(*e.TargetCPU))
 		}
-	case "migrate":
+	case trace.EventMigrate:
 		field = fEventSchedMigrate
 		body.str(fMigrateComm, e.Comm)
 		body.sint(fMigratePid, int64(e.TID))
@@ -527,20 +527,20 @@ func ftraceEvent(ev event, curr uint32) (*msg, bool) {
 		if e.ToCPU != nil {
 			body.sint(fMigrateDestCPU, int64(*e.ToCPU))
 		}
-	case "irq_entry":
+	case trace.EventIRQEntry:
 		field = fEventIrqEntry
 		if e.IRQ != nil {
 			body.sint(fIrqEntryIrq, int64(*e.IRQ))
 		}
 		body.str(fIrqEntryName, IRQName(e))
-	case "irq_exit":
+	case trace.EventIRQExit:
 		field = fEventIrqExit
 		if e.IRQ != nil {
 			body.sint(fIrqExitIrq, int64(*e.IRQ))
 		}
-	case "softirq_entry", "softirq_exit":
+	case trace.EventSoftirqEntry, trace.EventSoftirqExit:
 		field = fEventSoftirqEntry
-		if e.Type == "softirq_exit" {
+		if e.Type == trace.EventSoftirqExit {
 			field = fEventSoftirqExit
 		}
 		if e.Vec != nil {

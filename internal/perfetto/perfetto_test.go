@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
@@ -230,7 +231,7 @@ func write(t *testing.T, ws []perfetto.Window) *pTrace {
 }
 
 // ftraceTypes are the event types written as ftrace events.
-var ftraceTypes = map[string]bool{"switch": true, "wakeup": true, "migrate": true, "irq_entry": true,
+var ftraceTypes = map[trace.EventType]bool{"switch": true, "wakeup": true, "migrate": true, "irq_entry": true,
 	"irq_exit": true, "softirq_entry": true, "softirq_exit": true}
 
 // wantState is the kernel's prev_state (4.14+) of rtscope's state letters.
@@ -734,8 +735,8 @@ func TestRecordedWindowsSurvive(t *testing.T) {
 		}
 		task := &report.Task{TID: fx.Subject.TID, Comm: fx.Subject.Comm, Policy: fx.Subject.Policy, Sched: fx.Subject.Sched,
 			Priority: fx.Subject.Priority, Nice: fx.Subject.Nice, NominalPeriodNs: fx.Subject.NominalPeriod}
-		r := analysis.Explain(fx.Trace, analysis.SubjectOf(task, fx.Metric))
-		ws = append(ws, perfetto.Window{Title: filepath.Base(f), Trace: fx.Trace, Verdict: r.Verdict, Cause: r.Cause, Detail: r})
+		r := analysis.Explain(fx.Trace, explain.SubjectOf(task, fx.Metric))
+		ws = append(ws, perfetto.Window{Title: filepath.Base(f), Trace: fx.Trace, Verdict: r.Verdict, Cause: r.Cause.String(), Detail: r})
 	}
 	tr := write(t, ws)
 	check(t, ws, tr)
@@ -865,7 +866,7 @@ func TestWindowsOfReport(t *testing.T) {
 	a.Value = 812400
 	r := &report.Report{Kernel: "6.8.0", Tasks: []*report.Task{
 		{TID: 101, PID: 100, Comm: "control", Metrics: map[string]*report.Metric{
-			"latency": {Worst: a, Verdict: "worst verdict", Cause: "interference", Analysis: map[string]any{"cause": "interference"},
+			"latency": {Worst: a, Verdict: "worst verdict", Cause: "interference", Analysis: report.Decoded{"cause": "interference"},
 				ViolationCauses: &report.Violations{Total: 5, Analysed: 4, Causes: []*report.ViolationCause{
 					{Cause: "interference", Count: 3, Example: &report.ViolationExample{ValueNs: 812400, Verdict: "same", Window: a}},
 					{Cause: "hardirq", Count: 1, Example: &report.ViolationExample{ValueNs: 700000, Verdict: "irq verdict", Window: b}},

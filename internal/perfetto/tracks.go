@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
 )
 
@@ -274,39 +275,39 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 	for i, ev := range evs {
 		e := ev.e
 		switch e.Type {
-		case "switch", "wakeup", "migrate", "irq_entry", "irq_exit", "softirq_entry", "softirq_exit":
+		case trace.EventSwitch, trace.EventWakeup, trace.EventMigrate, trace.EventIRQEntry, trace.EventIRQExit, trace.EventSoftirqEntry, trace.EventSoftirqExit:
 			continue // ftrace events
-		case "timer_entry", "timer_exit":
+		case trace.EventTimerEntry, trace.EventTimerExit:
 			var anns []*msg
 			anns = append(anns, annBool("hardirq", e.HardIRQ))
 			if e.ExpiryT != nil {
 				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
 			}
 			switch {
-			case pairs[i] && e.Type == "timer_entry":
+			case pairs[i] && e.Type == trace.EventTimerEntry:
 				add(trackTimers, ev.ts, typeSliceBegin, e.Function, anns...)
 			case pairs[i]:
 				add(trackTimers, ev.ts, typeSliceEnd, "")
 			default:
-				add(trackTimers, ev.ts, typeInstant, e.Type+" "+e.Function, anns...)
+				add(trackTimers, ev.ts, typeInstant, e.Type.String()+" "+e.Function, anns...)
 			}
-		case "handler_entry", "handler_exit":
+		case trace.EventHandlerEntry, trace.EventHandlerExit:
 			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}
 			if e.IRQ != nil {
 				anns = append(anns, annInt("irq", int64(*e.IRQ)))
 			}
 			switch {
-			case pairs[i] && e.Type == "handler_entry":
+			case pairs[i] && e.Type == trace.EventHandlerEntry:
 				add(trackOther, ev.ts, typeSliceBegin, "handler "+IRQName(e), anns...)
 			case pairs[i]:
 				add(trackOther, ev.ts, typeSliceEnd, "")
 			default:
-				add(trackOther, ev.ts, typeInstant, e.Type+" "+IRQName(e), anns...)
+				add(trackOther, ev.ts, typeInstant, e.Type.String()+" "+IRQName(e), anns...)
 			}
-		case "sleep":
+		case trace.EventSleep:
 			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annString("state", e.State)}
 			if e.Reason != "" {
-				anns = append(anns, annString("reason", e.Reason))
+				anns = append(anns, annString("reason", e.Reason.String()))
 			}
 			if e.ExpiryT != nil {
 				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
@@ -315,26 +316,26 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 				anns = append(anns, annStrings("stack", e.Stack))
 			}
 			add(trackOther, ev.ts, typeInstant, "sleep "+e.Comm, anns...)
-		case "stack":
+		case trace.EventStack:
 			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annUint("waiting_tid", uint64(e.WaitingTID))}
 			if e.Reason != "" {
-				anns = append(anns, annString("reason", e.Reason))
+				anns = append(anns, annString("reason", e.Reason.String()))
 			}
 			if len(e.Stack) > 0 {
 				anns = append(anns, annStrings("stack", e.Stack))
 			}
 			add(trackOther, ev.ts, typeInstant, "stack of "+e.Comm, anns...)
-		case "steal":
+		case trace.EventSteal:
 			anns := []*msg{annUint("steal_ns", e.StealNs)}
 			if e.SinceT != nil {
 				anns = append(anns, annInt("since_ns", *absRel(e.SinceT, ev.start)))
 			}
 			add(trackOther, ev.ts, typeInstant, "steal "+units.Us(e.StealNs)+" us", anns...)
-		case "user_return", "exit":
-			add(trackOther, ev.ts, typeInstant, e.Type+" "+e.Comm, annUint("tid", uint64(e.TID)), annString("comm", e.Comm))
+		case trace.EventUserReturn, trace.EventExit:
+			add(trackOther, ev.ts, typeInstant, e.Type.String()+" "+e.Comm, annUint("tid", uint64(e.TID)), annString("comm", e.Comm))
 		default:
 			b, _ := json.Marshal(e) // plain data: cannot fail
-			add(trackOther, ev.ts, typeInstant, e.Type, annString("event", string(b)))
+			add(trackOther, ev.ts, typeInstant, e.Type.String(), annString("event", string(b)))
 		}
 	}
 	return out
@@ -345,14 +346,14 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 func pairing(ev event) (track int, key string, entry, ok bool) {
 	e := ev.e
 	switch e.Type {
-	case "timer_entry", "timer_exit":
-		return trackTimers, e.Function + "/" + strconv.FormatBool(e.HardIRQ), e.Type == "timer_entry", true
-	case "handler_entry", "handler_exit":
+	case trace.EventTimerEntry, trace.EventTimerExit:
+		return trackTimers, e.Function + "/" + strconv.FormatBool(e.HardIRQ), e.Type == trace.EventTimerEntry, true
+	case trace.EventHandlerEntry, trace.EventHandlerExit:
 		irq := -1
 		if e.IRQ != nil {
 			irq = *e.IRQ
 		}
-		return trackOther, strconv.Itoa(irq) + "/" + strconv.FormatUint(uint64(e.TID), 10), e.Type == "handler_entry", true
+		return trackOther, strconv.Itoa(irq) + "/" + strconv.FormatUint(uint64(e.TID), 10), e.Type == trace.EventHandlerEntry, true
 	}
 	return 0, "", false, false
 }

@@ -119,7 +119,7 @@ func (m *Monitor) AddWorst(e Explanation) {
 		m.WorstCasesWithMonitor++
 		m.WorstCaseMonitorNs += e.MonitorNs
 	}
-	if e.Cause == "monitor" {
+	if e.ByMonitor {
 		m.WorstCasesMonitor++
 	}
 }
@@ -131,7 +131,7 @@ func (m *Monitor) AddViolation(e Explanation) {
 		m.ViolationsWithMonitor++
 		m.ViolationMonitorNs += e.MonitorNs
 	}
-	if e.Cause == "monitor" {
+	if e.ByMonitor {
 		m.ViolationsMonitor++
 	}
 }
@@ -143,7 +143,7 @@ func (s *Steal) AddWorst(e Explanation) {
 		s.WorstCasesWithSteal++
 		s.WorstCaseStealNs += *e.StealNs
 	}
-	if e.Cause == "hypervisor" || e.Cause == "cpu-unavailable" {
+	if e.ByPlatform {
 		s.WorstCasesHypervisor++
 	}
 }
@@ -231,7 +231,7 @@ type Counters struct {
 }
 
 // Hygiene counter names (enum rts_hygiene).
-// The last three come from traces and /proc (internal/analysis), not from the engine.
+// The last three come from traces and /proc (internal/explain), not from the engine.
 var HygieneNames = []string{"relative_timer_sleeps", "realtime_clock_sleeps", "woken_by_lower_priority", "migrations",
 	"futex_waits_without_pi", "major_page_faults", "memory_not_locked"}
 
@@ -243,10 +243,10 @@ type Metric struct {
 	Worst          *trace.Trace `json:"worst"`
 	// WorstNote says why there is no worst window although there is a
 	// maximum (its window was lost), empty otherwise.
-	WorstNote string `json:"worst_note,omitempty"`
-	Verdict   string `json:"verdict,omitempty"`
-	Cause     string `json:"cause,omitempty"` // of the worst case (internal/analysis causes)
-	Analysis  any    `json:"analysis,omitempty"`
+	WorstNote string   `json:"worst_note,omitempty"`
+	Verdict   string   `json:"verdict,omitempty"`
+	Cause     string   `json:"cause,omitempty"` // of the worst case (internal/analysis causes)
+	Analysis  Analysis `json:"analysis,omitempty"`
 	// ViolationCauses explains every SLO violation (rate-limited): a
 	// histogram of causes; null without an SLO or with --no-trace.
 	ViolationCauses *Violations `json:"violation_causes,omitempty"`
@@ -270,6 +270,24 @@ func (m *Metric) SetWorst(tr *trace.Trace) bool {
 	}
 	m.Worst, m.WorstNote = tr, ""
 	return true
+}
+
+// UnmarshalJSON reads a metric of a JSON report: its analysis becomes a
+// Decoded (an interface field has no type to decode into).
+func (m *Metric) UnmarshalJSON(b []byte) error {
+	type plain Metric // without this method
+	var x struct {
+		*plain
+		Analysis Decoded `json:"analysis,omitempty"`
+	}
+	x.plain = (*plain)(m)
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	if x.Analysis != nil {
+		m.Analysis = x.Analysis
+	}
+	return nil
 }
 
 // Stats returns the raw statistics behind m.

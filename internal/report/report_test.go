@@ -242,9 +242,9 @@ func TestMonitorShare(t *testing.T) {
 		t.Errorf("printed with no monitor time: %q", buf.String())
 	}
 	m.AddWorst(Explanation{Cause: "interference"})
-	m.AddWorst(Explanation{Cause: "monitor", MonitorNs: 1_500_000})
+	m.AddWorst(Explanation{Cause: "monitor", ByMonitor: true, MonitorNs: 1_500_000})
 	m.AddViolation(Explanation{Cause: "exit-from-idle", MonitorNs: 2_000})
-	m.AddViolation(Explanation{Cause: "monitor", MonitorNs: 30_000})
+	m.AddViolation(Explanation{Cause: "monitor", ByMonitor: true, MonitorNs: 30_000})
 	m.AddViolation(Explanation{Cause: "hardirq"})
 	want := Monitor{PID: 42, WorstCases: 2, WorstCasesWithMonitor: 1, WorstCaseMonitorNs: 1_500_000, WorstCasesMonitor: 1,
 		Violations: 3, ViolationsWithMonitor: 2, ViolationMonitorNs: 32_000, ViolationsMonitor: 1}
@@ -256,8 +256,8 @@ func TestMonitorShare(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 	var v Violations
-	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 30_000}, 40_000, &trace.Trace{})
-	v.Add(Explanation{Cause: "monitor", Culprit: "rtscope itself (the monitor)", MonitorNs: 20_000}, 35_000, &trace.Trace{})
+	v.Add(Explanation{Cause: "monitor", ByMonitor: true, Culprit: "rtscope itself (the monitor)", MonitorNs: 30_000}, 40_000, &trace.Trace{})
+	v.Add(Explanation{Cause: "monitor", ByMonitor: true, Culprit: "rtscope itself (the monitor)", MonitorNs: 20_000}, 35_000, &trace.Trace{})
 	if c := v.Causes; len(c) != 1 || c[0].Count != 2 || c[0].MonitorNs != 50_000 {
 		t.Errorf("violation causes %+v", c)
 	}

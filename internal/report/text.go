@@ -124,8 +124,8 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		}
 		if withTraces {
 			// The analysis (internal/analysis) prints its own breakdown.
-			if a, ok := m.Analysis.(interface{ WriteText(io.Writer, string) }); ok {
-				a.WriteText(w, "     ")
+			if m.Analysis != nil {
+				m.Analysis.WriteText(w, "     ")
 			}
 			WriteTrace(w, tr, "     ")
 		}
@@ -159,24 +159,24 @@ func Describe(e trace.Event) string {
 		return fmt.Sprintf("%s/%d (%s)", comm, tid, sch)
 	}
 	switch e.Type {
-	case "switch":
+	case trace.EventSwitch:
 		how := "preempted"
 		if !e.Preempted {
 			how = "state " + e.PrevState
 		}
 		return fmt.Sprintf("switch   %s [%s] -> %s", task(e.PrevTID, e.PrevComm, e.PrevSched), how,
 			task(e.NextTID, e.NextComm, e.NextSched))
-	case "wakeup":
+	case trace.EventWakeup:
 		by := ""
 		if w := e.Waker; w != nil {
 			switch w.Kind {
-			case "task":
+			case trace.WakerTask:
 				by = "by " + task(w.TID, w.Comm, w.Sched)
-			case "hardirq":
+			case trace.WakerHardIRQ:
 				by = fmt.Sprintf("by hard IRQ %d %s", deref(w.IRQ), w.IRQName)
-			case "softirq":
+			case trace.WakerSoftIRQ:
 				by = "by softirq " + w.VecName
-			case "timer":
+			case trace.WakerTimer:
 				by = "by timer " + w.Function
 				if e.ExpiryT != nil {
 					by += fmt.Sprintf(" (expiry %s)", units.UsFine(*e.ExpiryT))
@@ -184,42 +184,42 @@ func Describe(e trace.Event) string {
 			}
 		}
 		return fmt.Sprintf("wakeup   %s %s, on CPU %d", task(e.TID, e.Comm, e.Sched), by, deref(e.TargetCPU))
-	case "migrate":
+	case trace.EventMigrate:
 		return fmt.Sprintf("migrate  %s CPU %d -> %d", task(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
-	case "irq_entry", "irq_exit":
-		return fmt.Sprintf("%-8s %d %s", strings.Replace(e.Type, "_", " ", 1), deref(e.IRQ), e.IRQName)
-	case "softirq_entry", "softirq_exit":
-		return fmt.Sprintf("%s %s", strings.Replace(e.Type, "_", " ", 1), e.VecName)
-	case "timer_entry", "timer_exit":
+	case trace.EventIRQEntry, trace.EventIRQExit:
+		return fmt.Sprintf("%-8s %d %s", strings.Replace(e.Type.String(), "_", " ", 1), deref(e.IRQ), e.IRQName)
+	case trace.EventSoftirqEntry, trace.EventSoftirqExit:
+		return fmt.Sprintf("%s %s", strings.Replace(e.Type.String(), "_", " ", 1), e.VecName)
+	case trace.EventTimerEntry, trace.EventTimerExit:
 		ctx := "softirq"
 		if e.HardIRQ {
 			ctx = "hard IRQ"
 		}
-		s := fmt.Sprintf("%s %s (%s)", strings.Replace(e.Type, "_", " ", 1), e.Function, ctx)
+		s := fmt.Sprintf("%s %s (%s)", strings.Replace(e.Type.String(), "_", " ", 1), e.Function, ctx)
 		if e.ExpiryT != nil {
 			s += fmt.Sprintf(", expiry %s", units.UsFine(*e.ExpiryT))
 		}
 		return s
-	case "sleep":
+	case trace.EventSleep:
 		s := fmt.Sprintf("sleep    %s %s: %s", task(e.TID, e.Comm, ""), e.State, e.Reason)
 		if e.ExpiryT != nil {
 			s += fmt.Sprintf(" until %s", units.UsFine(*e.ExpiryT))
 		}
 		return s
-	case "user_return":
+	case trace.EventUserReturn:
 		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
-	case "handler_entry", "handler_exit":
-		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type, "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
-	case "exit":
+	case trace.EventHandlerEntry, trace.EventHandlerExit:
+		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type.String(), "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
+	case trace.EventExit:
 		return fmt.Sprintf("exit     %s", task(e.TID, e.Comm, ""))
-	case "stack":
+	case trace.EventStack:
 		where := "user space"
 		if len(e.Stack) > 0 {
 			where = strings.Join(e.Stack, " <- ")
 		}
 		return fmt.Sprintf("stack    %s runs while tid %d waits: %s", task(e.TID, e.Comm, ""), e.WaitingTID, where)
 	}
-	return e.Type
+	return e.Type.String()
 }
 
 func deref(p *int) int {

@@ -13,16 +13,38 @@ import (
 // Explanation is what the analysis says of one window: the verdict for
 // people, the cause and culprit for machines and for cause histograms, the
 // hypervisor's share, and the full result (printed with --traces, in JSON).
+// internal/explain makes it from an analysis result: report does not know
+// the analysis, only this and the Analysis interface.
 type Explanation struct {
 	Verdict string
-	Cause   string
+	Cause   string // the cause's name, as the JSON writes it
 	Culprit string
 	StealNs *uint64 // nil: no steal clock
 	// MonitorNs: the time rtscope's own threads ran on the window's CPUs
 	// while the task waited or was interrupted (the observer effect).
 	MonitorNs uint64
-	Detail    any
+	// ByMonitor: rtscope's own threads dominate the window (cause monitor);
+	// ByPlatform: the CPU did not run (hypervisor steal, or a stall
+	// nothing accounts).
+	ByMonitor, ByPlatform bool
+	Detail                Analysis
 }
+
+// Analysis is the full analysis of one window as the report holds it:
+// written as JSON (its fields) and, with --traces, printed by WriteText.
+// A report read back from JSON holds a Decoded.
+type Analysis interface {
+	// WriteText prints the analysis, each line prefixed by indent.
+	WriteText(w io.Writer, indent string)
+}
+
+// Decoded is an analysis read back from a JSON report: its fields as
+// encoding/json decodes them. It prints nothing (the text needs the
+// analysis' own types).
+type Decoded map[string]any
+
+// WriteText prints nothing: see Decoded.
+func (Decoded) WriteText(io.Writer, string) {}
 
 // Why a violation was not explained (Violations.NotAnalysed keys).
 const (
@@ -32,8 +54,12 @@ const (
 )
 
 // maxCauses bounds the distinct causes kept per task and metric; the rest
-// are counted under "other".
+// are counted under OtherCause.
 const maxCauses = 16
+
+// OtherCause is the histogram's bar of the causes beyond maxCauses: the
+// report's own word, beside the analysis' causes.
+const OtherCause = "other"
 
 // examplesKept: the top causes keep their example window (the others keep
 // its verdict only), to bound the report.
@@ -84,12 +110,12 @@ func (v *Violations) Add(e Explanation, value uint64, tr *trace.Trace) {
 	if c == nil {
 		if len(v.Causes) >= maxCauses {
 			for _, x := range v.Causes {
-				if x.Cause == "other" {
+				if x.Cause == OtherCause {
 					c = x
 				}
 			}
 			if c == nil {
-				c = &ViolationCause{Cause: "other", Culprit: fmt.Sprintf("causes beyond the first %d", maxCauses-1)}
+				c = &ViolationCause{Cause: OtherCause, Culprit: fmt.Sprintf("causes beyond the first %d", maxCauses-1)}
 				v.Causes[len(v.Causes)-1] = c
 			}
 		} else {

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/inject"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -84,8 +84,8 @@ func watchInjector(t *testing.T, name string, slos []string, flags ...string) (m
 	}
 	tasks := watchScenarioWith(t, name, func(o *watch.Options) {
 		o.SLO = slo.Build(bounds)
-		o.Explain = analysis.ForViolation
-		o.Analyze = analysis.ForWatch()
+		o.Explain = explain.ForViolation
+		o.Analyze = explain.ForWatch()
 		if cpus, err := cpuset.Online(); err == nil && len(cpus) > 1 {
 			o.Housekeeping = cpus[:len(cpus)-1]
 		}
@@ -336,7 +336,7 @@ func TestSignatureMisconfiguredPriority(t *testing.T) {
 		tasks := watchScenarioWith(t, "misconfigured-priority", func(o *watch.Options) {
 			b, _ := slo.Parse("latency=1ms")
 			o.SLO = slo.Build([]slo.Bound{b})
-			o.Explain = analysis.ForViolation
+			o.Explain = explain.ForViolation
 		})
 		lat := metric(t, tasks["control"], "latency")
 		// Percentiles and a lower bound on the maximum: a stall of the VM
@@ -405,7 +405,7 @@ func TestSignatureRTHog(t *testing.T) {
 		tasks := watchScenarioWith(t, "rt-hog", func(o *watch.Options) {
 			b, _ := slo.Parse("latency=4ms")
 			o.SLO = slo.Build([]slo.Bound{b})
-			o.Explain = analysis.ForViolation
+			o.Explain = explain.ForViolation
 		}, bigger["rt-hog"]...)
 		lat := metric(t, tasks["victim"], "latency")
 		// A lower bound on the maximum: a stall of the VM only raises it.

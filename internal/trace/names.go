@@ -33,12 +33,12 @@ const (
 	evSteal        = engine.EventSteal
 )
 
-var typeNames = map[uint8]string{
-	evSwitch: "switch", evWakeup: "wakeup", evMigrate: "migrate", evIRQEntry: "irq_entry",
-	evIRQExit: "irq_exit", evSoftirqEntry: "softirq_entry", evSoftirqExit: "softirq_exit",
-	evTimerEntry: "timer_entry", evTimerExit: "timer_exit", evSleep: "sleep",
-	evUserReturn: "user_return", evHandlerEntry: "handler_entry", evHandlerExit: "handler_exit",
-	evExit: "exit", evStack: "stack", evSteal: "steal",
+var typeNames = map[uint8]EventType{
+	evSwitch: EventSwitch, evWakeup: EventWakeup, evMigrate: EventMigrate, evIRQEntry: EventIRQEntry,
+	evIRQExit: EventIRQExit, evSoftirqEntry: EventSoftirqEntry, evSoftirqExit: EventSoftirqExit,
+	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
+	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
+	evExit: EventExit, evStack: EventStack, evSteal: EventSteal,
 }
 
 // Waker contexts (enum rts_waker_ctx, generated into engine).
@@ -198,7 +198,7 @@ func intp(v int) *int { return &v }
 func (n *Names) decode(e engine.Event, start uint64) Event {
 	ev := Event{T: int64(e.Ts) - int64(start), TS: e.Ts, CPU: int(e.Cpu), Type: typeNames[e.Type]}
 	if ev.Type == "" {
-		ev.Type = fmt.Sprintf("type%d", e.Type)
+		ev.Type = EventType(fmt.Sprintf("type%d", e.Type))
 	}
 	switch e.Type {
 	case evSwitch:
@@ -227,20 +227,20 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		w := &Waker{KPrio: sched.KPrioFromByte(e.PrioB)}
 		switch e.Flags {
 		case wakerTask:
-			w.Kind, w.TID, w.Comm = "task", e.B, engine.CommString(e.Comm)
+			w.Kind, w.TID, w.Comm = WakerTask, e.B, engine.CommString(e.Comm)
 			w.Sched = sched.Describe(uint32(e.PolB), w.KPrio)
 			if e.B == 0 {
 				w.Comm, w.Sched = "idle", ""
 			}
 		case wakerHardIRQ:
-			w.Kind, w.IRQ, w.IRQName = "hardirq", intp(int(e.B)), n.IRQName(int(e.B))
+			w.Kind, w.IRQ, w.IRQName = WakerHardIRQ, intp(int(e.B)), n.IRQName(int(e.B))
 		case wakerSoftIRQ:
-			w.Kind, w.Vec = "softirq", intp(int(e.B))
+			w.Kind, w.Vec = WakerSoftIRQ, intp(int(e.B))
 			if int(e.B) < len(SoftirqNames) {
 				w.VecName = SoftirqNames[e.B]
 			}
 		case wakerTimer:
-			w.Kind, w.Function = "timer", n.Func(engine.EventX(&e))
+			w.Kind, w.Function = WakerTimer, n.Func(engine.EventX(&e))
 			exp := int64(engine.EventY(&e)) - int64(start)
 			ev.ExpiryT = &exp
 		}
@@ -277,7 +277,7 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		if frames := n.frames(e.B); frames != nil {
 			ev.Stack = InterruptedFrames(frames)
 			if len(ev.Stack) == 0 {
-				ev.Reason = "user space"
+				ev.Reason = ReasonUserSpace
 			}
 		}
 	case evSteal:
@@ -339,7 +339,7 @@ func InterruptedFrames(frames []string) []string {
 }
 
 // SleepReason classifies a voluntary sleep from its kernel stack.
-func SleepReason(stack []string, timerArmed bool, state uint32) string {
+func SleepReason(stack []string, timerArmed bool, state uint32) Reason {
 	has := func(names ...string) bool {
 		for _, f := range stack {
 			for _, n := range names {
@@ -352,36 +352,36 @@ func SleepReason(stack []string, timerArmed bool, state uint32) string {
 	}
 	switch {
 	case state&0x1000 != 0 || has("rtlock_slowlock", "rt_spin_lock"):
-		return "rtlock wait (PREEMPT_RT sleeping spinlock)"
+		return ReasonRTLock
 	case has("futex_lock_pi", "rt_mutex_wait_proxy_lock", "__rt_mutex_start_proxy_lock"):
-		return "PI futex lock"
+		return ReasonPIFutex
 	case has("futex_wait"):
 		if timerArmed {
-			return "futex wait with timeout"
+			return ReasonFutexWaitTimeout
 		}
-		return "futex wait"
+		return ReasonFutexWait
 	case has("do_nanosleep", "hrtimer_nanosleep", "common_nsleep"):
-		return "timer sleep (nanosleep)"
+		return ReasonNanosleep
 	case has("timerfd_read"):
-		return "timerfd read"
+		return ReasonTimerfd
 	case has("ep_poll", "do_epoll_wait"):
-		return "epoll wait"
+		return ReasonEpoll
 	case has("do_sys_poll", "do_select", "core_sys_select"):
-		return "poll/select wait"
+		return ReasonPoll
 	case has("eventfd_read"):
-		return "eventfd read"
+		return ReasonEventfd
 	case has("pipe_read", "pipe_write"):
-		return "pipe"
+		return ReasonPipe
 	case has("rt_mutex", "mutex_lock", "__mutex_lock"):
-		return "kernel mutex"
+		return ReasonKernelMutex
 	case has("do_wait", "kernel_wait4"):
-		return "waiting for a child"
+		return ReasonChild
 	case has("irq_thread"):
-		return "IRQ thread idle"
+		return ReasonIRQThreadIdle
 	case timerArmed:
-		return "timer sleep"
+		return ReasonTimerSleep
 	case len(stack) == 0:
-		return "sleep (no stack sample)"
+		return ReasonNoStack
 	}
-	return "other wait (" + stack[0] + ")"
+	return ReasonOtherWait(stack[0])
 }

@@ -14,10 +14,10 @@ import (
 // Event is one decoded flight recorder event. T is relative to the window
 // start (negative for the context before it); only the fields of its Type are set.
 type Event struct {
-	T    int64  `json:"t_ns"`
-	TS   uint64 `json:"-"`
-	CPU  int    `json:"cpu"`
-	Type string `json:"type"`
+	T    int64     `json:"t_ns"`
+	TS   uint64    `json:"-"`
+	CPU  int       `json:"cpu"`
+	Type EventType `json:"type"`
 
 	// switch: prev -> next
 	PrevTID    uint32 `json:"prev_tid,omitempty"`
@@ -62,7 +62,7 @@ type Event struct {
 
 	// sleep: state, armed timer expiry, reason and kernel stack
 	State  string   `json:"state,omitempty"`
-	Reason string   `json:"reason,omitempty"`
+	Reason Reason   `json:"reason,omitempty"`
 	Stack  []string `json:"stack,omitempty"`
 
 	// steal: the hypervisor did not run this CPU for StealNs somewhere
@@ -74,16 +74,16 @@ type Event struct {
 
 // Waker says who made a task runnable.
 type Waker struct {
-	Kind     string `json:"kind"` // task, hardirq, softirq, timer
-	TID      uint32 `json:"tid,omitempty"`
-	Comm     string `json:"comm,omitempty"`
-	Sched    string `json:"sched,omitempty"`
-	KPrio    int    `json:"kprio"`
-	IRQ      *int   `json:"irq,omitempty"`
-	IRQName  string `json:"irq_name,omitempty"`
-	Vec      *int   `json:"vec,omitempty"`
-	VecName  string `json:"vec_name,omitempty"`
-	Function string `json:"function,omitempty"`
+	Kind     WakerKind `json:"kind"`
+	TID      uint32    `json:"tid,omitempty"`
+	Comm     string    `json:"comm,omitempty"`
+	Sched    string    `json:"sched,omitempty"`
+	KPrio    int       `json:"kprio"`
+	IRQ      *int      `json:"irq,omitempty"`
+	IRQName  string    `json:"irq_name,omitempty"`
+	Vec      *int      `json:"vec,omitempty"`
+	VecName  string    `json:"vec_name,omitempty"`
+	Function string    `json:"function,omitempty"`
 }
 
 // Trace is the window of one worst case.

@@ -62,7 +62,7 @@ func TestCutKeepsWindowContextAndInvolvedCPUs(t *testing.T) {
 	}
 	var got []string
 	for _, e := range tr.Events {
-		got = append(got, e.Type+"@"+itoa(int(e.T)))
+		got = append(got, e.Type.String()+"@"+itoa(int(e.T)))
 	}
 	want := "switch@-100 wakeup@0 migrate@300 irq_entry@500 irq_exit@600 switch@2000"
 	if strings.Join(got, " ") != want {
@@ -103,7 +103,7 @@ func TestSleepReasonAndInterruptedFrames(t *testing.T) {
 		stack []string
 		armed bool
 		state uint32
-		want  string
+		want  Reason
 	}{
 		{[]string{"__schedule", "schedule", "futex_wait_queue", "futex_wait"}, false, 1, "futex wait"},
 		{[]string{"schedule", "rt_mutex_slowlock_block", "futex_lock_pi"}, false, 2, "PI futex lock"},
@@ -167,7 +167,7 @@ func TestCutKeepsTheStackOfTheLateInterrupt(t *testing.T) {
 	}
 	var got []string
 	for _, e := range tr.Events {
-		got = append(got, e.Type+"@"+itoa(int(e.T)))
+		got = append(got, e.Type.String()+"@"+itoa(int(e.T)))
 	}
 	if want := "switch@-100 timer_entry@2000 stack@2005 steal@2200"; strings.Join(got, " ") != want {
 		t.Errorf("events %v, want %s", got, want)

@@ -23,7 +23,7 @@ func TestVocabulary(t *testing.T) {
 			continue
 		}
 		// RTS_EV_SOFTIRQ_ENTRY is "softirq_entry".
-		if want := strings.ToLower(strings.TrimPrefix(c, "RTS_EV_")); typeNames[uint8(v)] != want {
+		if want := EventType(strings.ToLower(strings.TrimPrefix(c, "RTS_EV_"))); typeNames[uint8(v)] != want {
 			t.Errorf("%s = %d is named %q, want %q", c, v, typeNames[uint8(v)], want)
 		}
 	}

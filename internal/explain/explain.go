@@ -1,9 +1,17 @@
-package analysis
+// Package explain connects the analysis to the watch session and the
+// report: it describes a report.Task as an analysis.Subject with the
+// system facts the analysis needs (the preemption model), turns a result
+// into the report.Explanation the report counts and prints, and keeps the
+// hygiene counters derived from traces and /proc. The CLI injects its hooks
+// into watch.Options; analysis stays pure (no /proc, no report).
+package explain
 
 import (
 	"sync"
 
+	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
 )
@@ -15,9 +23,11 @@ const (
 	HygieneMemNotLocked = "memory_not_locked"      // /proc: VmLck 0 kB
 )
 
-// SubjectOf describes a report task for Explain.
-func SubjectOf(t *report.Task, m string) Subject {
-	s := Subject{TID: t.TID, Comm: t.Comm, Policy: t.Policy, Sched: t.Sched, Metric: m, KPrio: 120}
+// SubjectOf describes a report task for analysis.Explain, with the running
+// kernel's preemption model (preempt.Detect, read once).
+func SubjectOf(t *report.Task, m string) analysis.Subject {
+	s := analysis.Subject{TID: t.TID, Comm: t.Comm, Policy: t.Policy, Sched: t.Sched, Metric: m, KPrio: 120,
+		Preemption: preempt.Detect()}
 	switch {
 	case t.Policy == "DEADLINE":
 		s.KPrio = -1
@@ -37,7 +47,8 @@ func SubjectOf(t *report.Task, m string) Subject {
 
 // ForWatch returns the watch.Options.Analyze hook: it explains each worst
 // case once (a trace is analysed again only when a new maximum replaced it)
-// and keeps the task's hygiene counters derived from traces and /proc.
+// and keeps the task's hygiene counters derived from traces and /proc. The
+// hook is safe for concurrent use (one mutex).
 func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
 	type key struct {
 		id uint64
@@ -45,7 +56,7 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 	}
 	type cached struct {
 		tr  *trace.Trace
-		res *Result
+		res *analysis.Result
 	}
 	var mu sync.Mutex
 	results := map[key]cached{}
@@ -58,16 +69,16 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 		c, ok := results[k]
 		if !ok || c.tr != tr {
 			s := SubjectOf(t, m.String())
-			c = cached{tr, Explain(tr, s)}
+			c = cached{tr, analysis.Explain(tr, s)}
 			results[k] = c
-			if isRT(s) {
+			if s.RT() {
 				set := futex[t.ID()]
 				if set == nil {
 					set = map[uint64]bool{}
 					futex[t.ID()] = set
 				}
 				for _, e := range tr.Events {
-					if e.Type == "sleep" && e.TID == t.TID && isFutexNoPI(e.Reason) {
+					if e.Type == trace.EventSleep && e.TID == t.TID && e.Reason.FutexWait() {
 						set[e.TS] = true
 					}
 				}
@@ -84,21 +95,18 @@ func ForWatch() func(t *report.Task, m metric.ID, tr *trace.Trace) report.Explan
 		for n, v := range procs[t.ID()] {
 			t.Hygiene[n] = v
 		}
-		return c.res.Explanation()
+		return Explanation(c.res)
 	}
 }
 
-// ForViolation explains the window of one SLO violation of t: pure, no
-// hygiene side effects (the watch.Options.Explain hook).
+// ForViolation explains the window of one SLO violation of t: no hygiene
+// side effects (the watch.Options.Explain hook). Safe for concurrent use.
 func ForViolation(t *report.Task, m metric.ID, tr *trace.Trace) report.Explanation {
-	return Explain(tr, SubjectOf(t, m.String())).Explanation()
+	return Explanation(analysis.Explain(tr, SubjectOf(t, m.String())))
 }
 
 // Explanation is the result as the report carries it.
-func (r *Result) Explanation() report.Explanation {
-	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause, Culprit: r.Culprit, StealNs: r.StealNs, MonitorNs: r.MonitorNs, Detail: r}
-}
-
-func isFutexNoPI(reason string) bool {
-	return reason == "futex wait" || reason == "futex wait with timeout"
+func Explanation(r *analysis.Result) report.Explanation {
+	return report.Explanation{Verdict: r.Verdict, Cause: r.Cause.String(), Culprit: r.Culprit, StealNs: r.StealNs,
+		MonitorNs: r.MonitorNs, ByMonitor: r.Cause == analysis.CauseMonitor, ByPlatform: r.Cause.Platform(), Detail: r}
 }
