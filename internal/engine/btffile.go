@@ -178,7 +178,9 @@ func kernelRelease() string {
 // private mount namespace of one locked thread, only while the cache
 // reads it. The thread is never unlocked, so it ends with its goroutine
 // and its namespace with it: no other thread of rtscope, and no other
-// process, sees the mount.
+// process, sees the mount (nor does a thread started meanwhile: the Go
+// runtime clones new threads from its template thread, never from a
+// locked one). Unsharing needs CAP_SYS_ADMIN.
 func primeCache(path string) (*btf.Cache, error) {
 	c := btf.NewCache()
 	if _, err := c.Kernel(); err == nil {
