@@ -577,7 +577,7 @@ static __always_inline __u64 timer_expiry(__s64 expires, __s64 base_now, __u64 n
 	return expires - (base_now - (__s64)now);
 }
 
-/* A tracked task arms its sleeper timer: note the expiry, classify the sleep. */
+/* A tracked task arms its sleeper timer: note the expiry, classify the sleep, end an iteration. */
 SEC("tracepoint/timer/hrtimer_start")
 int on_hrtimer_start(void *ctx)
 {
@@ -595,7 +595,10 @@ int on_hrtimer_start(void *ctx)
 	/* A monotonic expiry is near ktime; a REALTIME/TAI one is decades away. */
 	bool wall = soft - (__s64)now > 1000000000000000LL;
 	st->armed_expiry = wall ? 0 : soft;
+	/* A wall-clock deadline is not compared with now (no base clock reading
+	 * here): its overruns count only the deadlines it skips. */
 	struct rts_task_stats *s = rts_stats(st);
+	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */

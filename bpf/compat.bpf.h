@@ -42,6 +42,25 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  * The check is in rts_mark_waiting/rts_clear_waiting (task_logic.bpf.h).
  */
 
+/*
+ * rts_timer_expiry: an hrtimer's soft expiry in CLOCK_MONOTONIC ns, the clock
+ * of bpf_ktime_get_ns(). _softexpires is in the clock of the timer's base
+ * (MONOTONIC, REALTIME, BOOTTIME, TAI); hrtimer_clock_base.offset is "the
+ * offset of this clock to the monotonic base" (include/linux/hrtimer*.h,
+ * there since the hrtimer bases got per-clock offsets in 2.6.x), refreshed
+ * by hrtimer_update_base() at every hrtimer interrupt and clock_was_set()
+ * (kernel/time/hrtimer.c): 0 for MONOTONIC, offs_real/offs_boot/offs_tai
+ * for the others. A clock step between two interrupts leaves it stale for
+ * one expiry at most. Relative REALTIME timers are MONOTONIC ones
+ * (__hrtimer_init), so only absolute wall-clock sleeps need the offset.
+ * The classic engine has no task structures to read and converts at expiry
+ * from the tracepoint's `now` instead (classic.bpf.c, timer_expiry).
+ */
+static __always_inline __u64 rts_timer_expiry(struct hrtimer *timer)
+{
+	return BPF_CORE_READ(timer, _softexpires) - BPF_CORE_READ(timer, base, offset);
+}
+
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */
 static __always_inline __u8 rts_prio_byte(int prio)
 {

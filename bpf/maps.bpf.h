@@ -67,6 +67,12 @@ struct rts_task_state {
 	__s32 waiting_cpu;    /* CPU whose waiting_tid names this task, -1: none */
 	__u64 last_stack;     /* time of its last sleep stack (rate limit) */
 	__u64 viol_notice_ts; /* end of the window of its last SLO-violation notice */
+	/* Its own sleeper timer's last arming (rts_on_timer_arm): the loop's iterations. */
+	__u64 arm_ts;      /* when: the start of the current iteration, 0: never armed */
+	__u64 arm_key;     /* its expiry in the timer's own clock */
+	__u64 arm_spacing; /* spacing of the previous two armed expiries */
+	__u32 arm_cpu;
+	__u32 pad_arm;
 };
 
 /* A zeroed value to create stats entries from (no 10 KiB stack buffer). */

@@ -444,7 +444,7 @@ int track_existing(struct bpf_iter__task *ctx)
 
 /* ---- timers ---- */
 
-/* A tracked task arms its sleeper timer: note the expiry, classify the sleep. */
+/* A tracked task arms its sleeper timer: note the expiry, classify the sleep, end an iteration. */
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 {
@@ -454,9 +454,10 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	struct rts_task_state *st = tracked(cur);
 	if (!st)
 		return 0;
-	__u64 off = BPF_CORE_READ(timer, base, offset);
-	st->armed_expiry = BPF_CORE_READ(timer, _softexpires) - off;
+	st->armed_expiry = rts_timer_expiry(timer);
 	struct rts_task_stats *s = rts_stats(st);
+	rts_on_timer_arm(st, s, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
+			 BPF_CORE_READ(timer, _softexpires));
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */
@@ -478,7 +479,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
 	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
 	__u64 fn = (__u64)BPF_CORE_READ(timer, function);
-	__u64 expiry = BPF_CORE_READ(timer, _softexpires) - BPF_CORE_READ(timer, base, offset);
+	__u64 expiry = rts_timer_expiry(timer);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;

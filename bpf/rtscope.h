@@ -21,6 +21,7 @@ enum rts_metric {
 	RTS_M_PERIOD,       /* timer wakeup -> next timer wakeup */
 	RTS_M_JITTER,       /* |period - spacing of its timer expiries| */
 	RTS_M_HANDLER,      /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
+	RTS_M_ITERATION,    /* loop iteration: arming of its sleeper timer -> the next arming, slept or not */
 	RTS_M_COUNT,
 };
 
@@ -78,7 +79,13 @@ struct rts_task_stats {
 	__u64 switches_voluntary;
 	__u64 switches_preempted;
 	__u64 timer_releases;
-	__u64 overruns;       /* cycle longer than the nominal period */
+	/*
+	 * Missed deadlines: periods whose deadline passed before the loop armed
+	 * it (a sleep that returns at once) or that it skipped (rts_on_timer_arm);
+	 * for loops that arm no sleeper timer (timerfd), cycles longer than
+	 * the nominal period.
+	 */
+	__u64 overruns;
 	__u64 nominal_period; /* smallest expiry spacing seen twice in a row (the loop's period) */
 	__u64 hygiene[RTS_H_COUNT];
 	/*
@@ -112,6 +119,7 @@ enum rts_event_type {
 	RTS_EV_EXIT,          /* a=tid: task exits */
 	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
+	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
 };
 
 /* Waker context, in the flags of RTS_EV_WAKEUP */

@@ -71,6 +71,16 @@ int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, _
 	return 0;
 }
 
+/* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */
+SEC("raw_tp")
+int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u64 key)
+{
+	struct rts_task_state *st = task(tid);
+	if (st)
+		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key);
+	return 0;
+}
+
 SEC("raw_tp")
 int BPF_PROG(test_user_return, __u64 now, __u64 cpu, __u64 tid)
 {

@@ -140,6 +140,24 @@ static __always_inline struct rts_task_stats *rts_stats(struct rts_task_state *s
 }
 
 /*
+ * A spacing of two consecutive timer expiries (prev: the spacing before it,
+ * 0: none). The loop's period is the smallest spacing seen twice in a row: a
+ * loop that falls behind skips deadlines (larger spacings) but never
+ * shortens one, and a lone timed sleep outside the loop (start-up, a timed
+ * futex wait) does not repeat its spacing. Absolute-time loops repeat it
+ * exactly; 1/64 leaves room for relative-sleep loops.
+ */
+static __always_inline void rts_period_seen(struct rts_task_state *st, struct rts_task_stats *s,
+					    __u64 spacing, __u64 prev)
+{
+	__u64 d = spacing > prev ? spacing - prev : prev - spacing;
+	if (prev && d <= spacing >> 6 && (!st->nominal_period || spacing < st->nominal_period))
+		st->nominal_period = spacing;
+	if (s)
+		s->nominal_period = st->nominal_period;
+}
+
+/*
  * The task became runnable after a sleep at `now`. timer_expiry != 0 when the
  * wakeup ran inside an hrtimer callback: a timer release, whose callback
  * started at cb_entry on cpu.
@@ -171,21 +189,7 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	if (st->cycle_start && st->last_expiry && timer_expiry > st->last_expiry &&
 	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
 		spacing = timer_expiry - st->last_expiry;
-		/*
-		 * The loop's period is the smallest expiry spacing seen twice in a
-		 * row: a loop that falls behind skips deadlines (larger spacings)
-		 * but never shortens one, and a lone timed sleep outside the loop
-		 * (start-up, a timed futex wait) does not repeat its spacing.
-		 * Absolute-time loops repeat it exactly; 1/64 leaves room for
-		 * relative-sleep loops.
-		 */
-		__u64 d = spacing > st->last_spacing ? spacing - st->last_spacing
-						     : st->last_spacing - spacing;
-		if (st->last_spacing && d <= spacing >> 6 &&
-		    (!st->nominal_period || spacing < st->nominal_period))
-			st->nominal_period = spacing;
-		if (s)
-			s->nominal_period = st->nominal_period;
+		rts_period_seen(st, s, spacing, st->last_spacing);
 	}
 	st->last_spacing = spacing;
 
@@ -193,7 +197,9 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 		__u64 cycle = st->sleep_ts - st->cycle_start;
 		rts_record(st, s, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
 			   st->cpu);
-		if (s && st->nominal_period && cycle > st->nominal_period)
+		/* A loop that arms its own sleeper timer has its overruns counted
+		 * at the arming (rts_on_timer_arm), once each. */
+		if (s && !st->arm_ts && st->nominal_period && cycle > st->nominal_period)
 			s->overruns++;
 	}
 	if (spacing) {
@@ -205,6 +211,63 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	st->cycle_start = now;
 	st->cycle_cpu = cpu;
 	st->last_expiry = timer_expiry;
+}
+
+/*
+ * The task arms its own sleeper timer (hrtimer_start of hrtimer_wakeup:
+ * clock_nanosleep, nanosleep, timed waits) at `now`: one iteration of its
+ * loop ends and the next begins, whether a sleep follows or not. A loop
+ * that overran arms a deadline already past and does not sleep:
+ * clock_nanosleep(TIMER_ABSTIME) returns at once (the timer fires about
+ * 20 us later, measured on this VM, while the task runs on), so no
+ * wakeup, switch or cycle marks its iterations; the arming does.
+ *
+ * expiry: the soft expiry in CLOCK_MONOTONIC ns, 0 when its clock cannot be
+ * converted (compat.bpf.h, rts_timer_expiry). key: the same expiry in the
+ * timer's own clock: do_nanosleep() re-arms the same deadline after a
+ * spurious wakeup, which is not a new iteration, and spacings of a
+ * REALTIME/TAI loop's deadlines are exact in its own clock.
+ *
+ * s: its stats (rts_stats), looked up once by the caller's hook.
+ * Overruns (missed deadlines) are counted here: a deadline at or before
+ * now (armed too late), and the deadlines a loop skipped to catch up (an
+ * armed expiry more than one period after the previous one).
+ */
+static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct rts_task_stats *s,
+					     __u64 now, __u32 cpu, __u64 expiry, __u64 key)
+{
+	/* The only event of a loop that never sleeps: it tells the analysis
+	 * the task runs, where its past deadline's wakeup would say it slept. */
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_TIMER_ARM);
+	if (e) {
+		e->a = st->tid;
+		e->flags = expiry && expiry <= now;
+		e->x = expiry;
+		e->y = 0;
+	}
+	/* A wakeup seen while it ran ended an earlier sleep, or was the
+	 * expiry of a deadline already past: it must not end the coming one. */
+	st->pending_ts = 0;
+	if (st->arm_ts && key == st->arm_key)
+		return;
+	__u64 missed = expiry && expiry <= now ? 1 : 0;
+	if (st->arm_ts && key > st->arm_key && key - st->arm_key < RTS_MAX_PERIOD) {
+		__u64 spacing = key - st->arm_key;
+		rts_period_seen(st, s, spacing, st->arm_spacing);
+		st->arm_spacing = spacing;
+		__u64 p = st->nominal_period;
+		if (p && spacing >= 2 * p)
+			missed += spacing / p - 1;
+	} else {
+		st->arm_spacing = 0;
+	}
+	if (s)
+		s->overruns += missed;
+	if (st->arm_ts && now > st->arm_ts && now - st->arm_ts < RTS_MAX_PERIOD)
+		rts_record(st, s, RTS_M_ITERATION, now - st->arm_ts, st->arm_ts, now, st->arm_cpu, cpu);
+	st->arm_ts = now;
+	st->arm_key = key;
+	st->arm_cpu = cpu;
 }
 
 /* When the current wait of a woken task began: its timer's expiry for a timer release. */

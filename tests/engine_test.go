@@ -37,7 +37,7 @@ func threadOf(t *testing.T, pid int, comm string) int {
 // the BTF one's, one bucket, while latency, response and cycle p50 are
 // equal: consistent with the classic programs running first on each
 // tracepoint, which delays the BTF engine's timestamps, and so its metrics
-// measured from an absolute timer expiry, by their run time). p99 within
+// measured from an absolute timer expiry, by their run time). p90 within
 // 50% + 20 us. Over ~1500 cycles each, not one sample.
 func TestClassicEngineAgrees(t *testing.T) {
 	loop := exec.Command(rtscope, "scenario", "run", "healthy-loop", "--period", "2ms", "--work", "500us",
@@ -76,7 +76,7 @@ func TestClassicEngineAgrees(t *testing.T) {
 		t.Errorf("identity: btf %s %d, classic %s %d", b.Policy, *b.Priority, c.Policy, *c.Priority)
 	}
 	compared := 0
-	for _, name := range []string{"latency", "timer-irq", "timer-thread", "timer-user", "response", "cycle", "period", "jitter"} {
+	for _, name := range []string{"latency", "timer-irq", "timer-thread", "timer-user", "response", "cycle", "period", "jitter", "iteration"} {
 		mb, mc := b.metric(t, name), c.metric(t, name)
 		if mb.Count == 0 && mc.Count == 0 {
 			continue // neither engine can see it here (timer-user: no fexit, no rseq in a Go thread)
@@ -94,16 +94,20 @@ func TestClassicEngineAgrees(t *testing.T) {
 			b, c      *uint64
 			rel, slop float64
 		}{{"p50", mb.P50Ns, mc.P50Ns, 0.125, 5}}
-		// p99 is the 15th largest of ~1500: this VM's 1-20 ms stalls make
-		// it, and the runs' windows are some ms apart, so one stall inside
-		// one window only moves it. Period and jitter p99 are nothing but
-		// those stalls (seen: jitter p99 94 us vs 205 us): not compared.
-		if name != "period" && name != "jitter" {
+		// p90, not p99: p99 is the 15th largest of ~1500, and this VM's
+		// 1-20 ms stalls make it. The two runs' windows are some ms apart
+		// and the two monitors poll at different moments, so a burst of
+		// stalls inside one window only moves one engine's p99 (seen once:
+		// latency p99 51 us vs 377 us, with other monitors loaded). p90 is
+		// the 150th largest: a burst cannot make it. Period, jitter and
+		// iteration (arming to arming: the period) are nothing but those
+		// stalls beyond p50: not compared.
+		if name != "period" && name != "jitter" && name != "iteration" {
 			qs = append(qs, struct {
 				name      string
 				b, c      *uint64
 				rel, slop float64
-			}{"p99", mb.P99Ns, mc.P99Ns, 0.5, 20})
+			}{"p90", mb.P90Ns, mc.P90Ns, 0.5, 20})
 		}
 		for _, q := range qs {
 			vb, vc := us(q.b), us(q.c)
@@ -111,8 +115,8 @@ func TestClassicEngineAgrees(t *testing.T) {
 				t.Errorf("%s %s: btf %.1f us, classic %.1f us (tolerance %.1f us)", name, q.name, vb, vc, tol)
 			}
 		}
-		t.Logf("%-12s n %5d/%5d  p50 %7.1f/%7.1f us  p99 %7.1f/%7.1f us (btf/classic)", name, mb.Count, mc.Count,
-			us(mb.P50Ns), us(mc.P50Ns), us(mb.P99Ns), us(mc.P99Ns))
+		t.Logf("%-12s n %5d/%5d  p50 %7.1f/%7.1f us  p90 %7.1f/%7.1f us  p99 %7.1f/%7.1f us (btf/classic)", name, mb.Count, mc.Count,
+			us(mb.P50Ns), us(mc.P50Ns), us(mb.P90Ns), us(mc.P90Ns), us(mb.P99Ns), us(mc.P99Ns))
 		compared++
 	}
 	if compared < 6 {

@@ -942,3 +942,87 @@ func TestStealOnAnotherCPU(t *testing.T) {
 		t.Errorf("notes %q, steal %v; want a note on CPU 0's steal and none on the window's CPU", r.Notes, r.StealNs)
 	}
 }
+
+func arm(t int64, cpu int, who th, expiry int64) trace.Event {
+	return trace.Event{T: t, CPU: cpu, Type: "timer_arm", TID: who.tid, Comm: who.comm, ExpiryT: i64(expiry), Missed: expiry <= t}
+}
+
+// A loop that never sleeps: its iteration opens and closes with the arming
+// of a deadline already past, the past deadline's timer wakes it while it
+// runs (no state change), and no switch happens on its CPU. Its work took
+// 1500 us of its 1000 us period: an overrun of its own.
+func TestIterationOverrunOwnWork(t *testing.T) {
+	tr := window("iteration", control, us1(1500),
+		arm(us1(-1500), 1, control, us1(-2500)),
+		timerIn(us1(-1480), 1, "hrtimer_wakeup", us1(-2500)),
+		wakeTimer(us1(-1479), 1, control, us1(-2500)),
+		timerOut(us1(-1478), 1, "hrtimer_wakeup"),
+		arm(0, 1, control, us1(-1500)),
+		timerIn(us1(20), 1, "hrtimer_wakeup", us1(-1500)),
+		wakeTimer(us1(21), 1, control, us1(-1500)),
+		timerOut(us1(22), 1, "hrtimer_wakeup"),
+		arm(us1(1500), 1, control, us1(-500)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(1000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "overrun", "overrun: the loop's own work took 1500.0 us of its 1000.0 us period (running 100%)", "missed its deadline by itself")
+	if r.Culprit != "own work" {
+		t.Errorf("culprit %q, want own work", r.Culprit)
+	}
+	// Without its armings, the running task's wakeups read as sleeps and
+	// the window as unknown: what the timer_arm events fix.
+	var bare []trace.Event
+	for _, e := range tr.Events {
+		if e.Type != "timer_arm" {
+			bare = append(bare, e)
+		}
+	}
+	tr.Events = bare
+	if r0 := explain(tr, s, "none"); r0.Cause == "overrun" {
+		t.Errorf("without timer_arm events the window still gets %q (%s): the test no longer shows what they fix", r0.Cause, r0.Verdict)
+	}
+}
+
+// An overrun caused by a higher priority: the verdict says the deadline was
+// missed, and why.
+func TestIterationOverrunPreempted(t *testing.T) {
+	tr := window("iteration", control, us1(2600),
+		sw(us1(-100), 1, idle, "R", control),
+		arm(0, 1, control, us1(800)),
+		sw(us1(10), 1, control, "S", idle),
+		timerIn(us1(800), 1, "hrtimer_wakeup", us1(800)),
+		wakeTimer(us1(801), 1, control, us1(800)),
+		timerOut(us1(802), 1, "hrtimer_wakeup"),
+		sw(us1(805), 1, idle, "R", control),
+		sw(us1(900), 1, control, "R+", hog),
+		sw(us1(2400), 1, hog, "S", control),
+		arm(us1(2600), 1, control, us1(1800)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(1000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "interference", "overrun: the loop's work took 1809.0 us of its 1000.0 us period (running 17%)", "hog")
+}
+
+// A healthy iteration: it slept until its next period, its work fit.
+func TestIterationWithinPeriod(t *testing.T) {
+	tr := window("iteration", control, us1(1000),
+		sw(us1(-100), 1, idle, "R", control),
+		arm(0, 1, control, us1(700)),
+		sleepUntil(us1(5), 1, control, "timer sleep", us1(700)),
+		sw(us1(5), 1, control, "S", idle),
+		timerIn(us1(700), 1, "hrtimer_wakeup", us1(700)),
+		wakeTimer(us1(701), 1, control, us1(700)),
+		timerOut(us1(702), 1, "hrtimer_wakeup"),
+		sw(us1(705), 1, idle, "R", control),
+		arm(us1(1000), 1, control, us1(1700)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(1000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "no overrun", "slept 695.0 us until its next period")
+}

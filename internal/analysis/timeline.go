@@ -419,7 +419,7 @@ func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migr
 			} else if cur.st == stBlocked {
 				cur.cpu = to
 			}
-		case (e.Type == trace.EventUserReturn || e.Type == trace.EventHandlerEntry || e.Type == trace.EventHandlerExit) && e.TID == tid,
+		case (e.Type == trace.EventUserReturn || e.Type == trace.EventHandlerEntry || e.Type == trace.EventHandlerExit || e.Type == trace.EventTimerArm) && e.TID == tid,
 			e.Type == trace.EventStack && e.TID == tid,
 			e.Type == trace.EventWakeup && e.Waker != nil && e.Waker.Kind == trace.WakerTask && e.Waker.TID == tid:
 			// The task is on a CPU here: if the events said otherwise, some were lost.

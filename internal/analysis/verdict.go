@@ -135,6 +135,11 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
 		}
 	}
+	if s.Metric == "iteration" && s.NominalPeriod > 0 {
+		iterationVerdict(res, tl, s, segs, execNs, periodSleep, dom)
+		addMigration(res)
+		return
+	}
 	prefix := ""
 	if (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0 {
 		if periodVerdict(res, s, execNs, periodSleep, dom) {
@@ -261,6 +266,39 @@ func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *grou
 	}
 	res.Verdict += ": "
 	return false
+}
+
+// iterationVerdict explains one iteration of a periodic loop (arming of its
+// timer -> the next arming). Its work is the window minus the sleep until
+// the next period and that period's release: longer than the period, the
+// loop missed its deadline (an overrun), and the verdict says what the work
+// spent its time on: the loop's own execution, or the dominant other cause
+// (preempted by a thread, blocked in a sleep, IRQs), as explainGroup words it.
+func iterationVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, execNs, periodSleep uint64, dom *group) {
+	w, p := res.WindowNs, s.NominalPeriod
+	work := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
+	running := pct(execNs, work)
+	if work <= p {
+		res.Cause = CauseExecution
+		res.Verdict = fmt.Sprintf("no overrun: the iteration took %s, its work %s (running %s) within its %s period", us(w), us(work), running, us(p))
+		if periodSleep > 0 {
+			res.Verdict += fmt.Sprintf(", then it slept %s until its next period", us(periodSleep))
+		}
+		return
+	}
+	pre := fmt.Sprintf("overrun: the loop's work took %s of its %s period (running %s)", us(work), us(p), running)
+	if dom == nil || (execNs*2 >= work && dom.ns*4 < work) {
+		res.Cause = CauseOverrun
+		res.Culprit = "own work"
+		res.Verdict = fmt.Sprintf("overrun: the loop's own work took %s of its %s period (running %s): it missed its deadline by itself; "+
+			"shorten the work or lengthen the period", us(work), us(p), running)
+		if dom != nil {
+			res.Verdict += fmt.Sprintf("; the largest other part is %s, %s", dom.top().Label, us(dom.ns))
+		}
+		return
+	}
+	explainGroup(res, tl, s, segs, dom, "iteration")
+	res.Verdict = pre + "; " + res.Verdict
 }
 
 // blockingThread is the thread that ran when the task should have: the
@@ -736,8 +774,9 @@ func sleepVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, it *Ite
 }
 
 func nounOf(metric string) string {
-	if metric == "cycle" {
-		return "cycle"
+	switch metric {
+	case "cycle", "iteration":
+		return metric
 	}
 	return "window"
 }

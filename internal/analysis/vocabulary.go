@@ -26,7 +26,7 @@ const (
 	CauseCPUUnavailable    Cause = "cpu-unavailable"    // the CPU recorded nothing; no steal clock or stack says why
 	CauseInconclusive      Cause = "inconclusive"       // no cause dominates, or events are missing
 	CauseMonitor           Cause = "monitor"            // rtscope's own threads
-	CauseOverrun           Cause = "overrun"            // a cycle longer than its period
+	CauseOverrun           Cause = "overrun"            // a cycle, or an iteration's work, longer than its period
 	CauseLongSleep         Cause = "long-sleep"         // a timer armed more than a period ahead
 )
 

@@ -31,6 +31,7 @@ var ClassicLimits = []string{
 	"return to user (timer-user) only through the rseq_update tracepoint: threads with a registered rseq area (glibc >= 2.35)",
 	"threaded IRQ handler time is the on-CPU time of each irq/N activation (no fentry)",
 	"the expiry of CLOCK_REALTIME/TAI sleeper timers is taken from the interrupt's clock reading: their timer IRQ latency is understated by a few us",
+	"a CLOCK_REALTIME/TAI deadline is not compared with the time it is armed: such a loop's overruns count only the deadlines it skips",
 	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
 	"timer expiries of other timers than task sleeps are not in the flight recorder",
 	"its programs do not nest: an event during another of its programs on the same CPU (an interrupt in sched_switch's) is not seen; the kernel counts them as the programs' recursion misses",

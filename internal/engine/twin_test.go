@@ -234,6 +234,82 @@ func TestTwinOverrun(t *testing.T) {
 	}
 }
 
+func (tw *twin) arm(now, cpu uint64, tid uint32, expiry, key uint64) {
+	tw.run(tw.objs.TestTimerArm, now, cpu, uint64(tid), expiry, key)
+}
+
+// A loop whose work (1500) exceeds its period (1000) arms each deadline
+// after it has passed: clock_nanosleep returns at once, no wakeup and no
+// switch happen, and only the armings tell its iterations and overruns.
+func TestTwinOverrunNoSleep(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, false, false)
+	tw.switchTo(0, 0, idle, 100, false, 0)
+	// On time: deadline 10000 armed at 9000, it sleeps and wakes at 10000.
+	tw.arm(9000, 0, 100, 10000, 10000)
+	tw.switchTo(9010, 0, 100, idle, true, 0)
+	tw.timerWakeup(10002, 0, 100, 10000, 10001)
+	tw.switchTo(10005, 0, idle, 100, false, 0)
+	// From here on 1500 of work per iteration: deadline 11000 is armed at
+	// 11505, 12000 at 13005, ... never a sleep.
+	now := uint64(10005)
+	for k := uint64(1); k <= 5; k++ {
+		now += 1500
+		tw.arm(now, 0, 100, 10000+1000*k, 10000+1000*k)
+		// The past deadline's timer fires while the task runs: a wakeup
+		// of a running task, stale at the next arming.
+		tw.timerWakeup(now+20, 0, 100, 10000+1000*k, now+18)
+	}
+	s := tw.stats(100)
+	// Iterations: 9000 -> 11505, then 1500 each.
+	expect(t, s, metric.Iteration, 5, 1500, 2505)
+	// Spacing 1000 twice in a row from the second past arming on.
+	if s.NominalPeriod != 1000 {
+		t.Errorf("nominal period %d, want 1000 from the armed deadlines", s.NominalPeriod)
+	}
+	// Every arming after 10000 was at or past its deadline.
+	if s.Overruns != 5 {
+		t.Errorf("overruns %d, want 5 (deadlines 11000..15000 armed late)", s.Overruns)
+	}
+	expect(t, s, metric.Cycle, 0, 0, 0)
+	if s.Wakeups != 1 || s.SwitchesVoluntary != 1 {
+		t.Errorf("wakeups %d voluntary %d, want 1 and 1: the stale wakeups of a running task add none", s.Wakeups, s.SwitchesVoluntary)
+	}
+	// A stale wakeup seen while it ran must not end its next real sleep.
+	tw.arm(now+100, 0, 100, now+5000, now+5000)
+	tw.switchTo(now+110, 0, 100, idle, true, 0)
+	tw.switchTo(now+120, 0, idle, 100, false, 0) // preempted-in without a wakeup
+	expect(t, tw.stats(100), metric.Latency, 1, 3, 3)
+}
+
+// A loop that catches up by skipping deadlines arms them in the future, one
+// period or more apart: each skipped deadline is an overrun. Re-arming the
+// same deadline (a spurious wakeup in do_nanosleep) is no new iteration.
+func TestTwinOverrunSkipsAndRearm(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, false, false)
+	arm := func(now, deadline uint64) { tw.arm(now, 0, 100, deadline, deadline) }
+	arm(1000, 2000)
+	arm(2100, 3000)
+	arm(3100, 4000) // spacing 1000 twice: period 1000
+	arm(3150, 4000) // the same deadline again: ignored
+	arm(6100, 7000) // deadlines 5000 and 6000 skipped
+	s := tw.stats(100)
+	if s.Overruns != 2 {
+		t.Errorf("overruns %d, want 2 skipped deadlines", s.Overruns)
+	}
+	expect(t, s, metric.Iteration, 3, 1000, 3000) // 1100, 1000, 3000
+	// A REALTIME deadline in the classic engine: no monotonic expiry, its
+	// own-clock key still spaces the iterations.
+	tw.arm(7100, 0, 100, 0, 1_700_000_000_000_008_000)
+	tw.arm(8100, 0, 100, 0, 1_700_000_000_000_009_000)
+	s = tw.stats(100)
+	if s.Overruns != 2 {
+		t.Errorf("overruns %d after unconvertible deadlines, want still 2", s.Overruns)
+	}
+	expect(t, s, metric.Iteration, 5, 1000, 3000)
+}
+
 // A lone short spacing (a timed sleep before the loop starts, or a timed
 // futex wait inside it) is not the loop's period: only a repeated one is.
 // (The RT guest saw a 640 us "period" for a 2 ms loop from its start-up.)

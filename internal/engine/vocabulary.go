@@ -29,6 +29,9 @@ const (
 	EventExit         = uint8(bpfRtsEventTypeRTS_EV_EXIT)
 	EventStack        = uint8(bpfRtsEventTypeRTS_EV_STACK)
 	EventSteal        = uint8(bpfRtsEventTypeRTS_EV_STEAL)
+	// EventTimerArm: a tracked task armed its own sleeper timer (one loop
+	// iteration ended); Flags 1 when its expiry had already passed.
+	EventTimerArm = uint8(bpfRtsEventTypeRTS_EV_TIMER_ARM)
 )
 
 // Waker contexts, in the flags of an EventWakeup (enum rts_waker_ctx).

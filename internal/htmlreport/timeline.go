@@ -111,7 +111,7 @@ func mine(e trace.Event, tid uint32) bool {
 		return e.PrevTID == tid || e.NextTID == tid
 	case trace.EventStack:
 		return e.WaitingTID == tid
-	case trace.EventWakeup, trace.EventMigrate, trace.EventSleep, trace.EventUserReturn, trace.EventHandlerEntry, trace.EventHandlerExit, trace.EventExit:
+	case trace.EventWakeup, trace.EventMigrate, trace.EventSleep, trace.EventUserReturn, trace.EventHandlerEntry, trace.EventHandlerExit, trace.EventExit, trace.EventTimerArm:
 		return e.TID == tid
 	}
 	return false

@@ -22,6 +22,7 @@ const (
 	Period
 	Jitter
 	Handler
+	Iteration
 	Count
 )
 
@@ -42,6 +43,7 @@ var infos = [Count]Info{
 	Period:      {"period", "PERIOD", "actual period: timer wakeup -> next timer wakeup"},
 	Jitter:      {"jitter", "JITTER", "period jitter: |actual period - timer expiry spacing|"},
 	Handler:     {"handler", "HANDLER", "threaded IRQ handler time, entry -> exit, minus IRQ/softirq time"},
+	Iteration:   {"iteration", "ITERATION", "loop iteration: arming of its sleep timer -> the next arming, whether it slept or not"},
 }
 
 // Info returns the description of m.

@@ -331,7 +331,7 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 				anns = append(anns, annInt("since_ns", *absRel(e.SinceT, ev.start)))
 			}
 			add(trackOther, ev.ts, typeInstant, "steal "+units.Us(e.StealNs)+" us", anns...)
-		case trace.EventUserReturn, trace.EventExit:
+		case trace.EventUserReturn, trace.EventExit, trace.EventTimerArm:
 			add(trackOther, ev.ts, typeInstant, e.Type.String()+" "+e.Comm, annUint("tid", uint64(e.TID)), annString("comm", e.Comm))
 		default:
 			b, _ := json.Marshal(e) // plain data: cannot fail

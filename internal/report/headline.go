@@ -22,6 +22,27 @@ const (
 // and worst cases: call it once these are attached.
 func Judge(t *Task) {
 	t.Health, t.Headline = headline(t)
+	if s := overruns(t); s != "" && t.Health != HealthNoSamples {
+		t.Headline += "; " + s
+	}
+}
+
+// overruns says how often a periodic task missed its deadline, and the
+// worst iteration's cause: the control-loop engineer's first question,
+// asked whether or not an SLO is set. Empty without overruns.
+func overruns(t *Task) string {
+	n := t.Counters.Overruns
+	if n == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d overruns (missed deadlines)", n)
+	if m := t.Metrics[metric.Iteration.String()]; m != nil && m.Count > 0 {
+		s += fmt.Sprintf(" in %d iterations", m.Count)
+		if m.Cause != "" {
+			s += ", worst iteration: " + m.Cause
+		}
+	}
+	return s
 }
 
 // headline says in one line whether t is healthy and, when not, why mostly:

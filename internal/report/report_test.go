@@ -167,6 +167,14 @@ func TestHeadline(t *testing.T) {
 	cyc := &twoStats.M[metric.Cycle]
 	cyc.Count, cyc.Sum, cyc.Min, cyc.Max, cyc.Slo, cyc.Violations = 4, 4000, 1000, 1000, 900, 4
 	two := FromStats(twoStats)
+	// A loop that never sleeps: no SLO, only its armings tell its overruns.
+	overStats := sampleStats()
+	overStats.M[metric.Latency].Slo, overStats.M[metric.Latency].Violations = 0, 0
+	overStats.Overruns = 1999
+	it := &overStats.M[metric.Iteration]
+	it.Count, it.Sum, it.Min, it.Max = 1999, 1999*1520000, 1500000, 1600000
+	over := FromStats(overStats)
+	over.Metrics["iteration"].Cause = "overrun"
 	for _, c := range []struct {
 		name   string
 		task   *Task
@@ -181,6 +189,8 @@ func TestHeadline(t *testing.T) {
 		{"kept", kept, HealthOK, "every SLO kept: latency worst 15.0 of 20.0 us in 4"},
 		{"no SLO", noSLO, HealthNoSLO, "worst latency 30.0 us in 4, mostly interference (set --slo to judge it)"},
 		{"nothing measured", Placeholder(1, 77), HealthNoSamples, "no samples"},
+		{"overruns", over, HealthNoSLO,
+			"worst latency 30.0 us in 4 (set --slo to judge it); 1999 overruns (missed deadlines) in 1999 iterations, worst iteration: overrun"},
 	} {
 		Judge(c.task)
 		if c.task.Health != c.health || c.task.Headline != c.line {

@@ -208,6 +208,15 @@ func Describe(e trace.Event) string {
 		return s
 	case trace.EventUserReturn:
 		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
+	case trace.EventTimerArm:
+		s := fmt.Sprintf("arm      %s its timer", task(e.TID, e.Comm, ""))
+		if e.ExpiryT != nil {
+			s += fmt.Sprintf(" for %s", units.UsFine(*e.ExpiryT))
+		}
+		if e.Missed {
+			s += ": already past, no sleep (missed deadline)"
+		}
+		return s
 	case trace.EventHandlerEntry, trace.EventHandlerExit:
 		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type.String(), "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
 	case trace.EventExit:

@@ -340,6 +340,71 @@ func init() {
 	})
 }
 
+// overrunDuty checks the overrunning loop's parameters: its heavy work
+// exceeds the period (or there is no overrun), and its duty cycle over one
+// group of iterations stays within MaxDuty, even with --force.
+func overrunDuty(v Values) error {
+	if v["work"] <= v["period"] {
+		return fmt.Errorf("--work %s must be longer than --period %s, or the loop never overruns", Us(v["work"]), Us(v["period"]))
+	}
+	if v["overruns"] >= v["every"] {
+		return fmt.Errorf("--overruns %d must be below --every %d, or the loop never catches up", v["overruns"], v["every"])
+	}
+	if v["light"] >= v["period"] {
+		return fmt.Errorf("--light %s must be shorter than --period %s, or the loop never catches up", Us(v["light"]), Us(v["period"]))
+	}
+	busy := v["overruns"]*v["work"] + (v["every"]-v["overruns"])*v["light"]
+	if d := float64(busy) / float64(v["every"]*v["period"]); d > MaxDuty {
+		return fmt.Errorf("--overruns %d of --work %s and --light %s every --every %d periods of --period %s is a %.0f%% duty cycle, above the %.0f%% maximum",
+			v["overruns"], Us(v["work"]), Us(v["light"]), v["every"], Us(v["period"]), d*100, MaxDuty*100)
+	}
+	return nil
+}
+
+func init() {
+	register(&Scenario{
+		Name:    "overrunning-loop",
+		Summary: "a control loop whose work exceeds its period in bursts, and never sleeps through them",
+		Description: "A control loop ('control', SCHED_FIFO 80) on an absolute-time 2 ms period does 3 ms of work in " +
+			"4 iterations in a row, every 16 iterations, and 0.2 ms in the others. It never skips a deadline: an " +
+			"iteration that ran past the next deadline arms it anyway, and clock_nanosleep(TIMER_ABSTIME) returns " +
+			"at once without a sleep, until the light iterations have caught up: 6 missed deadlines in 16 " +
+			"iterations, with no wakeup and no context switch between them. Its work, not the scheduler, misses " +
+			"the deadlines. Heavier or more frequent overruns need --force; the duty cycle never exceeds 50%.",
+		threads: []string{"control"},
+		Params: []Param{
+			{Name: "period", Help: "control loop period", Kind: Duration, Default: 2 * ms, Min: 500 * us, Max: 1000 * ms, Guard: GuardBelow},
+			{Name: "work", Help: "work of an overrunning iteration (longer than the period)", Kind: Duration, Default: 3 * ms, Min: 1 * us, Max: 100 * ms, Guard: GuardAbove},
+			{Name: "overruns", Help: "overrunning iterations in a row", Kind: Int, Default: 4, Min: 1, Max: 1000, Guard: GuardAbove},
+			{Name: "every", Help: "iterations from one burst of overruns to the next", Kind: Int, Default: 16, Min: 2, Max: 10000, Guard: GuardBelow},
+			dur("light", "work of the other iterations", 200*us, 1*us, 100*ms),
+			prio("prio", "the control loop", 80),
+		},
+		check: overrunDuty,
+		run: func(e *env) error {
+			work, light := e.v.D("work"), e.v.D("light")
+			over, every := e.v.I("overruns"), e.v.I("every")
+			p := workload.NewPeriodic(e.base, e.v.D("period"))
+			p.CatchUp = true
+			e.res.Loops["control"] = &p.Stats
+			_, err := e.g.Go(e.fifo("control", e.v.I("prio")), func(t *workload.Thread) {
+				for i := 0; ; i = (i + 1) % every {
+					p.Wait(t)
+					if t.Stopping() {
+						return
+					}
+					if i < over {
+						t.Work(work)
+					} else {
+						t.Work(light)
+					}
+				}
+			})
+			return err
+		},
+	})
+}
+
 // xorshift64* : allocation-free pseudo-random numbers for the event intervals.
 type rng struct{ s uint64 }
 

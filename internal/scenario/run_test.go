@@ -111,6 +111,22 @@ func TestRunHealthyLoop(t *testing.T) {
 	})
 }
 
+func TestRunOverrunningLoop(t *testing.T) {
+	judge(t, "overrunning-loop", 1500*time.Millisecond, nil, func(r *Result) error {
+		c := r.Loops["control"]
+		// It never skips a deadline: one cycle per 2 ms period, 6 of every
+		// 16 deadlines armed late (4 heavy iterations, 2 catching up).
+		periods := (c.Last - c.First) / (2 * ms)
+		if c.Cycles < 600 || !near(c.Cycles-1, periods, 2) {
+			return fmt.Errorf("control: %d cycles in %d periods of 2000 us; want one per period, none skipped", c.Cycles, periods)
+		}
+		if c.Overruns*100 < c.Cycles*30 || c.Overruns*100 > c.Cycles*50 {
+			return fmt.Errorf("control: %d late deadlines in %d cycles; want about 6 in 16", c.Overruns, c.Cycles)
+		}
+		return nil
+	})
+}
+
 func TestRunMisconfiguredPriority(t *testing.T) {
 	judge(t, "misconfigured-priority", 1500*time.Millisecond, nil, func(r *Result) error {
 		c, bg := r.Loops["control"], r.Loops["background"]

@@ -8,7 +8,7 @@ import (
 
 func TestCatalogue(t *testing.T) {
 	want := []string{"healthy-loop", "misconfigured-priority", "hidden-blocking", "event-driven-blocking",
-		"priority-inversion", "rt-hog", "irq-noise", "preempt-off"}
+		"priority-inversion", "rt-hog", "irq-noise", "preempt-off", "overrunning-loop"}
 	if got := strings.Join(Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("scenarios %s, want %s", got, strings.Join(want, ","))
 	}
@@ -65,6 +65,10 @@ func TestBadInput(t *testing.T) {
 		{"priority-inversion", Config{CPU: -1, Values: Values{"m-prio": 95}}, "ordered H > M > L"},
 		{"event-driven-blocking", Config{CPU: -1, Values: Values{"min-gap": 9 * ms}}, "--min-gap"},
 		{"event-driven-blocking", Config{CPU: -1, Values: Values{"hold": 9 * ms}}, "--hold"},
+		{"overrunning-loop", Config{CPU: -1, Values: Values{"work": 1 * ms}}, "must be longer than --period"},
+		{"overrunning-loop", Config{CPU: -1, Values: Values{"every": 4}}, "add --force"},
+		{"overrunning-loop", Config{CPU: -1, Force: true, Values: Values{"overruns": 8, "every": 10}}, "duty cycle"},
+		{"overrunning-loop", Config{CPU: -1, Force: true, Values: Values{"overruns": 16}}, "--overruns 16 must be below --every 16"},
 	}
 	for _, c := range cases {
 		s, _ := Get(c.scenario)

@@ -470,3 +470,58 @@ func TestSignaturePreemptOff(t *testing.T) {
 		return attributed(t, lat, inj.Count, "non-preemptible", "preempt-inject")
 	})
 }
+
+// The overrunning loop misses 6 deadlines in every 16 iterations, 4 of them
+// by 3 ms of work against its 2 ms period, without a sleep in between:
+// rtscope counts them from the armings of its timer, measures every
+// iteration, and explains those over the SLO as the loop's own work.
+func TestSignatureOverrunningLoop(t *testing.T) {
+	twice(t, func() error {
+		tasks := watchScenarioWith(t, "overrunning-loop", func(o *watch.Options) {
+			b, _ := slo.Parse("iteration=2500us")
+			o.SLO = slo.Build([]slo.Bound{b})
+			o.Explain = explain.ForViolation
+		})
+		c := tasks["control"]
+		it := metric(t, c, "iteration")
+		n, over := it.Count, c.Counters.Overruns
+		t.Logf("control: %d iterations, %d overruns, period %s", n, over, Us(ns(c.NominalPeriodNs)))
+		// 3 s at 2 ms: 1500 iterations (the start and the end take a few).
+		if n < 1000 {
+			return fmt.Errorf("control: %d iterations in 3 s; want about 1500: the armings of a loop that never sleeps are iterations", n)
+		}
+		if ns(c.NominalPeriodNs) != 2*ms {
+			return fmt.Errorf("control: nominal period %s, want 2000.0 us from its armed deadlines", Us(ns(c.NominalPeriodNs)))
+		}
+		// 6 of 16 deadlines are missed (37.5%): 4 by the heavy iterations,
+		// 2 by the light ones that catch up. A stall of the VM adds a few.
+		if over*100 < n*30 || over*100 > n*50 {
+			return fmt.Errorf("control: %d overruns for %d iterations (%.1f%%); want about 37.5%%", over, n, float64(over)*100/float64(n))
+		}
+		// Half the iterations are light ones on time (the period); one in
+		// four does 3 ms of work.
+		if p50 := ns(it.P50Ns); p50 < 1800*us || p50 > allow(2200*us, 3000*us) || ns(it.P90Ns) < 2800*us {
+			return fmt.Errorf("control: iteration p50 %s p90 %s; want about the 2 ms period and the 3 ms of work", Us(p50), Us(ns(it.P90Ns)))
+		}
+		v := it.ViolationCauses
+		if v == nil || v.Total*100 < n*20 || v.Analysed < 20 {
+			return fmt.Errorf("control: iteration violations %+v for %d iterations; want about 25%% (4 in 16), at least 20 explained", v, n)
+		}
+		var own, other uint64
+		for _, cs := range v.Causes {
+			t.Logf("  %d x %s: %s (e.g. %s)", cs.Count, cs.Cause, cs.Culprit, cs.Example.Verdict)
+			switch {
+			case cs.Cause == "overrun" && cs.Culprit == "own work":
+				own += cs.Count
+			case !platformCauses[cs.Cause]:
+				other += cs.Count
+			}
+		}
+		// The loop's own work, or the platform's stalls; at most 10% other
+		// tasks of a shared machine.
+		if own*10 < v.Analysed*8 || other*10 > v.Analysed {
+			return fmt.Errorf("control: %d of %d explained violations are the loop's own overruns, %d other tasks; want at least 80%% and at most 10%%", own, v.Analysed, other)
+		}
+		return nil
+	})
+}

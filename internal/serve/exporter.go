@@ -148,7 +148,7 @@ func NewExporter() *Exporter {
 	d.wakeups = prometheus.NewDesc("rtscope_wakeups_total", "Wakeups of the target's tasks.", t, nil)
 	d.switches = prometheus.NewDesc("rtscope_context_switches_total", "Switches out of the target's tasks: voluntary (block, sleep) or preempted.", []string{"target", "kind"}, nil)
 	d.timer = prometheus.NewDesc("rtscope_timer_releases_total", "Timer releases (wakeups by a timer) of the target's tasks.", t, nil)
-	d.overruns = prometheus.NewDesc("rtscope_overruns_total", "Cycles longer than the task's period.", t, nil)
+	d.overruns = prometheus.NewDesc("rtscope_overruns_total", "Missed deadlines: armed already past, or skipped.", t, nil)
 	d.tasks = prometheus.NewDesc("rtscope_tasks", "Tasks of the target tracked now.", t, nil)
 	d.exited = prometheus.NewDesc("rtscope_tasks_exited_total", "Tasks of the target that exited while tracked (their counts stay in the totals).", t, nil)
 	d.lost = prometheus.NewDesc("rtscope_lost_total", "What was lost, by kind: notices (notice ring full), tasks_not_tracked (stats map full or task storage failed), stacks, windows (worst-case windows not cut).", []string{"kind"}, nil)

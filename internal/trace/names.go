@@ -31,6 +31,7 @@ const (
 	evExit         = engine.EventExit
 	evStack        = engine.EventStack
 	evSteal        = engine.EventSteal
+	evTimerArm     = engine.EventTimerArm
 )
 
 var typeNames = map[uint8]EventType{
@@ -38,7 +39,7 @@ var typeNames = map[uint8]EventType{
 	evIRQExit: EventIRQExit, evSoftirqEntry: EventSoftirqEntry, evSoftirqExit: EventSoftirqExit,
 	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
-	evExit: EventExit, evStack: EventStack, evSteal: EventSteal,
+	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm,
 }
 
 // Waker contexts (enum rts_waker_ctx, generated into engine).
@@ -286,6 +287,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.SinceT = &since
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+	case evTimerArm:
+		ev.TID, ev.Comm = e.A, n.Comm(e.A)
+		if engine.EventX(&e) != 0 {
+			exp := int64(engine.EventX(&e)) - int64(start)
+			ev.ExpiryT = &exp
+		}
+		ev.Missed = e.Flags == 1
 	case evHandlerEntry, evHandlerExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))

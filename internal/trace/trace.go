@@ -33,7 +33,7 @@ type Event struct {
 	prevPolicy uint32
 	nextPolicy uint32
 
-	// wakeup, migrate, sleep, user_return, handler_*, exit: the task concerned
+	// wakeup, migrate, sleep, user_return, handler_*, exit, timer_arm: the task concerned
 	TID       uint32 `json:"tid,omitempty"`
 	Comm      string `json:"comm,omitempty"`
 	Sched     string `json:"sched,omitempty"`
@@ -59,6 +59,11 @@ type Event struct {
 
 	// stack: a timer interrupt's sample of the task running (TID) while WaitingTID waited
 	WaitingTID uint32 `json:"waiting_tid,omitempty"`
+
+	// timer_arm: the task armed its own sleeper timer for ExpiryT (one
+	// iteration of its loop ended); Missed: that deadline had already
+	// passed, so the sleep returns at once.
+	Missed bool `json:"missed,omitempty"`
 
 	// sleep: state, armed timer expiry, reason and kernel stack
 	State  string   `json:"state,omitempty"`
@@ -341,7 +346,7 @@ func mentions(e engine.Event, tid uint32) bool {
 	switch e.Type {
 	case evSwitch:
 		return e.A == tid || e.B == tid
-	case evWakeup, evMigrate, evSleep, evUserReturn, evHandlerEntry, evHandlerExit, evExit:
+	case evWakeup, evMigrate, evSleep, evUserReturn, evHandlerEntry, evHandlerExit, evExit, evTimerArm:
 		return e.A == tid
 	case evSteal:
 		// Kept from every CPU: a stall of one CPU can hold kernel code on

@@ -28,6 +28,7 @@ const (
 	EventExit         EventType = "exit"
 	EventStack        EventType = "stack"
 	EventSteal        EventType = "steal"
+	EventTimerArm     EventType = "timer_arm"
 )
 
 // String returns the type's name.

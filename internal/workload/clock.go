@@ -99,15 +99,19 @@ func exitsyscall()
 type Periodic struct {
 	Next   int64 // next deadline, CLOCK_MONOTONIC ns
 	Period int64
-	Stats  LoopStats
-	woke   int64
+	// CatchUp: never skip a deadline. A cycle that ran past the next
+	// deadline arms it anyway, and clock_nanosleep returns at once without
+	// a sleep (the overrunning loops of many control programs).
+	CatchUp bool
+	Stats   LoopStats
+	woke    int64
 }
 
 // LoopStats are a periodic thread's own measurements (ns). Written only by
 // the thread; read them after it stopped.
 type LoopStats struct {
 	Cycles   int64 // wakeups
-	Overruns int64 // deadlines skipped because the cycle ran past them
+	Overruns int64 // deadlines the cycle ran past: skipped, or armed late with CatchUp
 	LateMin  int64 // wakeup time - deadline
 	LateMax  int64
 	LateSum  int64
@@ -169,7 +173,8 @@ func NewPeriodic(first int64, period time.Duration) *Periodic {
 
 // Wait ends the current cycle: it sleeps until the next deadline, skipping
 // the deadlines the cycle already ran past (a control loop that overran
-// starts its next cycle on time rather than catching up in a burst).
+// starts its next cycle on time rather than catching up in a burst), or,
+// with CatchUp, arming them anyway.
 func (p *Periodic) Wait(t *Thread) {
 	now := Now()
 	if p.woke != 0 {
@@ -180,7 +185,10 @@ func (p *Periodic) Wait(t *Thread) {
 			p.Stats.CycleMax = c
 		}
 		p.Next += p.Period
-		for p.Next <= now {
+		if p.CatchUp && p.Next <= now {
+			p.Stats.Overruns++
+		}
+		for !p.CatchUp && p.Next <= now {
 			p.Next += p.Period
 			p.Stats.Overruns++
 		}
