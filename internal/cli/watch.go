@@ -10,11 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/action"
-	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/session"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -164,9 +164,6 @@ func runWatch(args []string) int {
 			return Fail("watch", fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c))
 		}
 	}
-	if *dur < 0 {
-		return Fail("watch", errors.New("--duration must be positive"))
-	}
 	if *interval <= 0 {
 		return Fail("watch", errors.New("--interval must be positive"))
 	}
@@ -181,24 +178,10 @@ func runWatch(args []string) int {
 	}
 	o.AutoHousekeeping = *house == ""
 	if *house != "" && *house != "none" {
-		cpus, err := cpuset.ParseList(*house)
-		if err != nil {
-			return Fail("watch", fmt.Errorf("-H: %v", err))
-		}
-		online, err := cpuset.Online()
-		if err != nil {
+		// Checked against the online CPUs when the session starts (session.Spec.Check).
+		if o.Housekeeping, err = session.ParseCPUs("-H", *house); err != nil {
 			return Fail("watch", err)
 		}
-		on := map[int]bool{}
-		for _, c := range online {
-			on[c] = true
-		}
-		for _, c := range cpus {
-			if !on[c] {
-				return Fail("watch", fmt.Errorf("-H: CPU %d is not online (online: %s)", c, cpuset.FormatList(online)))
-			}
-		}
-		o.Housekeeping = cpus
 	}
 	if *traceMax < 16 {
 		return Fail("watch", fmt.Errorf("--trace-max-events %d is too small (at least 16)", *traceMax))

@@ -219,13 +219,13 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) error {
 		coll.Close()
 		return err
 	}
-	e.optional = append(e.optional, coll)
+	e.core = coll
 	return nil
 }
 
 // attachClassic attaches the classic programs to their tracepoints.
 func (e *Engine) attachClassic() error {
-	progs := e.optional[0].Programs
+	progs := e.core.Programs
 	for _, p := range classicAttach {
 		l, err := link.Tracepoint(p.system, p.event, progs[p.prog], nil)
 		if err != nil {
@@ -246,7 +246,7 @@ func (e *Engine) attachClassic() error {
 // running classic_scan with its /proc state, at once, so that a caller sees
 // it tracked on return as with the BTF engine.
 func (e *Engine) scanClassic() error {
-	scan := e.optional[0].Programs["classic_scan"]
+	scan := e.core.Programs["classic_scan"]
 	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	if err != nil {
 		return err

@@ -25,8 +25,12 @@ func TestWithoutPercpuLookup(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := map[string]int{}
-		for name, p := range map[string]*ebpf.Program{"on_sched_waking": e.objs.OnSchedWaking,
-			"on_sched_migrate": e.objs.OnSchedMigrate, "on_sched_switch": e.switchProg} {
+		sw := e.core.Programs["on_sched_switch"]
+		if e.Features.LegacySwitch {
+			sw = e.core.Programs["on_sched_switch_legacy"]
+		}
+		for name, p := range map[string]*ebpf.Program{"on_sched_waking": e.core.Programs["on_sched_waking"],
+			"on_sched_migrate": e.core.Programs["on_sched_migrate"], "on_sched_switch": sw} {
 			info, err := p.Info()
 			if err != nil {
 				t.Fatal(err)

@@ -3,8 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -131,36 +133,33 @@ type Features struct {
 
 // Engine is a loaded and attached set of rtscope programs.
 type Engine struct {
-	cfg        Config
-	objs       coreObjects
-	switchProg *ebpf.Program // the sched_switch variant this kernel needs
-	optional   []*ebpf.Collection
-	links      []link.Link
-	notices    *ringbuf.Reader
-	flight     []byte
-	ncpu       int
-	types      *KernelTypes // --btf, else nil
-	Features   Features
+	cfg  Config
+	objs coreObjects // the maps and the task iterator, taken out of core
+	// core is the collection of the hooks that every measurement needs
+	// (the BTF engine's tp_btf programs with this kernel's sched_switch
+	// variant, or the classic engine's whole object): its programs are the
+	// one list that Attach and programs read.
+	core *ebpf.Collection
+	// optional are the BTF engine's optional program sets, each loaded on
+	// its own and sharing core's maps: a missing kernel function costs its
+	// feature, not the engine.
+	optional []*ebpf.Collection
+	links    []link.Link
+	notices  *ringbuf.Reader
+	flight   []byte
+	ncpu     int
+	types    *KernelTypes // --btf, else nil
+	Features Features
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
 	ident   map[uint64]classicIdent // by tracking id
 }
 
+// coreObjects are what Assign takes out of the core collection: the maps
+// every reader uses, and the BTF engine's task iterator (run by Scan, not
+// attached). The hooks stay in the collection.
 type coreObjects struct {
-	OnSchedWaking        *ebpf.Program `ebpf:"on_sched_waking"`
-	OnSchedMigrate       *ebpf.Program `ebpf:"on_sched_migrate"`
-	OnSchedFork          *ebpf.Program `ebpf:"on_sched_fork"`
-	OnSchedExec          *ebpf.Program `ebpf:"on_sched_exec"`
-	OnSchedExit          *ebpf.Program `ebpf:"on_sched_exit"`
-	OnTaskRename         *ebpf.Program `ebpf:"on_task_rename"`
-	OnHrtimerStart       *ebpf.Program `ebpf:"on_hrtimer_start"`
-	OnHrtimerExpireEntry *ebpf.Program `ebpf:"on_hrtimer_expire_entry"`
-	OnHrtimerExpireExit  *ebpf.Program `ebpf:"on_hrtimer_expire_exit"`
-	OnIrqEntry           *ebpf.Program `ebpf:"on_irq_entry"`
-	OnIrqExit            *ebpf.Program `ebpf:"on_irq_exit"`
-	OnSoftirqEntry       *ebpf.Program `ebpf:"on_softirq_entry"`
-	OnSoftirqExit        *ebpf.Program `ebpf:"on_softirq_exit"`
-	TrackExisting        *ebpf.Program `ebpf:"track_existing"`
+	TrackExisting *ebpf.Program `ebpf:"track_existing"`
 	bpfMaps
 }
 
@@ -178,9 +177,8 @@ func Probe() error {
 		var data [2]unix.CapUserData
 		hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 		if err := unix.Capget(&hdr, &data[0]); err == nil {
-			const capPerfmon, capBPF = 38, 39
 			eff := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
-			if eff&(1<<capBPF) == 0 || eff&(1<<capPerfmon) == 0 {
+			if eff&(1<<unix.CAP_BPF) == 0 || eff&(1<<unix.CAP_PERFMON) == 0 {
 				return errors.New("rtscope needs root, or the CAP_BPF and CAP_PERFMON capabilities, to load its BPF programs")
 			}
 		}
@@ -329,9 +327,7 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) error {
 		coll.Close()
 		return err
 	}
-	e.switchProg = coll.Programs[switchName]
-	// coll keeps the maps alive through e.objs; keep it for Close.
-	e.optional = append(e.optional, coll)
+	e.core = coll
 
 	loadOptional := func(names ...string) error {
 		sub := spec.Copy()
@@ -431,39 +427,42 @@ func (e *Engine) Attach() error {
 	if e.Features.Engine == EngineClassic {
 		return e.attachClassic()
 	}
-	progs := []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate,
-		e.objs.OnSchedFork, e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename,
-		e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry, e.objs.OnHrtimerExpireExit,
-		e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit}
-	for _, p := range progs {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
-		if err != nil {
-			e.detach()
-			return fmt.Errorf("attaching %s: %w", p, err)
-		}
-		e.links = append(e.links, l)
+	links, err := attachTracing(e.core)
+	if err != nil {
+		return err
 	}
-	for _, c := range e.optional[1:] {
-		var links []link.Link
-		var failed error
-		for name, p := range c.Programs {
-			l, err := link.AttachTracing(link.TracingOptions{Program: p})
-			if err != nil {
-				failed = fmt.Errorf("attaching %s: %w", name, err)
-				break
-			}
-			links = append(links, l)
-		}
-		if failed != nil {
-			for _, l := range links {
-				l.Close()
-			}
-			e.optionalFailed(c, failed)
+	e.links = links
+	for _, c := range e.optional {
+		links, err := attachTracing(c)
+		if err != nil {
+			e.optionalFailed(c, err)
 			continue
 		}
 		e.links = append(e.links, links...)
 	}
 	return nil
+}
+
+// attachTracing attaches every tp_btf/fentry/fexit program of c, all or
+// none, in name order (one order on every run).
+func attachTracing(c *ebpf.Collection) ([]link.Link, error) {
+	names := make([]string, 0, len(c.Programs))
+	for name := range c.Programs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var links []link.Link
+	for _, name := range names {
+		l, err := link.AttachTracing(link.TracingOptions{Program: c.Programs[name]})
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return nil, fmt.Errorf("attaching %s: %w", name, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }
 
 // optionalFailed records which feature an unattachable optional collection costs.
@@ -499,11 +498,15 @@ func (e *Engine) Close() {
 		_ = unix.Munmap(e.flight) // at close: nothing to do about a failure
 		e.flight = nil
 	}
+	if e.core != nil {
+		e.core.Close()
+		e.core = nil
+	}
 	for _, c := range e.optional {
 		c.Close()
 	}
 	e.optional = nil
-	// Assign moved the core programs and maps out of their collection,
+	// Assign moved the task iterator and the maps out of their collection,
 	// whose Close no longer reaches them: without this they stayed loaded
 	// until the garbage collector ran (10 -> 50 fds after one
 	// Load/Attach/Close; demo runs several engines in one process).
@@ -610,13 +613,28 @@ func (e *Engine) Scan() error {
 		return err
 	}
 	defer r.Close() //nolint:errcheck // read-only
+	return readIter(r)
+}
+
+// readIter reads a task iterator to its end. It prints nothing: reading
+// runs the program on every task. io.EOF is that end. EAGAIN is the kernel
+// pausing a read that visited a million objects without output
+// (bpf_seq_read, MAX_ITER_OBJECTS): the next read goes on from there
+// (track_existing always returns 0, so it is never the program's retry).
+// Any other error leaves tasks unscanned and is returned.
+func readIter(r io.Reader) error {
 	buf := make([]byte, 4096)
 	for {
-		if _, err := r.Read(buf); err != nil {
-			break
+		_, err := r.Read(buf)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, unix.EAGAIN):
+			continue
+		case err != nil:
+			return fmt.Errorf("task iterator: %w", err)
 		}
 	}
-	return nil
 }
 
 // Stats returns the statistics of tracking id.
@@ -763,16 +781,8 @@ func (e *Engine) MemoryBytes() uint64 {
 			total += v
 		}
 	}
-	for _, m := range []*ebpf.Map{e.objs.Stats, e.objs.StatsZero, e.objs.SloById, e.objs.Cpus, e.objs.Counters,
-		e.objs.Flight, e.objs.Notices, e.objs.Stacks, e.objs.WantTid, e.objs.WantTgid, e.objs.WantComm, e.objs.Tasks} {
-		if m != nil {
-			add(m)
-		}
-	}
-	for _, c := range e.optional {
-		for _, m := range c.Maps {
-			add(m)
-		}
+	for _, m := range e.loadedMaps() {
+		add(m)
 	}
 	for _, p := range e.programs() {
 		if info, err := p.Info(); err == nil {

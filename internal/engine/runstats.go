@@ -3,27 +3,51 @@ package engine
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
 )
 
-// programs lists every loaded program of the engine, the optional
-// collections' included: the one list MemoryBytes and ProgramStats use.
+// programs lists every loaded program of the engine: the task iterator,
+// the core collection's hooks and the optional collections' (the one list
+// MemoryBytes and ProgramStats use; Attach reads the collections too).
 func (e *Engine) programs() []*ebpf.Program {
 	var out []*ebpf.Program
-	for _, p := range []*ebpf.Program{e.switchProg, e.objs.OnSchedWaking, e.objs.OnSchedMigrate, e.objs.OnSchedFork,
-		e.objs.OnSchedExec, e.objs.OnSchedExit, e.objs.OnTaskRename, e.objs.OnHrtimerStart, e.objs.OnHrtimerExpireEntry,
-		e.objs.OnHrtimerExpireExit, e.objs.OnIrqEntry, e.objs.OnIrqExit, e.objs.OnSoftirqEntry, e.objs.OnSoftirqExit,
-		e.objs.TrackExisting} {
-		if p != nil {
+	if e.objs.TrackExisting != nil {
+		out = append(out, e.objs.TrackExisting)
+	}
+	for _, c := range e.collections() {
+		for _, p := range c.Programs {
 			out = append(out, p)
 		}
 	}
-	for _, c := range e.optional {
-		for _, p := range c.Programs {
-			out = append(out, p)
+	return out
+}
+
+// collections returns the core collection, then the optional ones.
+func (e *Engine) collections() []*ebpf.Collection {
+	if e.core == nil {
+		return e.optional
+	}
+	return append([]*ebpf.Collection{e.core}, e.optional...)
+}
+
+// loadedMaps lists the engine's maps: those Assign took (bpfMaps, read by
+// reflection so that a new map needs no edit here) and any left in the
+// collections (their .rodata/.bss); shared maps appear more than once.
+func (e *Engine) loadedMaps() []*ebpf.Map {
+	var out []*ebpf.Map
+	rv := reflect.ValueOf(&e.objs.bpfMaps).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		if m, ok := rv.Field(i).Interface().(*ebpf.Map); ok && m != nil {
+			out = append(out, m)
+		}
+	}
+	for _, c := range e.collections() {
+		for _, m := range c.Maps {
+			out = append(out, m)
 		}
 	}
 	return out

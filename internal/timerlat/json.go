@@ -1,6 +1,8 @@
 package timerlat
 
 import (
+	"github.com/rtscope/rtscope/internal/cpuset"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -127,7 +129,7 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	}
 	d.Settings.BucketNs, d.Settings.Entries = o.BucketUs*o.divisor(), o.Entries
 	if r.Housekeeping != nil {
-		d.Settings.Housekeeping = ptr(FormatCPUList(r.Housekeeping))
+		d.Settings.Housekeeping = ptr(cpuset.FormatList(r.Housekeeping))
 	}
 	if o.IRQStopUs > 0 {
 		d.Settings.IRQStopNs = ptr(o.IRQStopUs * 1000)

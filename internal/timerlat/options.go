@@ -13,6 +13,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/session"
 )
 
 // Options of `rtscope timerlat top|hist`, with rtla's names and units.
@@ -202,13 +203,13 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	}
 
 	if fs.Changed("cpus") {
-		if o.CPUs, err = ParseCPUList(cpus); err != nil {
-			return o, false, fmt.Errorf("-c: %v", err)
+		if o.CPUs, err = session.ParseCPUs("-c", cpus); err != nil {
+			return o, false, err
 		}
 	}
 	if fs.Changed("house-keeping") {
-		if o.Housekeeping, err = ParseCPUList(house); err != nil {
-			return o, false, fmt.Errorf("-H: %v", err)
+		if o.Housekeeping, err = session.ParseCPUs("-H", house); err != nil {
+			return o, false, err
 		}
 	}
 	if period < minPeriodUs || period > maxPeriodUs {

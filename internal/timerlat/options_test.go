@@ -1,6 +1,8 @@
 package timerlat
 
 import (
+	"github.com/rtscope/rtscope/internal/cpuset"
+
 	"bufio"
 	"flag"
 	"fmt"
@@ -48,10 +50,10 @@ func describe(o Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mode=%s", o.Mode)
 	if o.CPUs != nil {
-		fmt.Fprintf(&b, " cpus=%s", FormatCPUList(o.CPUs))
+		fmt.Fprintf(&b, " cpus=%s", cpuset.FormatList(o.CPUs))
 	}
 	if o.Housekeeping != nil {
-		fmt.Fprintf(&b, " housekeeping=%s", FormatCPUList(o.Housekeeping))
+		fmt.Fprintf(&b, " housekeeping=%s", cpuset.FormatList(o.Housekeeping))
 	}
 	fmt.Fprintf(&b, " period=%dus prio=%q(%s)", o.PeriodUs, o.Priority.Original, o.Priority)
 	if o.DMALatency >= 0 {
@@ -140,15 +142,5 @@ func TestHelp(t *testing.T) {
 				t.Errorf("%s --help lacks %s", mode, want)
 			}
 		}
-	}
-}
-
-func TestCPUList(t *testing.T) {
-	cpus, err := ParseCPUList("5,0-2, 7-8,1")
-	if err != nil || FormatCPUList(cpus) != "0-2,5,7-8" {
-		t.Fatalf("ParseCPUList = %v, %v", cpus, err)
-	}
-	if err := checkOnline("-c", []int{0, 3}, []int{0, 1}); err == nil || !strings.Contains(err.Error(), "CPU 3 not online") {
-		t.Errorf("checkOnline: %v", err)
 	}
 }

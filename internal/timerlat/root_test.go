@@ -3,6 +3,8 @@
 package timerlat
 
 import (
+	"github.com/rtscope/rtscope/internal/cpuset"
+
 	"bufio"
 	"context"
 	"encoding/binary"
@@ -44,14 +46,14 @@ func needRoot(t *testing.T) {
 
 // measureCPUs is what the tests measure: CPUs 0 and 1 (this machine has two).
 func measureCPUs(t *testing.T) string {
-	online, err := OnlineCPUs()
+	online, err := cpuset.Online()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(online) < 2 {
-		t.Fatalf("the timerlat tests need 2 online CPUs, found %s", FormatCPUList(online))
+		t.Fatalf("the timerlat tests need 2 online CPUs, found %s", cpuset.FormatList(online))
 	}
-	return FormatCPUList(online[:2])
+	return cpuset.FormatList(online[:2])
 }
 
 func run(t *testing.T, env Env, args ...string) *Result {

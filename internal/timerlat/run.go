@@ -23,6 +23,7 @@ import (
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/session"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
 )
@@ -59,85 +60,11 @@ const (
 
 // Run measures until ctx is done, the duration ends or a stop threshold is
 // reached, printing live tables (top) and returning the final result. The
-// caller prints the final views (see Print).
+// caller prints the final views (see Print). internal/session runs the
+// lifecycle; tool is the timerlat part.
 func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
-	if err := engine.Probe(); err != nil {
-		return nil, err
-	}
-	online, err := OnlineCPUs()
-	if err != nil {
-		return nil, err
-	}
-	cpus := o.CPUs
-	if cpus == nil {
-		cpus = online
-	}
-	if err := checkOnline("-c", cpus, online); err != nil {
-		return nil, err
-	}
-	if o.Housekeeping != nil {
-		if err := checkOnline("-H", o.Housekeeping, online); err != nil {
-			return nil, err
-		}
-	}
-
-	// System tuning, all undone at the end.
-	if o.DMALatency >= 0 {
-		f, err := setDMALatency(o.DMALatency)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close() //nolint:errcheck // releases the PM QoS request; nothing to do about a failure
-	} else if !o.Quiet {
-		fmt.Fprintln(env.Err, "rtscope timerlat: /dev/cpu_dma_latency left untouched (the system is measured as tuned; --dma-latency 0 bounds exit-from-idle latency as cyclictest does by default)")
-	}
-	// Locked as touched (MCL_ONFAULT): locking Go's whole reserved heap
-	// arenas and sparse runtime tables up front would cost ~150 MB for
-	// nothing. The latencies themselves are measured in the kernel; a page
-	// fault could only delay rtscope's own loop.
-	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
-		fmt.Fprintf(env.Err, "rtscope timerlat: memory not locked (mlockall: %v): page faults may add latency to rtscope itself\n", err)
-	} else {
-		defer unix.Munlockall() //nolint:errcheck // at exit; nothing to do about a failure
-	}
-	// Each measuring thread holds a P while it runs: keep Ps for the rest.
-	if n := len(cpus) + 2; runtime.GOMAXPROCS(0) < n {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	}
-	var house unix.CPUSet
-	hk := o.Housekeeping
-	if hk == nil && o.AutoHousekeeping {
-		// By default rtscope's own threads keep off the measured CPUs,
-		// when some CPU is not measured (with every CPU measured, each
-		// measuring thread's FIFO priority preempts them anyway).
-		measured := map[int]bool{}
-		for _, c := range cpus {
-			measured[c] = true
-		}
-		for _, c := range online {
-			if !measured[c] {
-				hk = append(hk, c)
-			}
-		}
-		if hk != nil && !o.Quiet {
-			fmt.Fprintf(env.Err, "rtscope timerlat: own threads on CPU %s, away from the measured ones (-H overrides)\n", FormatCPUList(hk))
-		}
-	}
-	if hk != nil {
-		for _, c := range hk {
-			house.Set(c)
-		}
-		// Undone at the end, for callers that go on (tests).
-		var orig unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &orig); err == nil {
-			defer pinOthers(&orig, nil) //nolint:errcheck // best effort: restores the affinity for callers that go on
-		}
-		// Before the measuring threads exist: threads created later inherit it.
-		if err := pinOthers(&house, nil); err != nil {
-			return nil, err
-		}
-	}
-
+	t := &tool{o: o, env: env, res: &Result{PeriodUs: o.PeriodUs, Priority: o.Priority, DMALatency: o.DMALatency},
+		byTID: map[int]*CPUResult{}, ids: map[int]uint64{}, measuring: map[int]bool{}}
 	// With an analysis or a saved trace, the engine also samples the kernel
 	// stack of whatever runs while a measuring thread waits (the blocking
 	// thread, as rtla prints it), once it has waited as long as the lower
@@ -158,229 +85,332 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 			cfg.SLODefault[metric.TimerThread] = o.ThreadStopUs*1000 - 1
 		}
 	}
-	eng, err := engine.Load(cfg)
-	if err != nil {
+	spec := session.Spec{Name: "timerlat", Engine: cfg, Log: env.Err, CPUs: o.CPUs, Housekeeping: o.Housekeeping,
+		Duration: o.Duration, Poll: pollEvery}
+	if o.Tracing() {
+		spec.Poll = stopPoll
+	}
+	if _, err := session.Run(ctx, spec, t); err != nil {
 		return nil, err
 	}
-	defer eng.Close()
-	if o.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
-		fmt.Fprintf(env.Err, "rtscope timerlat: %s\n", eng.Features.EngineNote)
-	}
-	if eng.Features.UserReturn != nil {
-		fmt.Fprintf(env.Err, "rtscope timerlat: no return-to-user latency on this kernel: %v\n", eng.Features.UserReturn)
-	}
-	if err := eng.Attach(); err != nil {
-		return nil, err
-	}
-	period := int64(o.PeriodUs) * 1000
-	st, err := openStream(eng, len(cpus)*int(1e9/period))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
+	return t.res, nil
+}
 
-	// Start the measuring threads; they wait for goCh once set up.
-	var stop atomic.Bool
-	var done sync.WaitGroup
-	goCh := make(chan struct{})
-	ready := make(chan error, len(cpus))
-	workers := make([]*worker, len(cpus))
-	var areas []uintptr
-	if !eng.Features.UserReturnFexit {
-		if areas, err = rseqAreas(len(cpus)); err != nil {
-			return nil, err
+// tool is the timerlat tool of a session.Run: one measuring thread per
+// CPU, its samples copied by a program beside the engine (samples.go).
+// Its methods and state belong to the session's goroutine; the measuring
+// threads share only stop and their atomic counters.
+type tool struct {
+	o   *Options
+	env Env
+	res *Result
+
+	cpus  []int
+	house unix.CPUSet // rtscope's own CPUs (res.Housekeeping)
+	undo  []func()    // set-up to undo, in reverse order (Close)
+
+	eng     *engine.Engine
+	st      *stream
+	workers []*worker
+	stop    atomic.Bool
+	done    sync.WaitGroup
+	goCh    chan struct{} // closed: the measuring threads start
+	started bool          // goCh closed
+
+	byTID     map[int]*CPUResult
+	ids       map[int]uint64 // tracking id by tid
+	measuring map[int]bool   // tids
+
+	start, nextLive time.Time
+	stealStart      []uint64
+	th              thresholdActions
+}
+
+// Prepare tunes the system for the run, all undone by Close: exit-from-idle
+// latency, locked memory, Ps for the measuring threads, and rtscope's own
+// threads moved off the measured CPUs before those threads exist.
+func (t *tool) Prepare() error {
+	o, env := t.o, t.env
+	online, err := cpuset.Online()
+	if err != nil {
+		return err
+	}
+	t.cpus = o.CPUs
+	if t.cpus == nil {
+		t.cpus = online
+	}
+	if o.DMALatency >= 0 {
+		f, err := setDMALatency(o.DMALatency)
+		if err != nil {
+			return err
+		}
+		t.undo = append(t.undo, func() { f.Close() }) //nolint:errcheck // releases the PM QoS request; nothing to do about a failure
+	} else if !o.Quiet {
+		fmt.Fprintln(env.Err, "rtscope timerlat: /dev/cpu_dma_latency left untouched (the system is measured as tuned; --dma-latency 0 bounds exit-from-idle latency as cyclictest does by default)")
+	}
+	// Locked as touched (MCL_ONFAULT): locking Go's whole reserved heap
+	// arenas and sparse runtime tables up front would cost ~150 MB for
+	// nothing. The latencies themselves are measured in the kernel; a page
+	// fault could only delay rtscope's own loop.
+	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
+		fmt.Fprintf(env.Err, "rtscope timerlat: memory not locked (mlockall: %v): page faults may add latency to rtscope itself\n", err)
+	} else {
+		t.undo = append(t.undo, func() { unix.Munlockall() }) //nolint:errcheck // at exit; nothing to do about a failure
+	}
+	// Each measuring thread holds a P while it runs: keep Ps for the rest.
+	if n := len(t.cpus) + 2; runtime.GOMAXPROCS(0) < n {
+		prev := runtime.GOMAXPROCS(n)
+		t.undo = append(t.undo, func() { runtime.GOMAXPROCS(prev) })
+	}
+	hk := o.Housekeeping
+	if hk == nil && o.AutoHousekeeping {
+		// By default rtscope's own threads keep off the measured CPUs,
+		// when some CPU is not measured (with every CPU measured, each
+		// measuring thread's FIFO priority preempts them anyway).
+		measured := map[int]bool{}
+		for _, c := range t.cpus {
+			measured[c] = true
+		}
+		for _, c := range online {
+			if !measured[c] {
+				hk = append(hk, c)
+			}
+		}
+		if hk != nil && !o.Quiet {
+			fmt.Fprintf(env.Err, "rtscope timerlat: own threads on CPU %s, away from the measured ones (-H overrides)\n", cpuset.FormatList(hk))
 		}
 	}
-	for i, c := range cpus {
-		workers[i] = &worker{cpu: c, period: period, prio: o.Priority}
-		if areas != nil {
-			workers[i].rseq = areas[i]
+	t.res.Housekeeping = hk
+	if hk != nil {
+		for _, c := range hk {
+			t.house.Set(c)
 		}
-		workers[i].start(ready, goCh, &stop, &done)
+		// Undone at the end, for callers that go on (tests).
+		var orig unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err == nil {
+			t.undo = append(t.undo, func() { pinOthers(&orig, nil) }) //nolint:errcheck // best effort: restores the affinity for callers that go on
+		}
+		// Before the measuring threads exist: threads created later inherit it.
+		if err := pinOthers(&t.house, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attached loads the sample stream beside the engine and starts the
+// measuring threads, which wait for goCh once set up.
+func (t *tool) Attached(e *engine.Engine) error {
+	t.eng = e
+	if err := e.Features.UserReturn; err != nil {
+		fmt.Fprintf(t.env.Err, "rtscope timerlat: no return-to-user latency on this kernel: %v\n", err)
+	}
+	period := int64(t.o.PeriodUs) * 1000
+	st, err := openStream(e, len(t.cpus)*int(1e9/period))
+	if err != nil {
+		return err
+	}
+	t.st = st
+	t.goCh = make(chan struct{})
+	ready := make(chan error, len(t.cpus))
+	t.workers = make([]*worker, len(t.cpus))
+	var areas []uintptr
+	if !e.Features.UserReturnFexit {
+		if areas, err = rseqAreas(len(t.cpus)); err != nil {
+			return err
+		}
+	}
+	for i, c := range t.cpus {
+		t.workers[i] = &worker{cpu: c, period: period, prio: t.o.Priority}
+		if areas != nil {
+			t.workers[i].rseq = areas[i]
+		}
+		t.workers[i].start(ready, t.goCh, &t.stop, &t.done)
 	}
 	var setupErr error
-	for range cpus {
+	for range t.cpus {
 		if err := <-ready; err != nil && setupErr == nil {
 			setupErr = err
 		}
 	}
-	started := false
-	defer func() {
-		stop.Store(true)
-		if !started {
-			close(goCh)
-		}
-		done.Wait()
-	}()
 	if setupErr != nil {
-		return nil, setupErr
+		return setupErr
 	}
-	if w := workers[0]; w.rseqErr != nil {
-		fmt.Fprintf(env.Err, "rtscope timerlat: no return-to-user latency: registering rseq failed (%v) and fexit on hrtimer_nanosleep is not allowed on this kernel\n", w.rseqErr)
+	if w := t.workers[0]; w.rseqErr != nil {
+		fmt.Fprintf(t.env.Err, "rtscope timerlat: no return-to-user latency: registering rseq failed (%v) and fexit on hrtimer_nanosleep is not allowed on this kernel\n", w.rseqErr)
 	}
+	return nil
+}
 
-	// Track them, and have their samples copied.
-	res := &Result{PeriodUs: o.PeriodUs, Priority: o.Priority, DMALatency: o.DMALatency, Housekeeping: hk}
-	byTID := map[int]*CPUResult{}
-	ids := map[int]uint64{}
-	measuring := map[int]bool{}
-	for _, w := range workers {
-		if err := eng.WantTID(uint32(w.tid), uint32(w.cpu), 0); err != nil {
-			return nil, fmt.Errorf("registering measuring thread %d: %w", w.tid, err)
+// Register makes the measuring threads the engine's only targets.
+func (t *tool) Register(e *engine.Engine) error {
+	for _, w := range t.workers {
+		if err := e.WantTID(uint32(w.tid), uint32(w.cpu), 0); err != nil {
+			return fmt.Errorf("registering measuring thread %d: %w", w.tid, err)
 		}
-		measuring[w.tid] = true
+		t.measuring[w.tid] = true
 	}
-	if err := eng.Scan(); err != nil {
-		return nil, err
-	}
-	all, err := eng.AllStats()
+	return nil
+}
+
+// Tracking has the measuring threads' samples copied, pins the rest of
+// rtscope, and lets the threads go.
+func (t *tool) Tracking(e *engine.Engine) error {
+	all, err := e.AllStats()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range all {
-		if measuring[int(s.Tid)] {
-			ids[int(s.Tid)] = s.Id
+		if t.measuring[int(s.Tid)] {
+			t.ids[int(s.Tid)] = s.Id
 		}
 	}
-	width := o.BucketUs * o.divisor()
-	for _, w := range workers {
-		id, ok := ids[w.tid]
+	width := t.o.BucketUs * t.o.divisor()
+	for _, w := range t.workers {
+		id, ok := t.ids[w.tid]
 		if !ok {
-			return nil, fmt.Errorf("the engine did not start tracking measuring thread %d (CPU %d)", w.tid, w.cpu)
+			return fmt.Errorf("the engine did not start tracking measuring thread %d (CPU %d)", w.tid, w.cpu)
 		}
-		if err := st.add(uint32(w.tid), w.cpu, id); err != nil {
-			return nil, err
+		if err := t.st.add(uint32(w.tid), w.cpu, id); err != nil {
+			return err
 		}
 		c := &CPUResult{CPU: w.cpu, TID: w.tid}
 		for k := 0; k < nCtx; k++ {
-			c.Hist[k] = newHist(width, o.Entries)
+			c.Hist[k] = newHist(width, t.o.Entries)
 		}
-		res.CPUs = append(res.CPUs, c)
-		byTID[w.tid] = c
+		t.res.CPUs = append(t.res.CPUs, c)
+		t.byTID[w.tid] = c
 	}
-	if hk != nil {
-		if err := pinOthers(&house, measuring); err != nil {
-			return nil, err
+	if t.res.Housekeeping != nil {
+		if err := pinOthers(&t.house, t.measuring); err != nil {
+			return err
 		}
 	}
-
 	// No garbage collection while measuring (the measuring threads do not
 	// allocate, but the collector's stop-the-world could delay their next
 	// sleep); a memory limit still bounds very long sessions. The set-up's
 	// garbage (kernel BTF) goes first.
 	debug.FreeOSMemory()
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(512 << 20))
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(512<<20)
+	t.undo = append(t.undo, func() { debug.SetGCPercent(gc) }, func() { debug.SetMemoryLimit(limit) })
 
 	// Measure.
-	stealStart, _ := engine.StealTotals() // nil: the summary says nothing
-	start := time.Now()
-	close(goCh)
-	started = true
-	var deadline time.Time
-	if o.Duration > 0 {
-		deadline = start.Add(o.Duration)
+	t.stealStart, _ = engine.StealTotals() // nil: the summary says nothing
+	t.start = time.Now()
+	close(t.goCh)
+	t.started = true
+	t.nextLive = t.start.Add(liveEvery)
+	return nil
+}
+
+// Poll looks for a stop in the notices, copies the samples and prints the
+// live table; a stop ends the session unless the actions continue.
+func (t *tool) Poll(notices []engine.Notice) (bool, error) {
+	o := t.o
+	if err := t.take(notices); err != nil {
+		return false, err
 	}
-	onSample := func(s Sample) {
-		c := byTID[s.TID]
-		if c == nil {
-			return
-		}
-		for k := 0; k < nCtx; k++ {
-			if s.Valid[k] {
-				c.Hist[k].add(s.Value[k], s.Seq-1)
-			}
-		}
-		c.recent[c.nRecent%recentMax] = s
-		c.nRecent++
-		if env.OnSample != nil {
-			env.OnSample(s)
-		}
+	if o.Mode == "top" && !o.Quiet && !o.AAOnly && time.Now().After(t.nextLive) {
+		t.refresh()
+		printLive(t.env, t.res, o)
+		t.nextLive = t.nextLive.Add(liveEvery)
 	}
-	refresh := func() {
-		for _, w := range workers {
-			c := byTID[w.tid]
-			c.Cycles, c.Missed = w.cycles.Load(), w.missed.Load()
-			if s, err := eng.Stats(ids[w.tid]); err == nil {
-				for k, m := range []metric.ID{metric.TimerIRQ, metric.TimerThread, metric.TimerUser} {
-					ms := s.M[m]
-					c.Top[k] = Summary{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, Last: ms.Last}
-					c.Engine[k] = engineStats(ms.Count, ms.Sum, ms.Min, ms.Max, ms.Hist[:])
-				}
-			}
-			// A sleep whose deadline had already passed returns without a
-			// timer release: no sample for that period either.
-			if c.Cycles > c.Top[IRQ].Count {
-				c.Missed += c.Cycles - c.Top[IRQ].Count
-			}
-		}
-		cnt := eng.Counters()
-		res.Lost.Notices, res.Lost.StatsFull, res.Lost.StorageFail =
-			cnt[engine.CounterNoticeLost], cnt[engine.CounterStatsFull], cnt[engine.CounterStorageFail]
-		res.Lost.Samples = st.dec.Lost
-		res.Lost.Ring = st.ringLost()
-		res.Elapsed = time.Since(start)
-	}
-	nextLive := start.Add(liveEvery)
+	return t.res.Stop != nil && !o.OnThreshold.Continue(), nil
+}
+
+// take looks for a stop in the notices (cutting its window at once,
+// before the rings wrap) and copies the samples queued.
+func (t *tool) take(notices []engine.Notice) error {
+	o := t.o
 	cont := o.OnThreshold.Continue()
-	th := &thresholdActions{}
-	for res.Stop == nil || cont {
-		now := time.Now()
-		wake := now.Add(pollEvery)
-		if o.Tracing() {
-			wake = now.Add(stopPoll)
-		}
-		if !deadline.IsZero() && deadline.Before(wake) {
-			wake = deadline
-		}
-		if o.Tracing() {
-			// Notices are only read, never waited for (BPF does not wake
-			// us up): reading until wake is the poll's sleep.
-			notices, err := eng.Notices(wake)
-			if err != nil {
-				return nil, err
+	if o.Tracing() {
+		if stop, n := checkStop(notices, o, t.byTID); stop != nil {
+			// Cut the window now, before the rings wrap.
+			tr, terr := cutStop(t.eng, stop, t.workers)
+			t.res.Crossings += uint64(n)
+			t.th.skipped += uint64(n - 1) // one run acts on the first
+			if t.res.Stop == nil {
+				t.res.Stop, t.res.Trace, t.res.TraceErr = stop, tr, terr
 			}
-			if stop, n := checkStop(notices, o, byTID); stop != nil {
-				// Cut the window now, before the rings wrap.
-				tr, terr := cutStop(eng, stop, workers)
-				res.Crossings += uint64(n)
-				th.skipped += uint64(n - 1) // one run acts on the first
-				if res.Stop == nil {
-					res.Stop, res.Trace, res.TraceErr = stop, tr, terr
-				}
-				if cont {
-					th.fire(o, env, stop, tr, terr)
-				}
+			if cont {
+				t.th.fire(o, t.env, stop, tr, terr)
 			}
-		} else {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Until(wake)):
-			}
-		}
-		if err := st.drain(onSample); err != nil {
-			return nil, err
-		}
-		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			break
-		}
-		if o.Mode == "top" && !o.Quiet && !o.AAOnly && time.Now().After(nextLive) {
-			refresh()
-			printLive(env, res, o)
-			nextLive = nextLive.Add(liveEvery)
 		}
 	}
-	elapsed := time.Since(start)
-	th.wait()
-	res.ActionsFired, res.ActionsSkipped = th.fired, th.skipped
+	return t.st.drain(t.onSample)
+}
+
+// onSample files one sample into its CPU's histograms.
+func (t *tool) onSample(s Sample) {
+	c := t.byTID[s.TID]
+	if c == nil {
+		return
+	}
+	for k := 0; k < nCtx; k++ {
+		if s.Valid[k] {
+			c.Hist[k].add(s.Value[k], s.Seq-1)
+		}
+	}
+	c.recent[c.nRecent%recentMax] = s
+	c.nRecent++
+	if t.env.OnSample != nil {
+		t.env.OnSample(s)
+	}
+}
+
+// refresh reads the engine's statistics and counters into the result.
+func (t *tool) refresh() {
+	res := t.res
+	for _, w := range t.workers {
+		c := t.byTID[w.tid]
+		c.Cycles, c.Missed = w.cycles.Load(), w.missed.Load()
+		if s, err := t.eng.Stats(t.ids[w.tid]); err == nil {
+			for k, m := range []metric.ID{metric.TimerIRQ, metric.TimerThread, metric.TimerUser} {
+				ms := s.M[m]
+				c.Top[k] = Summary{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, Last: ms.Last}
+				c.Engine[k] = engineStats(ms.Count, ms.Sum, ms.Min, ms.Max, ms.Hist[:])
+			}
+		}
+		// A sleep whose deadline had already passed returns without a
+		// timer release: no sample for that period either.
+		if c.Cycles > c.Top[IRQ].Count {
+			c.Missed += c.Cycles - c.Top[IRQ].Count
+		}
+	}
+	cnt := t.eng.Counters()
+	res.Lost.Notices, res.Lost.StatsFull, res.Lost.StorageFail =
+		cnt[engine.CounterNoticeLost], cnt[engine.CounterStatsFull], cnt[engine.CounterStorageFail]
+	res.Lost.Samples = t.st.dec.Lost
+	res.Lost.Ring = t.st.ringLost()
+	res.Elapsed = time.Since(t.start)
+}
+
+// Finish takes the last notices (unless a stop ended the run), waits for
+// the stopping sample and the actions, stops the measuring threads, and
+// runs the analysis and the actions of a stop.
+func (t *tool) Finish(why session.End) error {
+	o, res := t.o, t.res
+	if why != session.ToolDone {
+		// What came since the last poll, up to the end, as every poll.
+		ns, err := t.eng.Notices(time.Now())
+		if err != nil {
+			return err
+		}
+		if err := t.take(ns); err != nil {
+			return err
+		}
+	}
+	elapsed := time.Since(t.start)
+	t.th.wait()
+	res.ActionsFired, res.ActionsSkipped = t.th.fired, t.th.skipped
 	// The sample that stopped the run is copied when its thread sleeps
 	// again: a period or two later, or as late as a stall of the machine
 	// delays that thread (20 ms on a VM); waited for, a second at most.
 	if res.Stop != nil {
-		c := byTID[res.Stop.TID]
+		c := t.byTID[res.Stop.TID]
 		for giveUp := time.Now().Add(time.Second); res.Stop.Sample == nil && time.Now().Before(giveUp); {
-			time.Sleep(time.Duration(period))
-			_ = st.drain(onSample)
+			time.Sleep(time.Duration(o.PeriodUs) * time.Microsecond)
+			_ = t.st.drain(t.onSample)
 			for i := range c.recent[:min(c.nRecent, recentMax)] {
 				if s := c.recent[i]; s.Valid[IRQ] && s.Expiry == res.Stop.Start {
 					res.Stop.Sample = &s
@@ -389,23 +419,43 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 			}
 		}
 	}
-	stop.Store(true)
-	done.Wait()
-	_ = st.drain(onSample)
-	refresh()
+	t.stop.Store(true)
+	t.done.Wait()
+	_ = t.st.drain(t.onSample)
+	t.refresh()
 	res.Elapsed = elapsed
 	stealEnd, _ := engine.StealTotals()
-	res.Steal = stealOver(res.CPUs, stealStart, stealEnd)
+	res.Steal = stealOver(res.CPUs, t.stealStart, stealEnd)
 	if res.Stop != nil {
-		finishStop(res, o, env)
-		if !cont && len(o.OnThreshold) > 0 {
+		finishStop(res, o, t.env)
+		if !o.OnThreshold.Continue() && len(o.OnThreshold) > 0 {
 			// The run has stopped: the actions act on the stop, analysed.
 			doc := thresholdDoc(res.Stop, res.Trace, res.Verdict)
-			o.OnThreshold.Run(doc.Event(DefaultTraceFile), env.Err)
+			o.OnThreshold.Run(doc.Event(DefaultTraceFile), t.env.Err)
 			res.ActionsFired++
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// Close stops the measuring threads (released first if they never ran),
+// closes the sample stream and undoes the set-up, on every path.
+func (t *tool) Close() {
+	if t.goCh != nil {
+		t.stop.Store(true)
+		if !t.started {
+			close(t.goCh)
+			t.started = true
+		}
+		t.done.Wait()
+	}
+	if t.st != nil {
+		t.st.Close()
+	}
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		t.undo[i]()
+	}
+	t.undo = nil
 }
 
 // checkStop looks for a new maximum (or, with continue, an SLO violation)

@@ -25,7 +25,7 @@ const DefaultEndFile = "rtscope_report.json"
 // violations noticed in this reader period, unless they still run from an
 // earlier one. They run on their own goroutine: the reader goes on cutting
 // windows meanwhile. first is the violation explained, if one was.
-func (s *session) threshold(viols []engine.Notice, first *explained) {
+func (s *watcher) threshold(viols []engine.Notice, first *explained) {
 	if s.actDone != nil || s.actStop {
 		s.actSkipped += uint64(len(viols))
 		return
@@ -72,7 +72,7 @@ func (s *session) threshold(viols []engine.Notice, first *explained) {
 
 // endEvent is the --on-end event: the report, its headlines as the
 // verdict, and the exit status the run will have.
-func (s *session) endEvent(rep *report.Report) action.Event {
+func (s *watcher) endEvent(rep *report.Report) action.Event {
 	var lines []string
 	for _, t := range rep.Tasks {
 		lines = append(lines, fmt.Sprintf("%s %s/%d: %s", strings.ToUpper(t.Health), t.Comm, t.TID, t.Headline))

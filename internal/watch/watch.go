@@ -1,6 +1,7 @@
-// Package watch runs a per-task monitoring session: it loads the engine,
-// registers the targets, polls statistics and new-maximum notices, cuts
-// worst-case traces, prints the live table and the final reports.
+// Package watch is the per-task monitoring tool of a session
+// (internal/session runs its lifecycle): it registers the targets, polls
+// statistics and new-maximum notices, cuts worst-case traces, prints the
+// live table and the final reports.
 package watch
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/rtscope/rtscope/internal/perfetto"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/sched"
+	"github.com/rtscope/rtscope/internal/session"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -140,8 +142,11 @@ type Hooks struct {
 	Window func(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation))
 }
 
-type session struct {
+// watcher is the watch tool of a session.Run: the methods of session.Tool
+// and the state they share, all on the session's goroutine.
+type watcher struct {
 	o         Options
+	out       *outputs
 	eng       *engine.Engine
 	names     *trace.Names
 	tasks     map[uint64]*report.Task             // by tracking id, live and exited
@@ -182,9 +187,19 @@ type session struct {
 	// the (task, metric) maxima left without one
 	live    liveWindows
 	notKept map[uint64]map[metric.ID]bool
+	// the launched command (Options.Targets.Command): cmdWait is closed
+	// when it has ended, cmdExited once that was seen
+	launched    *target.Launched
+	cmdWait     chan struct{}
+	cmdExited   bool
+	everTracked bool // some task was tracked (targetsGone)
+	// the final report, and the error of writing its files
+	rep      *report.Report
+	writeErr error
 }
 
-// Run watches until the duration ends, ctx is cancelled, or every target is gone.
+// Run watches until the duration ends, ctx is cancelled, or every target
+// is gone (internal/session runs the lifecycle; watcher is the watch tool).
 func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err := o.Targets.Validate(); err != nil {
 		return nil, err
@@ -217,212 +232,200 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.StackAfter != nil {
 		stackAfter = uint64(*o.StackAfter)
 	}
-	eng, err := engine.Load(engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-		SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine, BTFFile: o.BTFFile})
-	if err != nil {
-		return nil, err
-	}
-	if o.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
-		fmt.Fprintf(os.Stderr, "rtscope watch: %s (see features.engine_limits in --json)\n", eng.Features.EngineNote)
-	} else if o.BTFFile != "" {
-		fmt.Fprintf(os.Stderr, "rtscope watch: BTF engine, %s\n", eng.Features.EngineNote)
-	}
-	defer eng.Close()
-	if err := eng.Attach(); err != nil {
-		return nil, err
-	}
-	syms, _ := ksym.Kernel()
-	s := &session{o: o, eng: eng, names: trace.NewNames(syms, eng.Stack),
+	s := &watcher{o: o, out: out,
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
-		final: map[uint64]bool{}, started: time.Now(), viol: map[uint64]map[metric.ID]*report.Violations{},
+		final: map[uint64]bool{}, viol: map[uint64]map[metric.ID]*report.Violations{},
 		exitedWindows: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
 		live:          liveWindows{PerMetric: LiveWindowsPerMetric}, notKept: map[uint64]map[metric.ID]bool{},
-		steal:   &report.Steal{Readable: eng.Features.Steal.Readable, Clock: eng.Features.Steal.Method},
 		monitor: &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
-	s.stealStart, _ = engine.StealTotals()
-
-	idx := uint32(0)
-	for _, tid := range o.Targets.TIDs {
-		if err := eng.WantTID(uint32(tid), idx, 0); err != nil {
-			return nil, fmt.Errorf("--tid %d: %w", tid, err)
-		}
-		idx++
-	}
-	for _, pid := range o.Targets.PIDs {
-		if err := eng.WantTGID(uint32(pid), idx); err != nil {
-			return nil, fmt.Errorf("--pid %d: %w", pid, err)
-		}
-		idx++
-	}
-	for _, c := range o.Targets.Comms {
-		if err := eng.WantComm(c, idx); err != nil {
-			return nil, fmt.Errorf("--comm %s: %w", c, err)
-		}
-		idx++
-	}
-	var launched *target.Launched
-	var cmdDone chan struct{} // closed when the command has ended
-	if len(o.Targets.Command) > 0 {
-		launched, err = target.Launch(o.Targets.Command, o.Targets.User)
-		if err != nil {
-			return nil, err
-		}
-		if err := eng.WantTID(uint32(launched.Pid), idx, engine.FlagFollow); err != nil {
-			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
-			return nil, err
-		}
-	}
-	if err := eng.Scan(); err != nil {
-		if launched != nil {
-			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
-		}
-		return nil, err
-	}
-	if launched != nil {
-		// Only the command's first task is wanted by tid; its descendants follow it.
-		eng.ForgetTID(uint32(launched.Pid))
-	}
-	if o.Ready != nil {
-		o.Ready()
-	}
-	if launched != nil {
-		if err := launched.Resume(); err != nil {
-			_ = launched.Cmd.Process.Kill() // failing to start: gone or going
-			return nil, err
-		}
-		cmdDone = make(chan struct{})
-		// Its status is read from Cmd.ProcessState at the end.
-		go func() { _ = launched.Cmd.Wait(); close(cmdDone) }()
-		// An error ends the run before the command is stopped below: it is
-		// killed then, never left running unwatched.
-		done := cmdDone // the loop below sets cmdDone to nil once it fired
-		defer func() {
-			select {
-			case <-done:
-			default:
-				_ = launched.Cmd.Process.Kill()
-				<-done
-			}
-		}()
-	}
-	// Pinned after the command is forked: it keeps its own affinity.
-	if len(o.Housekeeping) > 0 {
-		if err := cpuset.PinProcess(cpuset.Mask(o.Housekeeping), nil); err != nil {
-			return nil, err
-		}
-		s.house = &report.Housekeeping{CPUs: cpuset.FormatList(o.Housekeeping), Reason: "-H"}
-	}
-	var houseTick <-chan time.Time
-	if o.AutoHousekeeping && len(o.Housekeeping) == 0 {
-		s.housekeep()
-		tk := time.NewTicker(housekeepEvery)
-		defer tk.Stop()
-		houseTick = tk.C
-	}
-
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	poll := time.NewTicker(o.Poll)
-	defer poll.Stop()
-	live := time.NewTicker(o.Interval)
-	defer live.Stop()
-	var seriesTick <-chan time.Time
+	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
+		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
+			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine, BTFFile: o.BTFFile},
+		Housekeeping: o.Housekeeping, Duration: o.Duration, Poll: o.Poll, Control: o.Hooks.Control,
+		Every: []session.Job{{Every: o.Interval, Run: s.liveTable}}}
 	if o.Series {
-		tk := time.NewTicker(seriesInterval)
-		defer tk.Stop()
-		seriesTick = tk.C
 		s.samplers = map[uint64]map[metric.ID]*report.Sampler{}
+		spec.Every = append(spec.Every, session.Job{Every: seriesInterval, Run: func() bool { s.sampleSeries(); return false }})
 	}
-	var hookTick <-chan time.Time
 	if o.Hooks.Tick != nil {
 		every := o.Hooks.TickEvery
 		if every <= 0 {
 			every = time.Second
 		}
-		tk := time.NewTicker(every)
-		defer tk.Stop()
-		hookTick = tk.C
+		spec.Every = append(spec.Every, session.Job{Every: every, Run: func() bool { s.tick(); return false }})
+	}
+	if o.AutoHousekeeping && len(o.Housekeeping) == 0 {
+		spec.Every = append(spec.Every, session.Job{Every: housekeepEvery, Run: func() bool { s.housekeep(); return false }})
+	}
+	if _, err := session.Run(ctx, spec, s); err != nil {
+		return nil, err
+	}
+	return s.rep, s.writeErr
+}
+
+// Prepare: watch tunes nothing before the engine loads.
+func (s *watcher) Prepare() error { return nil }
+
+// Attached keeps the engine and starts the run's accounting.
+func (s *watcher) Attached(e *engine.Engine) error {
+	syms, _ := ksym.Kernel()
+	s.eng, s.names, s.started = e, trace.NewNames(syms, e.Stack), time.Now()
+	s.steal = &report.Steal{Readable: e.Features.Steal.Readable, Clock: e.Features.Steal.Method}
+	s.stealStart, _ = engine.StealTotals()
+	return nil
+}
+
+// Register registers the targets, and launches the command stopped at its
+// first instruction: its tasks are tracked from there (FlagFollow).
+func (s *watcher) Register(e *engine.Engine) error {
+	idx := uint32(0)
+	for _, tid := range s.o.Targets.TIDs {
+		if err := e.WantTID(uint32(tid), idx, 0); err != nil {
+			return fmt.Errorf("--tid %d: %w", tid, err)
+		}
+		idx++
+	}
+	for _, pid := range s.o.Targets.PIDs {
+		if err := e.WantTGID(uint32(pid), idx); err != nil {
+			return fmt.Errorf("--pid %d: %w", pid, err)
+		}
+		idx++
+	}
+	for _, c := range s.o.Targets.Comms {
+		if err := e.WantComm(c, idx); err != nil {
+			return fmt.Errorf("--comm %s: %w", c, err)
+		}
+		idx++
+	}
+	if len(s.o.Targets.Command) == 0 {
+		return nil
+	}
+	launched, err := target.Launch(s.o.Targets.Command, s.o.Targets.User)
+	if err != nil {
+		return err
+	}
+	s.launched = launched // killed by Close if the session fails from here
+	return e.WantTID(uint32(launched.Pid), idx, engine.FlagFollow)
+}
+
+// Tracking says so (Options.Ready), lets the launched command run, and
+// moves rtscope's own threads to their CPUs.
+func (s *watcher) Tracking(e *engine.Engine) error {
+	if s.launched != nil {
+		// Only the command's first task is wanted by tid; its descendants follow it.
+		e.ForgetTID(uint32(s.launched.Pid))
+	}
+	if s.o.Ready != nil {
+		s.o.Ready()
+	}
+	if s.launched != nil {
+		if err := s.launched.Resume(); err != nil {
+			return err
+		}
+		done, cmd := make(chan struct{}), s.launched.Cmd
+		s.cmdWait = done
+		// Its status is read from Cmd.ProcessState at the end.
+		go func() { _ = cmd.Wait(); close(done) }()
+	}
+	// Pinned after the command is forked: it keeps its own affinity.
+	if len(s.o.Housekeeping) > 0 {
+		if err := cpuset.PinProcess(cpuset.Mask(s.o.Housekeeping), nil); err != nil {
+			return err
+		}
+		s.house = &report.Housekeeping{CPUs: cpuset.FormatList(s.o.Housekeeping), Reason: "-H"}
+	}
+	if s.o.AutoHousekeeping && len(s.o.Housekeeping) == 0 {
+		s.housekeep()
+	}
+	if s.o.Hooks.Tick != nil {
 		s.tick()
 	}
-	cmdExited := false
-	everTracked := false
+	return nil
+}
 
-loop:
-	for {
+// Poll handles the notices, finds what lost notices hid, and ends the
+// session when every target is gone or the on-threshold actions, which
+// ran without continue, are done.
+func (s *watcher) Poll(ns []engine.Notice) (bool, error) {
+	if s.actDone != nil {
 		select {
-		case <-ctx.Done():
-			break loop
-		case <-deadline:
-			break loop
-		case <-cmdDone:
-			cmdExited = true
-			cmdDone = nil
 		case <-s.actDone:
 			s.actDone = nil
 			if s.actStop {
-				fmt.Fprintln(o.Log, "rtscope watch: SLO violated: stopping after the on-threshold actions (add continue to go on)")
-				break loop
+				fmt.Fprintln(s.o.Log, "rtscope watch: SLO violated: stopping after the on-threshold actions (add continue to go on)")
+				return true, nil
 			}
-		case <-poll.C:
-			if err := s.poll(); err != nil {
-				return nil, err
-			}
-			if err := s.sweep(false); err != nil {
-				return nil, err
-			}
-			if len(s.tasks) > 0 {
-				everTracked = true
-			}
-			if s.targetsGone(launched != nil, cmdExited, everTracked) {
-				break loop
-			}
-		case <-seriesTick:
-			s.sampleSeries()
-		case <-hookTick:
-			s.tick()
-		case f := <-o.Hooks.Control:
-			f(eng)
-		case <-houseTick:
-			s.housekeep()
-		case <-live.C:
-			if !o.Quiet {
-				s.refresh()
-				report.Live(o.Out, s.shown(false), time.Since(s.started).Round(time.Millisecond).String())
-				fmt.Fprintln(o.Out)
-			}
+		default:
 		}
 	}
+	s.checkCmd()
+	if err := s.handle(ns); err != nil {
+		return false, err
+	}
+	if err := s.sweep(false); err != nil {
+		return false, err
+	}
+	if len(s.tasks) > 0 {
+		s.everTracked = true
+	}
+	return s.targetsGone(), nil
+}
+
+// checkCmd notes whether the launched command has ended (without waiting).
+func (s *watcher) checkCmd() {
+	if s.cmdWait == nil || s.cmdExited {
+		return
+	}
+	select {
+	case <-s.cmdWait:
+		s.cmdExited = true
+	default:
+	}
+}
+
+// liveTable prints the live table (Options.Interval, unless Quiet).
+func (s *watcher) liveTable() bool {
+	if !s.o.Quiet {
+		s.refresh()
+		report.Live(s.o.Out, s.shown(false), time.Since(s.started).Round(time.Millisecond).String())
+		fmt.Fprintln(s.o.Out)
+	}
+	return false
+}
+
+// Finish stops the launched command if it still runs, collects the last
+// notices and statistics, and writes the reports and files.
+func (s *watcher) Finish(session.End) error {
+	o := s.o
 	if s.actDone != nil {
 		<-s.actDone // on-threshold actions still running: let them finish
 		s.actDone = nil
 	}
-	stoppedCmd := launched != nil && !cmdExited
+	s.checkCmd() // an exit at the same time as the end: not stopped by rtscope
+	stoppedCmd := s.launched != nil && !s.cmdExited
 	if stoppedCmd {
 		// Stopped before the command ended: stop it too.
-		_ = launched.Cmd.Process.Signal(unix.SIGTERM)
+		_ = s.launched.Cmd.Process.Signal(unix.SIGTERM)
 		select {
-		case <-cmdDone:
+		case <-s.cmdWait:
 		case <-time.After(2 * time.Second):
-			_ = launched.Cmd.Process.Kill()
-			<-cmdDone
+			_ = s.launched.Cmd.Process.Kill()
+			<-s.cmdWait
 		}
+		s.cmdExited = true
 	}
 	// Collect what is left: late notices, final statistics of every task.
 	if err := s.poll(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.sweep(true); err != nil {
-		return nil, err
+		return err
 	}
 	s.refresh()
 	// Tasks still run: a maximum reached between the poll and the
 	// statistics just read has its notice queued now; take its window.
 	if err := s.poll(); err != nil {
-		return nil, err
+		return err
 	}
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
@@ -431,8 +434,8 @@ loop:
 		s.tick() // the last statistics before the engine closes
 	}
 	rep := s.build()
-	if launched != nil {
-		rep.Command = commandResult(o.Targets.Command, launched.Cmd.ProcessState, stoppedCmd)
+	if s.launched != nil {
+		rep.Command = commandResult(o.Targets.Command, s.launched.Cmd.ProcessState, stoppedCmd)
 	}
 	// Headline first: whether each task is healthy and, if not, why mostly;
 	// the full tables follow (those of exited tasks came when they exited).
@@ -445,15 +448,29 @@ loop:
 	}
 	s.summary(rep)
 	if o.Stopped != nil {
-		o.Stopped(eng)
+		o.Stopped(s.eng)
 	}
-	if err := out.write(rep); err != nil {
-		return rep, err
+	s.rep = rep
+	if err := s.out.write(rep); err != nil {
+		s.writeErr = err // the report is returned with it
+		return nil
 	}
 	if len(o.OnEnd) > 0 {
 		o.OnEnd.Run(s.endEvent(rep), o.Log)
 	}
-	return rep, nil
+	return nil
+}
+
+// Close kills the launched command if the session ends before it did: it
+// is never left running unwatched (nor stopped at its first instruction).
+func (s *watcher) Close() {
+	if s.launched == nil || s.cmdExited {
+		return
+	}
+	_ = s.launched.Cmd.Process.Kill() // failing or stopped: gone or going
+	if s.cmdWait != nil {
+		<-s.cmdWait
+	}
 }
 
 // commandResult says how the launched command ended; stopped: rtscope
@@ -474,12 +491,12 @@ func commandResult(argv []string, ps *os.ProcessState, stopped bool) *report.Com
 }
 
 // targetsGone tells whether watching should end by itself.
-func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
+func (s *watcher) targetsGone() bool {
 	o := s.o.Targets
 	if len(o.Comms) > 0 || s.o.Hooks.NeverEnd {
 		return false // names may appear at any time
 	}
-	if haveCmd && !cmdExited {
+	if s.launched != nil && !s.cmdExited {
 		return false
 	}
 	for _, pid := range o.PIDs {
@@ -492,7 +509,7 @@ func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 			return false
 		}
 	}
-	if len(o.TIDs) > 0 && !everTracked {
+	if len(o.TIDs) > 0 && !s.everTracked {
 		for _, tid := range o.TIDs {
 			if target.Alive(tid) {
 				return false
@@ -502,15 +519,21 @@ func (s *session) targetsGone(haveCmd, cmdExited, everTracked bool) bool {
 	return true
 }
 
-// poll handles queued notices: starts (new tasks), new maxima (cut their
-// windows, all from one snapshot of the rings) and exits (final reports).
-// Statistics are read only for exiting tasks here; the live table and the
-// periodic sweep read the others.
-func (s *session) poll() error {
+// poll reads the queued notices and handles them (at the end: the session
+// reads them every poll period).
+func (s *watcher) poll() error {
 	ns, err := s.eng.Notices(time.Now())
 	if err != nil {
 		return err
 	}
+	return s.handle(ns)
+}
+
+// handle handles notices: starts (new tasks), new maxima (cut their
+// windows, all from one snapshot of the rings) and exits (final reports).
+// Statistics are read only for exiting tasks here; the live table and the
+// periodic sweep read the others.
+func (s *watcher) handle(ns []engine.Notice) error {
 	type key struct {
 		id uint64
 		m  uint32
@@ -604,7 +627,7 @@ func (s *session) poll() error {
 
 // markNotKept records whether the window of task id's maximum of m was
 // left out (LiveWindowsPerMetric).
-func (s *session) markNotKept(id uint64, m metric.ID, notKept bool) {
+func (s *watcher) markNotKept(id uint64, m metric.ID, notKept bool) {
 	if !notKept {
 		delete(s.notKept[id], m)
 		return
@@ -626,7 +649,7 @@ type explained struct {
 // explainViolations explains the window of each SLO violation noticed,
 // within the budget, into its task's and metric's cause histogram. It
 // returns the first explained, nil when none was.
-func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice) *explained {
+func (s *watcher) explainViolations(snap *trace.Snapshot, viols []engine.Notice) *explained {
 	if s.o.Explain == nil || len(viols) == 0 {
 		return nil
 	}
@@ -679,7 +702,7 @@ func (s *session) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 
 // identify returns the task of notice n: known, or read from its
 // statistics when only its start notice was seen.
-func (s *session) identify(n engine.Notice) *report.Task {
+func (s *watcher) identify(n engine.Notice) *report.Task {
 	t := s.tasks[n.Id]
 	if t == nil || t.Comm == "" {
 		if st, err := s.eng.Stats(n.Id); err == nil {
@@ -696,7 +719,7 @@ func (s *session) identify(n engine.Notice) *report.Task {
 
 // violations returns the cause histogram of a metric's SLO violations, or
 // nil without an SLO or violations.
-func (s *session) violations(id uint64, m metric.ID, rm *report.Metric) *report.Violations {
+func (s *watcher) violations(id uint64, m metric.ID, rm *report.Metric) *report.Violations {
 	if rm.Violations == nil || *rm.Violations == 0 {
 		return nil
 	}
@@ -714,7 +737,7 @@ func (s *session) violations(id uint64, m metric.ID, rm *report.Metric) *report.
 
 // sweep finds what notices could not say (the notice ring was full): tasks
 // never announced, and exits never announced.
-func (s *session) sweep(force bool) error {
+func (s *watcher) sweep(force bool) error {
 	lost := s.eng.Counters()[engine.CounterNoticeLost]
 	if lost == s.lostSeen || (!force && time.Since(s.lastSweep) < 500*time.Millisecond) {
 		return nil
@@ -738,7 +761,7 @@ func (s *session) sweep(force bool) error {
 }
 
 // finish prints the final report of an exited task and frees its statistics.
-func (s *session) finish(id uint64) {
+func (s *watcher) finish(id uint64) {
 	if s.final[id] {
 		return
 	}
@@ -783,7 +806,7 @@ func (s *session) finish(id uint64) {
 }
 
 // tick hands the statistics of the live tasks to Hooks.Tick.
-func (s *session) tick() {
+func (s *watcher) tick() {
 	all, err := s.eng.AllStats()
 	if err != nil {
 		return
@@ -798,7 +821,7 @@ func (s *session) tick() {
 }
 
 // refresh re-reads the statistics of live tasks.
-func (s *session) refresh() {
+func (s *watcher) refresh() {
 	all, err := s.eng.AllStats()
 	if err != nil {
 		return
@@ -816,7 +839,7 @@ func (s *session) refresh() {
 
 // attach adds the worst-case traces (and their analysis) to t: for final
 // reports only, decoding is the expensive part.
-func (s *session) attach(t *report.Task) {
+func (s *watcher) attach(t *report.Task) {
 	for m, raw := range s.traces[t.ID()] {
 		rm := t.Metrics[m.String()]
 		if rm == nil {
@@ -849,7 +872,7 @@ func (s *session) attach(t *report.Task) {
 	delete(s.viol, t.ID())
 }
 
-func (s *session) visible(t *report.Task) bool {
+func (s *watcher) visible(t *report.Task) bool {
 	if len(s.o.Show) == 0 {
 		return true
 	}
@@ -861,7 +884,7 @@ func (s *session) visible(t *report.Task) bool {
 	return false
 }
 
-func (s *session) shown(all bool) []*report.Task {
+func (s *watcher) shown(all bool) []*report.Task {
 	r := &report.Report{}
 	for _, t := range s.tasks {
 		if all || s.visible(t) {
@@ -872,7 +895,7 @@ func (s *session) shown(all bool) []*report.Task {
 	return r.Tasks
 }
 
-func (s *session) build() *report.Report {
+func (s *watcher) build() *report.Report {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	c := s.eng.Counters()
@@ -945,7 +968,7 @@ func (s *session) build() *report.Report {
 	return rep
 }
 
-func (s *session) summary(rep *report.Report) {
+func (s *watcher) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
@@ -973,7 +996,7 @@ func (s *session) summary(rep *report.Report) {
 const seriesInterval = time.Second
 
 // sampleSeries adds a point to the series of every live task.
-func (s *session) sampleSeries() {
+func (s *watcher) sampleSeries() {
 	all, err := s.eng.AllStats()
 	if err != nil {
 		return
@@ -987,7 +1010,7 @@ func (s *session) sampleSeries() {
 
 // sample adds the interval ending now to the series of one task's metrics
 // that have samples.
-func (s *session) sample(st *engine.TaskStats) {
+func (s *watcher) sample(st *engine.TaskStats) {
 	t := uint64(time.Since(s.started))
 	for _, m := range metric.All() {
 		if st.M[m].Count == 0 {
@@ -1063,7 +1086,7 @@ const housekeepEvery = time.Second
 
 // housekeep chooses rtscope's CPUs from the watched tasks (live ones) and
 // moves its threads there when the choice changed.
-func (s *session) housekeep() {
+func (s *watcher) housekeep() {
 	online, err := cpuset.Online()
 	if err != nil {
 		return
@@ -1119,7 +1142,7 @@ const monitorRefresh = 500 * time.Millisecond
 
 // monitorThreads returns the threads of rtscope's own process (the
 // monitor), for the analysis to name them as such (trace.Trace.Monitor).
-func (s *session) monitorThreads() []uint32 {
+func (s *watcher) monitorThreads() []uint32 {
 	if s.monitorTIDs != nil && time.Since(s.monitorRead) < monitorRefresh {
 		return s.monitorTIDs
 	}
@@ -1148,7 +1171,7 @@ type slackRead struct {
 // task is first seen alive, and again after its policy changed (the kernel
 // zeroes an RT task's slack and restores it when it leaves RT); an exited
 // task keeps the last value read.
-func (s *session) slackOf(t *report.Task) {
+func (s *watcher) slackOf(t *report.Task) {
 	r, ok := s.slack[t.ID()]
 	if (!ok || r.changes != t.SchedChanges) && !t.Exited {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", t.TID)); err == nil {
