@@ -37,6 +37,7 @@ type bench struct {
 	tmp      string
 	quick    bool
 	reps     int
+	configs  []string // -configs: only the configurations whose names contain one of these (and "no monitor")
 	log      io.Writer
 	res      *results
 }
@@ -54,12 +55,18 @@ func main() {
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
 		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest); default all")
+		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fatal("bench needs root: it loads BPF programs and runs cyclictest at SCHED_FIFO 80")
 	}
 	b := &bench{rtscope: *rtscope, alt: *alt, timedDir: *timed, quick: *quick, log: os.Stderr, res: &results{}}
+	for _, c := range strings.Split(*configs, "|") { // names hold commas
+		if c != "" {
+			b.configs = append(b.configs, c)
+		}
+	}
 	b.reps = 3
 	if b.quick {
 		b.reps = 1
@@ -204,6 +211,29 @@ tracepoint:sched:sched_switch {
 }
 END { clear(@qtime); }
 `
+
+// selected keeps the configurations -configs names ("no monitor", the
+// baseline, always).
+func (b *bench) selected(cfgs []monitor) []monitor {
+	if len(b.configs) == 0 {
+		return cfgs
+	}
+	var out []monitor
+	for _, c := range cfgs {
+		keep := c.kind == "none"
+		for _, part := range b.configs {
+			if whole, ok := strings.CutSuffix(part, "$"); ok {
+				keep = keep || c.name == whole
+			} else {
+				keep = keep || strings.Contains(c.name, part)
+			}
+		}
+		if keep {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // helper starts the threads helper: n periodic threads.
 type helperProc struct {

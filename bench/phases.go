@@ -83,6 +83,10 @@ func (b *bench) phaseCost() error {
 		{name: "rtscope, 1 periodic task tracked", kind: "rtscope", args: h.tidArgs(1), expect: 1},
 		{name: "rtscope --no-trace, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--no-trace"}, h.tidArgs(1)...), expect: 1},
 		{name: "rtscope, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true},
+		// The classic engine (no kernel BTF: classic tracepoints, a hash by
+		// tid instead of task storage), forced here beside the BTF one.
+		{name: "rtscope --engine classic, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--engine", "classic"}, h.tidArgs(1)...), expect: 1},
+		{name: "rtscope --engine classic, the load's tasks tracked", kind: "rtscope", args: []string{"--engine", "classic", "--comm", "stress-ng-switc"}, expect: 0, json: true},
 		{name: "runqlat (libbpf-tools)", kind: "runqlat", expect: -1},
 		{name: "bpftrace run-queue latency", kind: "bpftrace", expect: -1},
 	}
@@ -92,6 +96,7 @@ func (b *bench) phaseCost() error {
 			monitor{name: "alt build, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt})
 		b.res.Alt = b.alt
 	}
+	cfgs = b.selected(cfgs)
 	rows := make([]*costRow, len(cfgs))
 	for i, c := range cfgs {
 		rows[i] = &costRow{Name: c.name}
@@ -407,11 +412,13 @@ func (b *bench) phaseCyclictest() error {
 		// What the tracked cost is made of: the flight recorder and trace
 		// cutting, and rtscope's own threads sharing cyclictest's CPU.
 		{name: "cyclictest tracked, --no-trace", kind: "rtscope", args: []string{"--comm", "cyclictest", "--no-trace"}, expect: 0},
+		{name: "cyclictest tracked, --engine classic", kind: "rtscope", args: []string{"--comm", "cyclictest", "--engine", "classic"}, expect: 0},
 	}
 	if cpu > 0 {
 		cfgs = append(cfgs, monitor{name: "cyclictest tracked, rtscope's threads on CPU 0 (-H 0)", kind: "rtscope",
 			args: []string{"--comm", "cyclictest", "-H", "0"}, expect: 0})
 	}
+	cfgs = b.selected(cfgs)
 	rows := make([]*cycRow, len(cfgs))
 	for rep := 0; rep < reps; rep++ {
 		for i, c := range cfgs {

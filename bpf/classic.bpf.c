@@ -127,13 +127,28 @@ static __always_inline void rd_comm(void *ctx, __u32 off, char *dst)
 }
 
 /*
- * Soft timers run in softirq context (or the ktimers thread), the others in
- * hard IRQ context; the record has no is_soft, but its common header's
- * flags say TRACE_FLAG_HARDIRQ (0x08, struct trace_entry at offset 2).
+ * Is the hrtimer callback starting now a hard one? The record has no
+ * is_soft, and its common header's flags cannot say: the kernel overwrites
+ * the record's first 8 bytes with a pt_regs pointer before it runs BPF
+ * programs (perf_trace_run_bpf_submit; bpf_get_stackid_tp reads it back),
+ * which made every injected hard-IRQ spin a "softirq" here. The CPU's state
+ * says it: soft callbacks run one at a time in the HRTIMER softirq (in
+ * ktimers/N on PREEMPT_RT too), so an entry there with no callback in
+ * progress is soft, any other hard. A hard timer interrupt taken inside
+ * that softirq between two soft callbacks passes for soft (a window of a
+ * few instructions).
  */
-static __always_inline __u32 in_hardirq(void *ctx)
+#define RTS_HRTIMER_SOFTIRQ 8
+
+static __always_inline __u32 timer_entry_hard(struct rts_cpu_state *cs)
 {
-	return (rd_u32(ctx, 0) >> 16) & 0x08 ? 1 : 0;
+	return cs->softirq_vec != RTS_HRTIMER_SOFTIRQ + 1 || cs->cb_function[0] || cs->cb_function[1];
+}
+
+/* The callback ending now: the hard one while one runs (nothing but a hard IRQ interrupts it). */
+static __always_inline __u32 timer_exit_hard(struct rts_cpu_state *cs)
+{
+	return cs->cb_function[1] != 0;
 }
 
 /* The policy a kernel prio implies: FIFO for RT prios (RR looks the same), DEADLINE for -1. */
@@ -617,7 +632,7 @@ int on_hrtimer_expire_entry(void *ctx)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = in_hardirq(ctx);
+	__u32 slot = timer_entry_hard(cs);
 	__u64 fn = rd_u64(ctx, off_hrentry_function);
 	__u64 timer = rd_u64(ctx, off_hrentry_hrtimer);
 	__u64 expiry = 0;
@@ -652,7 +667,7 @@ int on_hrtimer_expire_exit(void *ctx)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = in_hardirq(ctx);
+	__u32 slot = timer_exit_hard(cs);
 	__u64 fn = cs->cb_function[slot & 1];
 	cs->cb_function[slot & 1] = 0;
 	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);

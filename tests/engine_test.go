@@ -123,3 +123,54 @@ func TestClassicEngineAgrees(t *testing.T) {
 		t.Errorf("only %d metrics compared", compared)
 	}
 }
+
+// With /sys/kernel/btf/vmlinux hidden (an empty file bound over it in a
+// private mount namespace, as in a container that masks it), rtscope
+// chooses the classic engine by itself and says that --btf would do; given
+// a copy of this kernel's BTF with --btf, it runs the BTF engine, which
+// measures the launched loop's sleeps (30 of them).
+func TestBTFFileHidden(t *testing.T) {
+	raw, err := os.ReadFile("/sys/kernel/btf/vmlinux")
+	if err != nil || len(raw) == 0 {
+		t.Fatalf("this test needs kernel BTF to copy: %v", err)
+	}
+	dir := t.TempDir()
+	copyPath, empty := filepath.Join(dir, "vmlinux.btf"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(copyPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args       []string
+		engine     string
+		noteHas    string
+		minSamples uint64
+	}{
+		{nil, "classic", "--btf FILE", 20},
+		{[]string{"--btf", copyPath}, "btf", "--btf " + copyPath, 20},
+	} {
+		out := filepath.Join(dir, c.engine+".json")
+		argv := append([]string{"watch", "-q", "--json", out}, c.args...)
+		argv = append(argv, "--", "sh", "-c", "for i in $(seq 30); do sleep 0.002; done")
+		script := `mount --bind "$1" /sys/kernel/btf/vmlinux && shift && exec "$@"`
+		cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", empty, rtscope}, argv...)...)
+		text, err := cmd.CombinedOutput()
+		r := readReport(t, argv, out, err, string(text))
+		if e := r.Features["engine"]; e != c.engine {
+			t.Errorf("%v: engine %v, want %s\n%s", c.args, e, c.engine, text)
+		}
+		if note, _ := r.Features["engine_note"].(string); !strings.Contains(note, c.noteHas) {
+			t.Errorf("%v: engine_note %q, want it to name %q", c.args, note, c.noteHas)
+		}
+		var samples uint64
+		for _, tk := range r.Tasks {
+			samples += tk.metric(t, "latency").Count // the sleeps' and the shell's
+		}
+		if samples < c.minSamples {
+			t.Errorf("%v: %d latency samples of the 30 sleeps, want %d or more", c.args, samples, c.minSamples)
+		}
+		t.Logf("%s engine: %d latency samples", c.engine, samples)
+	}
+}

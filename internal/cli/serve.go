@@ -67,6 +67,7 @@ func runServe(args []string) int {
 	tick := fs.Duration("tick", time.Second, "how often live tasks' statistics are read for /metrics")
 	noTrace := fs.Bool("no-trace", false, "no flight recorder: violations are counted but not explained (lowest overhead)")
 	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
 	}
@@ -157,7 +158,7 @@ func runServe(args []string) int {
 		return Fail("serve", errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config"))
 	}
 	o.Watch.SLO = o.Control.SLO()
-	o.Watch.NoTrace, o.Watch.TraceEvents = *noTrace, *traceEvents
+	o.Watch.NoTrace, o.Watch.TraceEvents, o.Watch.BTFFile = *noTrace, *traceEvents, *btfFile
 	o.Watch.AutoHousekeeping = true
 	o.Watch.Analyze = analyzer()
 	o.Watch.Explain = explain.ForViolation

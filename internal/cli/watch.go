@@ -79,6 +79,7 @@ func runWatch(args []string) int {
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	engineKind := fs.String("engine", engine.EngineAuto, "BPF engine: btf (tp_btf, needs kernel BTF) or classic (classic tracepoints, for kernels without BTF); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
+	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
 	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
@@ -115,7 +116,7 @@ func runWatch(args []string) int {
 	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
-		Show: *show, Out: os.Stdout, Engine: *engineKind}
+		Show: *show, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
 	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
 	o.Series = *htmlPath != "" // the page draws each metric over time
 	var toStdout []string

@@ -562,7 +562,7 @@ func checkRtscope(m *machine, _ *Env) Check {
 	case !btfOK && !tracefs:
 		c.Remedy = "rtscope watch and timerlat need kernel BTF (CONFIG_DEBUG_INFO_BTF=y) or, for their classic engine, tracefs (mount -t tracefs nodev /sys/kernel/tracing)"
 	case !btfOK:
-		c.Remedy = "rtscope watch and timerlat will run their classic engine (classic tracepoints, no kernel BTF needed; its limits are in the JSON features.engine_limits); CONFIG_DEBUG_INFO_BTF=y gives the full one"
+		c.Remedy = "rtscope watch and timerlat will run their classic engine (classic tracepoints, no kernel BTF needed; its limits are in the JSON features.engine_limits); CONFIG_DEBUG_INFO_BTF=y gives the full one, and where the kernel has BTF but hides this file (a container, a masked /sys), --btf FILE with a copy of its vmlinux BTF does"
 	}
 	return c
 }

@@ -41,7 +41,7 @@ var ClassicLimits = []string{
 // KernelBTF says why the running kernel's BTF cannot be used (nil: it can).
 // An empty or unreadable /sys/kernel/btf/vmlinux counts as missing.
 func KernelBTF() error {
-	f, err := os.Open("/sys/kernel/btf/vmlinux")
+	f, err := os.Open(kernelBTFPath)
 	if err != nil {
 		return fmt.Errorf("no usable kernel BTF: %w", err)
 	}
@@ -54,8 +54,14 @@ func KernelBTF() error {
 }
 
 // chooseEngine resolves Config.Engine: the kind to load, and why when it
-// is the classic one.
-func chooseEngine(want string) (kind, why string, err error) {
+// is the classic one or when the kernel's types come from --btf FILE.
+func chooseEngine(want, btfFile string) (kind, why string, err error) {
+	if btfFile != "" {
+		if want == EngineClassic {
+			return "", "", errors.New("--btf is for the BTF engine: --engine classic reads no kernel types")
+		}
+		return EngineBTF, "kernel types from --btf " + btfFile, nil
+	}
 	switch want {
 	case EngineBTF:
 		return EngineBTF, "", nil
@@ -63,7 +69,11 @@ func chooseEngine(want string) (kind, why string, err error) {
 		return EngineClassic, "forced by --engine classic", nil
 	case EngineAuto:
 		if err := KernelBTF(); err != nil {
-			return EngineClassic, err.Error() + "; the classic engine (classic tracepoints) runs instead", nil
+			why := err.Error() + "; the classic engine (classic tracepoints) runs instead"
+			if KernelHasBTF() {
+				why += " (the kernel has BTF of its own: --btf FILE with a copy of this kernel's vmlinux BTF runs the full engine)"
+			}
+			return EngineClassic, why, nil
 		}
 		return EngineBTF, "", nil
 	}

@@ -126,15 +126,15 @@ func TestClassicNoCORE(t *testing.T) {
 
 func TestChooseEngine(t *testing.T) {
 	for _, c := range []struct{ want, kind string }{{EngineBTF, EngineBTF}, {EngineClassic, EngineClassic}} {
-		kind, _, err := chooseEngine(c.want)
+		kind, _, err := chooseEngine(c.want, "")
 		if err != nil || kind != c.kind {
 			t.Errorf("%q: %s %v", c.want, kind, err)
 		}
 	}
-	if _, _, err := chooseEngine("bogus"); err == nil || !strings.Contains(err.Error(), "--engine") {
+	if _, _, err := chooseEngine("bogus", ""); err == nil || !strings.Contains(err.Error(), "--engine") {
 		t.Errorf("bogus: %v", err)
 	}
-	kind, why, err := chooseEngine(EngineAuto)
+	kind, why, err := chooseEngine(EngineAuto, "")
 	if err != nil {
 		t.Fatal(err)
 	}

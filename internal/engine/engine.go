@@ -63,6 +63,10 @@ type Config struct {
 	TestNoReapply bool
 	// Engine is EngineAuto, EngineBTF or EngineClassic (--engine).
 	Engine string
+	// BTFFile (--btf FILE): the kernel's types from this file, for the
+	// BTF engine where /sys/kernel/btf/vmlinux does not show them
+	// (LoadBTFFile).
+	BTFFile string
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before
@@ -161,6 +165,7 @@ type Engine struct {
 	notices  *ringbuf.Reader
 	flight   []byte
 	ncpu     int
+	types    *KernelTypes // --btf, else nil
 	Features Features
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
@@ -221,9 +226,15 @@ func Load(cfg Config) (*Engine, error) {
 	if err := Probe(); err != nil {
 		return nil, err
 	}
-	kind, why, err := chooseEngine(cfg.Engine)
+	kind, why, err := chooseEngine(cfg.Engine, cfg.BTFFile)
 	if err != nil {
 		return nil, err
+	}
+	var types *KernelTypes
+	if cfg.BTFFile != "" {
+		if types, err = LoadBTFFile(cfg.BTFFile); err != nil {
+			return nil, err
+		}
 	}
 	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge BPF memory to RLIMIT_MEMLOCK
 	if cfg.FlightPerCPU == 0 {
@@ -247,7 +258,7 @@ func Load(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("counting CPUs: %w", err)
 	}
-	e := &Engine{cfg: cfg, ncpu: ncpu}
+	e := &Engine{cfg: cfg, ncpu: ncpu, types: types}
 	e.Features.Engine, e.Features.EngineNote = kind, why
 
 	syms, _ := ksym.Kernel()
@@ -303,7 +314,11 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 	if err != nil {
 		return nil, err
 	}
-	e.Features.Steal = stealClock()
+	kspec, err := e.kernelSpec()
+	if err != nil {
+		return fmt.Errorf("reading kernel BTF: %w", err)
+	}
+	e.Features.Steal = stealClock(kspec)
 	for name, v := range vars {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
@@ -311,7 +326,7 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 	}
 	spec.Maps["flight"].MaxEntries = entries
 
-	legacy, err := legacySchedSwitch()
+	legacy, err := legacySchedSwitch(kspec)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +344,7 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 		delete(core.Programs, n)
 	}
 	core.Programs[switchName] = spec.Programs[switchName]
-	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
+	coll, err := ebpf.NewCollectionWithOptions(core, e.types.Options())
 	if err != nil {
 		return nil, explainLoadError(err)
 	}
@@ -352,7 +367,9 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 		for _, n := range names {
 			sub.Programs[n] = spec.Programs[n]
 		}
-		c, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: maps})
+		opts := e.types.Options()
+		opts.MapReplacements = maps
+		c, err := ebpf.NewCollectionWithOptions(sub, opts)
 		if err != nil {
 			return err
 		}
@@ -445,12 +462,9 @@ func explainLoadError(err error) error {
 	return fmt.Errorf("loading BPF programs: %w", err)
 }
 
-// legacySchedSwitch tells whether sched_switch lacks its prev_state argument (< 5.18).
-func legacySchedSwitch() (bool, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return false, fmt.Errorf("reading kernel BTF: %w", err)
-	}
+// legacySchedSwitch tells whether sched_switch lacks its prev_state
+// argument (< 5.18) in the kernel's types spec.
+func legacySchedSwitch(spec *btf.Spec) (bool, error) {
 	var td *btf.Typedef
 	if err := spec.TypeByName("btf_trace_sched_switch", &td); err != nil {
 		return false, fmt.Errorf("kernel BTF has no sched_switch tracepoint: %w", err)
@@ -864,6 +878,10 @@ func (e *Engine) FlightEvent(cpu int, i uint32) Event {
 	off := int(idx) * int(unsafe.Sizeof(Event{}))
 	return *(*Event)(unsafe.Pointer(&e.flight[off]))
 }
+
+// BTFOptions are the collection options that give another collection
+// loaded beside the engine the kernel types the engine uses (--btf).
+func (e *Engine) BTFOptions() ebpf.CollectionOptions { return e.types.Options() }
 
 // Tracing tells whether the flight recorder is on.
 func (e *Engine) Tracing() bool { return e.flight != nil }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -20,12 +19,8 @@ type StealClock struct {
 	Method   string
 }
 
-// stealClock probes kernel BTF for the fields rts_steal_ns() reads.
-func stealClock() StealClock {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return StealClock{Method: fmt.Sprintf("unreadable: kernel BTF: %v", err)}
-	}
+// stealClock probes the kernel's types for the fields rts_steal_ns() reads.
+func stealClock(spec *btf.Spec) StealClock {
 	has := func(typ, field string) bool {
 		var s *btf.Struct
 		if err := spec.TypeByName(typ, &s); err != nil {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/cpuset"
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/inject"
 	"github.com/rtscope/rtscope/internal/report"
@@ -179,6 +180,7 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 		Quiet:    true,
 		Show:     s.Threads(),
 		Out:      io.Discard,
+		Engine:   testEngine,
 	}
 	if opt != nil {
 		opt(&o)
@@ -193,6 +195,9 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if testEngine != "" && rep.Features.Engine != testEngine {
+		t.Fatalf("watch ran the %s engine, not %s", rep.Features.Engine, testEngine)
 	}
 	// A child that failed (its error went to stderr) reports no threads:
 	// say so rather than "did not report thread".
@@ -242,6 +247,40 @@ func metric(t *testing.T, task *report.Task, name string) *report.Metric {
 	}
 	t.Logf("%s %s: n=%d p50 %s p90 %s p99 %s max %s; %s", task.Comm, name, m.Count, us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.MaxNs), worst)
 	return m
+}
+
+// testEngine is the engine the signature tests watch with: the default
+// (BTF where the kernel has it), or RTSCOPE_TEST_ENGINE (btf, classic) for
+// the whole comparison of the engines' verdicts:
+//
+//	RTSCOPE_TEST_ENGINE=classic go test -count=1 -run TestSignature ./internal/scenario/
+//
+// TestClassicSignatures sets it for the scenarios whose causes tell the
+// engines apart most.
+var testEngine = os.Getenv("RTSCOPE_TEST_ENGINE")
+
+// TestClassicSignatures runs the signature tests whose verdicts come from
+// the flight recorder's evidence under the classic engine, which must find
+// the same causes: interference by a higher-priority task
+// (misconfigured-priority), an RT hog (rt-hog), hard-IRQ noise (irq-noise,
+// seen only through the hard-IRQ flag of the records' common header) and a
+// non-preemptible section (preempt-off). Hidden and event-driven blocking
+// and priority inversion are statistics, the same state machine in both
+// engines (TestClassicEngineAgrees in tests/ compares those).
+func TestClassicSignatures(t *testing.T) {
+	if testEngine != "" {
+		t.Skip("the signature tests run under RTSCOPE_TEST_ENGINE already")
+	}
+	testEngine = engine.EngineClassic
+	defer func() { testEngine = "" }()
+	for name, test := range map[string]func(*testing.T){
+		"misconfigured-priority": TestSignatureMisconfiguredPriority,
+		"rt-hog":                 TestSignatureRTHog,
+		"irq-noise":              TestSignatureIRQNoise,
+		"preempt-off":            TestSignaturePreemptOff,
+	} {
+		t.Run(name, test)
+	}
 }
 
 // emulated is set by the QEMU test bed (vmtest/guest/tests/33-scenarios.sh):

@@ -190,6 +190,8 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	eng = e
 	if spec.Engine.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
 		fmt.Fprintf(log, "rtscope %s: %s%s\n", spec.Name, eng.Features.EngineNote, spec.ClassicHint)
+	} else if spec.Engine.BTFFile != "" {
+		fmt.Fprintf(log, "rtscope %s: BTF engine, %s\n", spec.Name, eng.Features.EngineNote)
 	}
 	if err := eng.Attach(); err != nil {
 		return 0, err

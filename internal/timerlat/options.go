@@ -38,6 +38,7 @@ type Options struct {
 	TraceFile        string        // -t [file]; "": no trace saved
 	JSONFile         string        // --json FILE ("-": stdout)
 	Engine           string        // --engine: engine.EngineAuto, EngineBTF or EngineClassic
+	BTFFile          string        // --btf: the kernel's vmlinux BTF as a file
 	PerfettoFile     string        // --perfetto FILE: the stop's window as a Perfetto trace
 	Cyclictest       bool          // --cyclictest: cyclictest's output format
 	// OnThreshold runs when a stop threshold is reached (after the
@@ -150,6 +151,7 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	fs.StringVarP(&trace, "trace", "t", "", "save the events of the stop's window to [`file`|"+DefaultTraceFile+"]")
 	fs.Lookup("trace").NoOptDefVal = DefaultTraceFile
 	fs.StringVar(&o.PerfettoFile, "perfetto", "", "write the window of the stop as a Perfetto trace to `FILE` (open it in ui.perfetto.dev)")
+	fs.StringVar(&o.BTFFile, "btf", "", "the running kernel's vmlinux BTF as a `FILE` (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
 	fs.StringVar(&o.Engine, "engine", "", "BPF `engine`: btf (needs kernel BTF) or classic (classic tracepoints); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
 	fs.StringVar(&o.JSONFile, "json", "", "write the results as JSON to `FILE` (- for stdout)")
 	var onThreshold, onEnd []string

@@ -71,7 +71,7 @@ func Run(ctx context.Context, o *Options, env Env) (*Result, error) {
 	// stop threshold (at most engine.DefaultStackMinWait): the walk delays
 	// the thread, which on-time releases must not pay.
 	cfg := engine.Config{Trace: o.Tracing(), SleepStacks: o.Analysis() || o.TraceFile != "",
-		StackMinWait: o.stackMinWait(), Engine: o.Engine}
+		StackMinWait: o.stackMinWait(), Engine: o.Engine, BTFFile: o.BTFFile}
 	if o.OnThreshold.Continue() {
 		// Every crossing, not only a new maximum, must reach the actions:
 		// the thresholds become the measuring threads' SLOs (the only

@@ -101,9 +101,9 @@ func openStream(eng *engine.Engine, samplesPerSec int) (*stream, error) {
 		}
 	}
 	s := &stream{dec: decoder{prev: map[uint32][nCtx]uint64{}}}
-	s.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"stats": statsMap},
-	})
+	opts := eng.BTFOptions()
+	opts.MapReplacements = map[string]*ebpf.Map{"stats": statsMap}
+	s.coll, err = ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("loading the timerlat sample program: %w", err)
 	}

@@ -59,6 +59,7 @@ type Options struct {
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
 	Engine      string        // engine.EngineAuto, EngineBTF or EngineClassic (--engine)
+	BTFFile     string        // --btf: the kernel's vmlinux BTF as a file (engine.Config.BTFFile)
 	TraceMax    int           // events kept per worst-case window (0: default)
 	// StackAfter: a tracked task waits this long for its CPU before the
 	// kernel stack of what runs instead is taken (nil:
@@ -239,7 +240,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		monitor: &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine},
+			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, Engine: o.Engine, BTFFile: o.BTFFile},
 		Housekeeping: o.Housekeeping, Duration: o.Duration, Poll: o.Poll, Control: o.Hooks.Control,
 		Every: []session.Job{{Every: o.Interval, Run: s.liveTable}}}
 	if o.Series {

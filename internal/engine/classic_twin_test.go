@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/metric"
+)
+
+// classicTwin runs the classic engine's own hooks (classic_test.bpf.c
+// includes classic.bpf.c) on synthetic tracepoint records laid out as in
+// the captured 6.18 formats.
+type classicTwin struct {
+	t    *testing.T
+	objs classictwinObjects
+	offs map[string]uint32
+}
+
+// Hook selectors of twin_record.
+const (
+	twinSwitch = iota
+	twinWaking
+	twinNewtask
+	twinExit
+	twinTimerEntry
+	twinTimerExit
+	twinSoftirqEntry
+	twinSoftirqExit
+)
+
+// twinCPU is the CPU the twin's test runs run on (its per-CPU state).
+const twinCPU = 0
+
+func newClassicTwin(t *testing.T) *classicTwin {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	spec, err := loadClassictwin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := classicOffsets(readCaptured(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range offs {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw := &classicTwin{t: t, offs: offs}
+	if err := spec.LoadAndAssign(&tw.objs, nil); err != nil {
+		t.Fatalf("loading the classic twin: %v", err)
+	}
+	t.Cleanup(func() { tw.objs.Close() })
+	return tw
+}
+
+// field is one value of a record at its tracefs offset (off_* variable).
+type field struct {
+	off  string
+	size int
+	val  uint64
+	comm string
+}
+
+// record runs hook on the record made of fields; it returns the hook's value.
+func (tw *classicTwin) record(hook uint64, fields ...field) uint32 {
+	tw.t.Helper()
+	var rec [80]byte
+	for _, f := range fields {
+		o, ok := tw.offs[f.off]
+		if !ok || int(o)+f.size > len(rec) {
+			tw.t.Fatalf("field %s at %d does not fit", f.off, o)
+		}
+		switch {
+		case f.comm != "":
+			copy(rec[o:o+16], f.comm)
+		case f.size == 4:
+			binary.LittleEndian.PutUint32(rec[o:], uint32(f.val))
+		default:
+			binary.LittleEndian.PutUint64(rec[o:], f.val)
+		}
+	}
+	var args []uint64
+	for i := 0; i < len(rec); i += 8 {
+		args = append(args, binary.LittleEndian.Uint64(rec[i:]))
+	}
+	args = append(args, hook)
+	ret, err := tw.objs.TwinRecord.Run(&ebpf.RunOptions{Context: args, CPU: twinCPU, Flags: unix.BPF_F_TEST_RUN_ON_CPU})
+	if err != nil {
+		tw.t.Fatalf("test run: %v", err)
+	}
+	return ret
+}
+
+// scan registers an existing task as Engine.Scan does.
+func (tw *classicTwin) scan(tid uint32, target uint32, sleeping bool, comm string) {
+	tw.t.Helper()
+	var key [16]byte
+	copy(key[:15], comm)
+	s := uint64(0)
+	if sleeping {
+		s = 1
+	}
+	args := []uint64{uint64(tid), uint64(tid), uint64(target), 0, s, 120,
+		binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])}
+	if ret, err := tw.objs.ClassicScan.Run(&ebpf.RunOptions{Context: args}); err != nil || ret != 0 {
+		tw.t.Fatalf("scan %d: %d %v", tid, ret, err)
+	}
+}
+
+func (tw *classicTwin) waking(tid uint32) {
+	tw.record(twinWaking, field{off: "off_waking_pid", size: 4, val: uint64(tid)},
+		field{off: "off_waking_prio", size: 4, val: 120}, field{off: "off_waking_target_cpu", size: 4})
+}
+
+// switchIn switches tid in after the idle task.
+func (tw *classicTwin) switchIn(tid uint32, comm string) {
+	tw.record(twinSwitch, field{off: "off_switch_prev_pid", size: 4}, field{off: "off_switch_prev_prio", size: 4, val: 120},
+		field{off: "off_switch_prev_state", size: 8}, field{off: "off_switch_next_comm", comm: comm},
+		field{off: "off_switch_next_pid", size: 4, val: uint64(tid)}, field{off: "off_switch_next_prio", size: 4, val: 120})
+}
+
+// newtask: a new process tid, forked by the test's own (untracked) thread.
+func (tw *classicTwin) newtask(tid uint32, comm string) {
+	tw.record(twinNewtask, field{off: "off_newtask_pid", size: 4, val: uint64(tid)},
+		field{off: "off_newtask_comm", comm: comm}, field{off: "off_newtask_clone_flags", size: 8})
+}
+
+// state returns tid's entry in the classic engine's hash, nil if none.
+func (tw *classicTwin) state(tid uint32) *bpfRtsTaskState {
+	var st bpfRtsTaskState
+	if err := tw.objs.Tasks.Lookup(tid, &st); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		tw.t.Fatal(err)
+	}
+	return &st
+}
+
+func (tw *classicTwin) stats(id uint64) *TaskStats {
+	var s TaskStats
+	if err := tw.objs.Stats.Lookup(id, &s); err != nil {
+		tw.t.Fatalf("stats of id %d: %v", id, err)
+	}
+	return &s
+}
+
+// notices drains the notices ring: type and id of each.
+func (tw *classicTwin) notices() [][2]uint64 {
+	r, err := ringbuf.NewReader(tw.objs.Notices)
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	defer r.Close()
+	r.SetDeadline(time.Now())
+	var out [][2]uint64
+	for {
+		rec, err := r.Read()
+		if err != nil {
+			return out
+		}
+		var n Notice
+		if len(rec.RawSample) >= binary.Size(n) {
+			_ = binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &n)
+			out = append(out, [2]uint64{uint64(n.Type), n.Id})
+		}
+	}
+}
+
+// A new task at a tracked tid whose exit was missed (sched_process_exit
+// lost, or the tid reused at once) is a new task: the stale entry gets its
+// final report (exited, TASK_EXIT notice) and is removed, and the new task
+// starts afresh under a new id, so that the old task's pending wakeup
+// gives the new one no latency sample. Control: the same wakeup and
+// switch-in without the new task give one. And a reused tid nobody wants is
+// left untracked.
+func TestClassicTwinPIDReuse(t *testing.T) {
+	tw := newClassicTwin(t)
+	const reused, control = 4242, 4343
+	for _, tid := range []uint32{reused, control} {
+		if err := tw.objs.WantTid.Put(tid, bpfRtsTarget{Index: 7}); err != nil {
+			t.Fatal(err)
+		}
+		tw.scan(tid, 7, true, "old")
+		tw.waking(tid)
+		if st := tw.state(tid); st == nil || st.WakeTs == 0 {
+			t.Fatalf("tid %d: no pending wakeup after sched_waking: %+v", tid, st)
+		}
+	}
+	oldID := tw.state(reused).Id
+	tw.notices() // the TASK_START notices of the scan
+
+	tw.newtask(reused, "new")
+	st := tw.state(reused)
+	if st == nil || st.Id == oldID {
+		t.Fatalf("the new task at tid %d kept id %d: %+v", reused, oldID, st)
+	}
+	if st.WakeTs != 0 || st.State != 0 {
+		t.Errorf("the new task inherited the old one's state: wake_ts %d, state %d", st.WakeTs, st.State)
+	}
+	if old := tw.stats(oldID); old.Exited != 1 {
+		t.Errorf("the stale task was not reported as exited: exited %d", old.Exited)
+	}
+	if got, want := tw.notices(), [][2]uint64{{uint64(NoticeTaskExit), oldID}, {uint64(NoticeTaskStart), st.Id}}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("notices %v, want %v (exit of the old task, start of the new)", got, want)
+	}
+	if c := CommString(tw.stats(st.Id).Comm); c != "new" {
+		t.Errorf("new task's comm %q", c)
+	}
+
+	tw.switchIn(reused, "new")
+	tw.switchIn(control, "old")
+	if n := tw.stats(st.Id).M[metric.Latency].Count; n != 0 {
+		t.Errorf("the new task got %d latency samples from the old task's wakeup", n)
+	}
+	if n := tw.stats(tw.state(control).Id).M[metric.Latency].Count; n != 1 {
+		t.Errorf("control: %d latency samples from a wakeup and a switch-in, want 1", n)
+	}
+
+	// The tid reused again by a task that is not wanted: the stale entry
+	// goes, nothing replaces it.
+	if err := tw.objs.WantTid.Delete(uint32(reused)); err != nil {
+		t.Fatal(err)
+	}
+	newID := st.Id
+	tw.newtask(reused, "other")
+	if st := tw.state(reused); st != nil {
+		t.Errorf("an unwanted task at the reused tid is tracked: %+v", st)
+	}
+	if s := tw.stats(newID); s.Exited != 1 {
+		t.Errorf("the replaced task was not reported as exited")
+	}
+}
+
+// callbacks returns the soft and hard hrtimer callbacks in progress on twinCPU.
+func (tw *classicTwin) callbacks() (soft, hard uint64) {
+	tw.t.Helper()
+	var per []bpfRtsCpuState
+	if err := tw.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+		tw.t.Fatal(err)
+	}
+	return per[twinCPU].CbFunction[0], per[twinCPU].CbFunction[1]
+}
+
+// An hrtimer callback is hard or soft by the CPU's context, not by the
+// record's common header, which the kernel overwrites with a pt_regs
+// pointer for BPF programs: hard outside the HRTIMER softirq (the injected
+// hard-IRQ spins of irq-noise were all taken for soft before), soft in it,
+// and hard again when it interrupts a soft callback there; each exit ends
+// the callback it belongs to. The records' headers here have the hard-IRQ
+// flag clear.
+func TestClassicTwinTimerContext(t *testing.T) {
+	tw := newClassicTwin(t)
+	entry := func(fn uint64) {
+		tw.record(twinTimerEntry, field{off: "off_hrentry_function", size: 8, val: fn},
+			field{off: "off_hrentry_hrtimer", size: 8, val: fn + 1}, field{off: "off_hrentry_now", size: 8, val: 1})
+	}
+	exit := func() { tw.record(twinTimerExit, field{off: "off_hrexit_hrtimer", size: 8}) }
+	softirq := func(vec uint64) { tw.record(twinSoftirqEntry, field{off: "off_softirq_vec", size: 4, val: vec}) }
+	softirqEnd := func() { tw.record(twinSoftirqExit, field{off: "off_softirq_vec", size: 4}) }
+	check := func(what string, soft, hard uint64) {
+		t.Helper()
+		if s, h := tw.callbacks(); s != soft || h != hard {
+			t.Errorf("%s: soft %#x hard %#x in progress, want %#x %#x", what, s, h, soft, hard)
+		}
+	}
+	const hrtimerSoftirq, timerSoftirq = 8, 1
+	entry(0xa000)
+	check("timer interrupt", 0, 0xa000)
+	exit()
+	check("after it", 0, 0)
+
+	softirq(hrtimerSoftirq)
+	entry(0xb000)
+	check("HRTIMER softirq", 0xb000, 0)
+	entry(0xc000)
+	check("timer interrupt during a soft callback", 0xb000, 0xc000)
+	exit()
+	check("its end", 0xb000, 0)
+	exit()
+	check("the soft callback's end", 0, 0)
+	softirqEnd()
+
+	softirq(timerSoftirq)
+	entry(0xd000)
+	check("timer interrupt in another softirq", 0, 0xd000)
+	exit()
+	softirqEnd()
+}
