@@ -316,7 +316,7 @@ func (e *Engine) loadBTF(vars map[string]any, entries uint32) (*ebpf.CollectionS
 	}
 	kspec, err := e.kernelSpec()
 	if err != nil {
-		return fmt.Errorf("reading kernel BTF: %w", err)
+		return nil, fmt.Errorf("reading kernel BTF: %w", err)
 	}
 	e.Features.Steal = stealClock(kspec)
 	for name, v := range vars {
@@ -408,7 +408,9 @@ func (e *Engine) loadReapply(spec *ebpf.CollectionSpec) error {
 	}
 	sub := spec.Copy()
 	sub.Programs = map[string]*ebpf.ProgramSpec{"reapply_slo": spec.Programs["reapply_slo"]}
-	c, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: e.maps})
+	opts := e.types.Options()
+	opts.MapReplacements = e.maps
+	c, err := ebpf.NewCollectionWithOptions(sub, opts)
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) {
