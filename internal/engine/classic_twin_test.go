@@ -42,7 +42,7 @@ const twinCPU = 0
 func newClassicTwin(t *testing.T) *classicTwin {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF")
+		t.Fatal("needs root to load BPF (CI runs as root)")
 	}
 	spec, err := loadClassictwin()
 	if err != nil {
