@@ -213,6 +213,20 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	refresh_identity(st, prio, comm, cpu);
 }
 
+/*
+ * Clear a comm read from a record after its first NUL, as the keys of
+ * want_comm are (user space copies the name into zeroed 16 bytes).
+ */
+static __always_inline void comm_pad(char *c)
+{
+	bool end = false;
+	for (int i = 0; i < RTS_COMM_LEN; i++) {
+		end = end || !c[i];
+		if (end)
+			c[i] = 0;
+	}
+}
+
 /* Is the task wanted by a --tid, --pid or --comm target? */
 static __always_inline struct rts_target *wanted(__u32 tid, __u32 tgid, const char *comm)
 {
@@ -540,6 +554,19 @@ int on_task_rename(void *ctx)
 	__u32 tid = rd_u32(ctx, off_rename_pid);
 	char name[RTS_COMM_LEN] = {};
 	rd_comm(ctx, off_rename_newcomm, name);
+	/*
+	 * Unlike the other comm fields (memcpy of the NUL-padded task->comm),
+	 * newcomm is strscpy()'d from the caller's buffer (strlcpy, or a
+	 * memcpy of it, on older kernels): the bytes after its NUL are not
+	 * written, and BPF sees what an earlier event left in the per-CPU
+	 * perf trace buffer there ("control\0" then the prev_state and
+	 * next_comm bytes of a sched_switch record; 6.18). Looked up as read,
+	 * the name missed want_comm whenever that garbage was not zero: a
+	 * thread naming itself with prctl(PR_SET_NAME) or through /proc was
+	 * tracked or not by luck (the Go workload's thread was not, a bash
+	 * echo to /proc/self/comm was).
+	 */
+	comm_pad(name);
 	struct rts_task_state *st = tracked(tid);
 	if (st) {
 		struct rts_task_stats *s = rts_stats(st);

@@ -37,6 +37,8 @@ int twin_record(__u64 *ctx)
 		return on_softirq_entry(ctx);
 	case 7:
 		return on_softirq_exit(ctx);
+	case 8:
+		return on_task_rename(ctx);
 	}
 	return -1;
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ const (
 	twinTimerExit
 	twinSoftirqEntry
 	twinSoftirqExit
+	twinRename
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
@@ -298,4 +300,127 @@ func TestClassicTwinTimerContext(t *testing.T) {
 	check("timer interrupt in another softirq", 0, 0xd000)
 	exit()
 	softirqEnd()
+}
+
+// rename runs task_rename for tid with newcomm as the record holds it: all
+// 16 bytes, whatever follows the name's NUL.
+func (tw *classicTwin) rename(tid uint32, newcomm string) {
+	tw.t.Helper()
+	if len(newcomm) != 16 {
+		tw.t.Fatalf("newcomm %q: %d bytes, want 16", newcomm, len(newcomm))
+	}
+	tw.record(twinRename, field{off: "off_rename_pid", size: 4, val: uint64(tid)},
+		field{off: "off_rename_newcomm", comm: newcomm})
+}
+
+// sleep switches tid out asleep (prev_state S) for the idle task.
+func (tw *classicTwin) sleep(tid uint32) {
+	tw.record(twinSwitch, field{off: "off_switch_prev_pid", size: 4, val: uint64(tid)},
+		field{off: "off_switch_prev_prio", size: 4, val: 120}, field{off: "off_switch_prev_state", size: 8, val: 1},
+		field{off: "off_switch_next_pid", size: 4}, field{off: "off_switch_next_prio", size: 4, val: 120})
+}
+
+// onNonLeaderThread runs fn on a thread of this process that is not its
+// leader, pinned to twinCPU: the twin's test runs (BPF_F_TEST_RUN_ON_CPU)
+// then run in that thread's own context, so bpf_get_current_pid_tgid gives
+// its tid and the test's pid, as for a thread that renames itself. The
+// thread is discarded afterwards (left locked: it exits with fn's goroutine).
+func onNonLeaderThread(fn func(tid, pid uint32)) error {
+	var err error
+	var run func(done chan<- struct{})
+	run = func(done chan<- struct{}) {
+		defer close(done)
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The leader: held here, so that the goroutine below gets another thread.
+			defer runtime.UnlockOSThread()
+			inner := make(chan struct{})
+			go run(inner)
+			<-inner
+			return
+		}
+		var set unix.CPUSet
+		set.Set(twinCPU)
+		if err = unix.SchedSetaffinity(0, &set); err == nil {
+			fn(uint32(unix.Gettid()), uint32(unix.Getpid()))
+		}
+	}
+	done := make(chan struct{})
+	go run(done)
+	<-done
+	return err
+}
+
+// A thread that a --comm target wants under the name it gets later is
+// tracked from task_rename, though it existed under another name before
+// the watch (no task_newtask; the scan did not want it), whether it names
+// itself (prctl(PR_SET_NAME), as internal/workload/thread.go's Go thread
+// does) or a sibling names it through /proc/self/task/TID/comm
+// (pthread_setname_np of another thread). The kernel strscpy()s newcomm
+// into the record and leaves the bytes after its NUL as earlier records
+// left them in the per-CPU perf buffer: here those of a sched_switch
+// record (prev_state's high word, next_comm "heal...") and the bytes
+// bpftrace showed after "rtscmp-x" on 6.18. Looked up as read, the name
+// missed want_comm, and the classic engine never tracked the Go thread.
+func TestClassicTwinRename(t *testing.T) {
+	tw := newClassicTwin(t)
+	want := func(name string, index uint32) {
+		var key [16]byte
+		copy(key[:15], name)
+		if err := tw.objs.WantComm.Put(key, bpfRtsTarget{Index: index}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("control", 5)
+	want("rtscmp-x", 6)
+	const sibling, unwanted = 4194000, 4194001 // tids of no thread here
+	const runnable, sleeping = 0, 2            // RTS_TS_*
+
+	check := func(what string, tid, pid, target uint32, state uint8, comm string) *bpfRtsTaskState {
+		t.Helper()
+		st := tw.state(tid)
+		if st == nil {
+			t.Errorf("%s: tid %d is not tracked after its rename to %q", what, tid, comm)
+			return nil
+		}
+		s := tw.stats(st.Id)
+		if s.Tid != tid || s.Pid != pid || s.Target != target || st.State != state || CommString(s.Comm) != comm {
+			t.Errorf("%s: tid %d pid %d target %d state %d comm %q, want %d %d %d %d %q",
+				what, s.Tid, s.Pid, s.Target, st.State, CommString(s.Comm), tid, pid, target, state, comm)
+		}
+		return st
+	}
+
+	err := onNonLeaderThread(func(tid, pid uint32) {
+		if tid == pid {
+			t.Errorf("tid %d is the leader", tid)
+			return
+		}
+		// It ran, untracked, under its first name.
+		tw.switchIn(tid, "rtscope.test")
+		tw.rename(tid, "control\x00\x00\x00\x00\x00heal")
+		st := check("renamed by itself", tid, pid, 5, runnable, "control")
+		if st != nil {
+			// And it is measured: a sleep, a wakeup and a switch-in give a latency sample.
+			tw.sleep(tid)
+			tw.waking(tid)
+			tw.switchIn(tid, "control")
+			if n := tw.stats(st.Id).M[metric.Latency].Count; n != 1 {
+				t.Errorf("renamed by itself: %d latency samples, want 1", n)
+			}
+		}
+
+		// Through /proc by this thread, its sibling: the renamed thread is not current.
+		tw.rename(sibling, "rtscmp-x\x00ks\x00\x00-f\x00")
+		// Its pid is not known from the record (a kthread is renamed by its creator too).
+		check("renamed through /proc", sibling, sibling, 6, sleeping, "rtscmp-x")
+	})
+	if err != nil {
+		t.Fatalf("pinning a thread to CPU %d: %v", twinCPU, err)
+	}
+
+	tw.rename(unwanted, "contro\x00\x00\x00\x00\x00\x00heal")
+	if st := tw.state(unwanted); st != nil {
+		t.Errorf("a task renamed to an unwanted name is tracked: %+v", st)
+	}
 }
