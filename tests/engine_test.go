@@ -5,29 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// threadOf waits for a thread named comm in process pid and returns its tid.
-func threadOf(t *testing.T, pid int, comm string) int {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		dirs, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*")
-		for _, d := range dirs {
-			if b, err := os.ReadFile(filepath.Join(d, "comm")); err == nil && strings.TrimSpace(string(b)) == comm {
-				tid, _ := strconv.Atoi(filepath.Base(d))
-				return tid
-			}
-		}
-	}
-	t.Fatalf("no thread %s in process %d", comm, pid)
-	return 0
-}
 
 // The classic engine (no kernel BTF needed) and the BTF engine watch the
 // same periodic FIFO loop at the same time, each attached to the same
