@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/doctor"
-	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
@@ -133,7 +132,7 @@ func watchPI(t doctor.Targets, d time.Duration) ([]doctor.Check, error) {
 	ctx, stop := stopSignals()
 	defer stop()
 	o := watch.Options{Targets: target.Spec{TIDs: t.TIDs, PIDs: t.PIDs, Comms: t.Comms}, Duration: d, Quiet: true,
-		Out: io.Discard, Log: io.Discard, TraceEvents: engine.DefaultFlightPerCPU, AutoHousekeeping: true}
+		Out: io.Discard, Log: io.Discard, AutoHousekeeping: true}
 	o.Analyze = analyzer()
 	o.Explain = explain.ForViolation
 	rep, err := watch.Run(ctx, o)

@@ -66,7 +66,7 @@ func runServe(args []string) int {
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us (repeatable)")
 	tick := fs.Duration("tick", time.Second, "how often live tasks' statistics are read for /metrics")
 	noTrace := fs.Bool("no-trace", false, "no flight recorder: violations are counted but not explained (lowest overhead)")
-	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	traceEvents := fs.Uint32("trace-events", 0, "flight recorder depth per CPU, a power of two (48 bytes an event); 0: 8192 up to 2 CPUs, halved as the CPUs double, at least 2048")
 	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
@@ -125,7 +125,7 @@ func runServe(args []string) int {
 	if *tick <= 0 {
 		return Fail("serve", errors.New("--tick must be positive"))
 	}
-	if err := engine.CheckFlightPerCPU(*traceEvents); err != nil {
+	if err := engine.CheckFlightPerCPU(*traceEvents); *traceEvents != 0 && err != nil {
 		return Fail("serve", fmt.Errorf("--trace-events %w", err))
 	}
 	archDir, archBytes := *archive, int64(serve.DefaultArchiveBytes)

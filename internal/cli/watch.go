@@ -80,7 +80,7 @@ func runWatch(args []string) int {
 	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
 	engineKind := fs.String("engine", engine.EngineAuto, "BPF engine: btf (tp_btf, needs kernel BTF) or classic (classic tracepoints, for kernels without BTF); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
 	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
-	traceEvents := fs.Uint32("trace-events", engine.DefaultFlightPerCPU, "flight recorder depth per CPU, a power of two (48 bytes an event)")
+	traceEvents := fs.Uint32("trace-events", 0, "flight recorder depth per CPU, a power of two (48 bytes an event); 0: 8192 up to 2 CPUs, halved as the CPUs double, at least 2048")
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window (the ones nearest its end); a longer window is marked truncated")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
@@ -175,7 +175,7 @@ func runWatch(args []string) int {
 	if *noTrace && *traces {
 		return Fail("watch", errors.New("--traces and --no-trace conflict"))
 	}
-	if err := engine.CheckFlightPerCPU(*traceEvents); err != nil {
+	if err := engine.CheckFlightPerCPU(*traceEvents); *traceEvents != 0 && err != nil {
 		return Fail("watch", fmt.Errorf("--trace-events %w", err))
 	}
 	o.AutoHousekeeping = *house == ""

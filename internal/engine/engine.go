@@ -84,6 +84,28 @@ const (
 	MaxFlightPerCPU     = 1 << 20
 )
 
+// DefaultFlightBytes is the default flight recorder's kernel memory on
+// machines of more than two possible CPUs: the depth per CPU is halved as
+// the CPUs double (DefaultFlightFor), so that 100 tracked tasks on 4 CPUs
+// stay within 2 MiB of kernel memory (issue 12), down to
+// MinDefaultFlightPerCPU.
+const (
+	DefaultFlightBytes     = 2 * DefaultFlightPerCPU * 48
+	MinDefaultFlightPerCPU = 2048
+)
+
+// DefaultFlightFor is the default depth per CPU for ncpu possible CPUs:
+// DefaultFlightPerCPU up to 2 CPUs, then the largest power of two that
+// keeps the rings within DefaultFlightBytes, at least
+// MinDefaultFlightPerCPU.
+func DefaultFlightFor(ncpu int) uint32 {
+	n := uint32(DefaultFlightPerCPU)
+	for n > MinDefaultFlightPerCPU && uint64(n)*uint64(max(ncpu, 1))*uint64(unsafe.Sizeof(Event{})) > DefaultFlightBytes {
+		n /= 2
+	}
+	return n
+}
+
 // MaxFlightBytes caps the flight recorder's kernel memory, all possible
 // CPUs together: a ring per possible CPU, not per online one, so that a
 // large --trace-events on a machine with many possible CPUs is refused
@@ -237,8 +259,12 @@ func Load(cfg Config) (*Engine, error) {
 		}
 	}
 	_ = rlimit.RemoveMemlock() // pre-5.11 kernels charge BPF memory to RLIMIT_MEMLOCK
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("counting CPUs: %w", err)
+	}
 	if cfg.FlightPerCPU == 0 {
-		cfg.FlightPerCPU = DefaultFlightPerCPU
+		cfg.FlightPerCPU = DefaultFlightFor(ncpu)
 	}
 	if err := CheckFlightPerCPU(cfg.FlightPerCPU); err != nil {
 		return nil, fmt.Errorf("flight recorder depth: %w", err)
@@ -253,10 +279,6 @@ func Load(cfg Config) (*Engine, error) {
 	}
 	if err := features.HaveMapType(ebpf.RingBuf); errors.Is(err, ebpf.ErrNotSupported) {
 		return nil, errors.New("this kernel lacks the BPF ring buffer, which rtscope needs (Linux 5.8 or later)")
-	}
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, fmt.Errorf("counting CPUs: %w", err)
 	}
 	e := &Engine{cfg: cfg, ncpu: ncpu, types: types}
 	e.Features.Engine, e.Features.EngineNote = kind, why

@@ -447,7 +447,7 @@ func TestTwinSLOAndNewMaxNotices(t *testing.T) {
 	// Histogram: every sample in its bucket.
 	var total uint32
 	for _, c := range s.M[metric.Latency].Hist {
-		total += c
+		total += uint32(c)
 	}
 	if total != 5 || s.M[metric.Latency].Hist[metric.Bucket(700)] != 1 {
 		t.Errorf("histogram total %d", total)

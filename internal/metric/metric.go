@@ -6,6 +6,7 @@ package metric
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -92,50 +93,49 @@ func Names() []string {
 	return out
 }
 
-// Histogram layout, mirrored from bpf/rtscope.h.
+// Histogram layout, mirrored from bpf/rtscope.h: below 2^MinShift ns, Sub
+// linear buckets of 2^(MinShift-SubBits) ns (128 ns); from there to
+// 2^MaxShift ns (~17.2 s), Sub buckets per power of two; above, the last one.
 const (
 	SubBits  = 3
 	Sub      = 1 << SubBits
-	MaxShift = 36
-	Buckets  = (MaxShift - SubBits + 1) * Sub
+	MinShift = 10
+	MaxShift = 34
+	Buckets  = (MaxShift - MinShift + 1) * Sub
 )
 
 // RelativeError is the largest error of a percentile read from the
-// histogram (bucket midpoint), relative to the true value: half a bucket.
+// histogram (bucket midpoint), relative to the true value, from 2^MinShift
+// ns (1.024 us) on: half a bucket. Below, the error is at most
+// LinearError ns.
 const RelativeError = 1.0 / (2 * Sub)
+
+// LinearError is the largest error, in ns, of a percentile below 2^MinShift
+// ns: half a linear bucket.
+const LinearError = 1 << (MinShift - SubBits - 1)
 
 // Bucket returns the histogram bucket of v (same as rts_hist_bucket in BPF).
 func Bucket(v uint64) int {
-	if v < Sub {
-		return int(v)
+	if v < 1<<MinShift {
+		return int(v >> (MinShift - SubBits))
 	}
-	msb := 63 - leadingZeros(v)
+	msb := 63 - bits.LeadingZeros64(v)
 	if msb >= MaxShift {
 		return Buckets - 1
 	}
-	return (msb-SubBits+1)*Sub + int((v>>(msb-SubBits))&(Sub-1))
-}
-
-func leadingZeros(v uint64) int {
-	n := 0
-	for i := 63; i >= 0; i-- {
-		if v&(1<<uint(i)) != 0 {
-			return n
-		}
-		n++
-	}
-	return 64
+	return (msb-MinShift+1)*Sub + int((v>>(msb-SubBits))&(Sub-1))
 }
 
 // BucketRange returns the values [lo, hi) of bucket b.
 func BucketRange(b int) (lo, hi uint64) {
 	if b < Sub {
-		return uint64(b), uint64(b) + 1
+		w := uint64(1) << (MinShift - SubBits)
+		return uint64(b) * w, uint64(b+1) * w
 	}
-	k := b / Sub
+	msb := b/Sub + MinShift - 1
 	sub := uint64(b % Sub)
-	lo = (Sub + sub) << uint(k-1)
-	hi = lo + 1<<uint(k-1)
+	lo = (Sub + sub) << uint(msb-SubBits)
+	hi = lo + 1<<uint(msb-SubBits)
 	if b == Buckets-1 {
 		hi = math.MaxUint64
 	}

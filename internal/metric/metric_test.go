@@ -8,7 +8,9 @@ import (
 )
 
 func TestBucketBoundaries(t *testing.T) {
-	cases := map[uint64]int{0: 0, 7: 7, 8: 8, 15: 15, 16: 16, 17: 16, 18: 17, 31: 23, 32: 24}
+	// Below 1024 ns: 8 linear buckets of 128 ns; then 8 per power of two.
+	cases := map[uint64]int{0: 0, 127: 0, 128: 1, 1023: 7, 1024: 8, 1151: 8, 1152: 9, 2047: 15, 2048: 16,
+		1<<33 + 7<<30: Buckets - 1, 1<<34 - 1: Buckets - 1}
 	for v, want := range cases {
 		if got := Bucket(v); got != want {
 			t.Errorf("Bucket(%d) = %d, want %d", v, got, want)
@@ -18,7 +20,7 @@ func TestBucketBoundaries(t *testing.T) {
 		t.Errorf("huge value bucket %d, want last %d", got, Buckets-1)
 	}
 	// Every value falls inside the range of its bucket, and ranges tile.
-	for _, v := range []uint64{1, 9, 100, 1000, 123456, 1e6, 1e9, 5e10} {
+	for _, v := range []uint64{1, 9, 100, 1000, 1024, 123456, 1e6, 1e9, 1e10, 5e10} {
 		b := Bucket(v)
 		lo, hi := BucketRange(b)
 		if v < lo || v >= hi {
@@ -30,7 +32,7 @@ func TestBucketBoundaries(t *testing.T) {
 				t.Errorf("bucket %d ends at %d but %d starts at %d", b, hi, b+1, nlo)
 			}
 		}
-		if float64(hi-lo)/float64(lo) > 1.0/Sub+1e-9 && lo >= Sub {
+		if float64(hi-lo)/float64(lo) > 1.0/Sub+1e-9 && lo >= 1<<MinShift && b < Buckets-1 {
 			t.Errorf("bucket %d too wide: [%d,%d)", b, lo, hi)
 		}
 	}

@@ -45,7 +45,7 @@ func (h *hist) add(ms *engine.MetricStats) {
 	h.count += ms.Count
 	h.sum += ms.Sum
 	h.violations += ms.Violations
-	for i, c := range ms.Hist {
+	for i, c := range ms.Histogram() {
 		h.buckets[i] += uint64(c)
 	}
 }
