@@ -12,6 +12,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/engine"
 )
 
 // The origin design's published figures (reference paper, sections 4 and 5).
@@ -233,20 +235,29 @@ func (r *results) scaleRowT(n int, noTrace bool) *scaleRow {
 	return nil
 }
 
-// memory4 extrapolates a scaling row's kernel memory to cpus CPUs: the
-// per-CPU maps (per-CPU arrays, the flight recorder sized CPUs x depth)
-// scale with the CPU count, the rest does not.
+// memory extrapolates a scaling row's kernel memory to cpus CPUs: the
+// per-CPU maps (per-CPU arrays) scale with the CPU count; the flight
+// recorder's default depth per CPU also depends on it
+// (engine.DefaultFlightFor: 8192 events up to 2 CPUs, halved as they
+// double), so its size is scaled by the total events at each count; the
+// rest does not depend on the CPUs.
 func (s *scaleRow) memory(cpus, have int) (total, perCPU float64) {
 	if len(s.Memlock) == 0 {
 		return 0, 0
 	}
+	var flight float64
 	for _, m := range s.Maps {
-		if m.PerCPU {
+		switch {
+		case m.Name == "flight":
+			flight = float64(m.Memlock)
+		case m.PerCPU:
 			perCPU += float64(m.Memlock)
 		}
 	}
 	base := median(s.Memlock) + float64(s.StorageB)
-	return base + perCPU*float64(cpus-have)/float64(have), perCPU / float64(have)
+	events := func(n int) float64 { return float64(engine.DefaultFlightFor(n)) * float64(n) }
+	total = base + perCPU*float64(cpus-have)/float64(have) + flight*(events(cpus)/events(have)-1)
+	return total, (perCPU + flight) / float64(have)
 }
 
 func (r *results) markdown() string {
@@ -469,7 +480,7 @@ func (r *results) details(w *strings.Builder) {
 			}
 		}
 		_, per := s.memory(have, have)
-		p("\nExtrapolation: the maps whose size is proportional to the number of CPUs (per-CPU arrays, and the flight recorder, sized CPUs x depth x 48 bytes) cost %s per CPU here; the other maps, the programs and the task storage do not depend on the CPU count. Task storage elements are charged by the kernel to each task, not to the map, so the map's figure leaves them out: they are estimated as (value size + 256 bytes) per tracked task.\n\n", mib(per))
+		p("\nExtrapolation: the maps whose size is proportional to the number of CPUs (per-CPU arrays, and the flight recorder, sized CPUs x depth x 48 bytes, its default depth 8192 up to 2 CPUs, 4096 on 3-4, 2048 from 5: engine.DefaultFlightFor) cost %s per CPU here; the other maps, the programs and the task storage do not depend on the CPU count. Task storage elements are charged by the kernel to each task, not to the map, so the map's figure leaves them out: they are estimated as (value size + 256 bytes) per tracked task.\n\n", mib(per))
 	}
 	if s := r.Start; s != nil {
 		p("## 6. Start and stop\n\nIn-process (`internal/engine`), median (min..max) of %d runs; the task iterator registers the existing threads of a helper process (1000 periodic threads plus the Go runtime's own threads).\n\n| step | time |\n|---|---|\n", len(s.Load))
