@@ -370,8 +370,10 @@ func TestSignatureEventDrivenBlocking(t *testing.T) {
 		// few timer releases (3-4 per ~1000 wakeups, 100-900 ms cycles) are
 		// still counted; before soft callbacks recorded their task it was
 		// 11-21 per ~700. The rest is not explained yet (a timed futex wait
-		// of the Go runtime would be one), so emulation allows 1%.
-		if cyc.Count > uint64(allow(0, int64(resp.Count/100))) {
+		// of the Go runtime would be one), so emulation allows 1%, and at
+		// least 5: a slow guest ran only 375 events in one run, where 1%
+		// would fail on 4 releases, a count seen with 1026 events.
+		if cyc.Count > uint64(allow(0, max(int64(resp.Count/100), 5))) {
 			return fmt.Errorf("the event-driven task has %d cycle samples for %d responses; it never sleeps on a timer", cyc.Count, resp.Count)
 		}
 		// One event: 1 ms; events piled up during a semaphore wait: more.
