@@ -13,13 +13,13 @@
 # checks those causes with the kernel-module injectors on one vCPU.
 # guests: rt
 # tcg: single
-# timeout: 300
+# timeout: 400
 cd /tmp || exit 1
 rm -f /tmp/sig.failed
 # Streamed as it runs (not printed at the end): when the emulated guest
 # stops answering, the log shows which test it was in.
 {
-	RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 280s \
+	RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 380s \
 		-test.run '^TestSignature(MisconfiguredPriority|HiddenBlocking|EventDrivenBlocking|PriorityInversion|RTHog)$' 2>&1
 	echo "exit $?"
 } | while IFS= read -r l; do
