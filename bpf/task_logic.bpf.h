@@ -69,9 +69,13 @@ static __always_inline __u32 rts_hist_bucket(__u64 v)
  * budget on sched_switch. Rounding loses at most one sample a bucket per fold.
  */
 #define RTS_HIST_WORDS (RTS_HIST_BUCKETS * sizeof(__u16) / sizeof(__u64))
+/* may_alias: the words are the 16-bit buckets, which the caller then
+ * increments; without it clang kept the bucket's old value across the fold
+ * (strict aliasing) and the increment wrapped it to 0 (TestTwinHistogramFold). */
+typedef __u64 __attribute__((__may_alias__)) rts_hist_word;
 static __always_inline void rts_hist_fold(struct rts_metric_stats *m)
 {
-	__u64 *w = (__u64 *)m->hist;
+	rts_hist_word *w = (rts_hist_word *)m->hist;
 #pragma unroll
 	for (__u32 i = 0; i < RTS_HIST_WORDS; i++)
 		w[i] = (w[i] >> 1) & 0x7fff7fff7fff7fffULL;
