@@ -800,6 +800,7 @@ func (s *watcher) finish(id uint64) {
 		s.live.forget(id)
 		delete(s.viol, id)
 		delete(s.samplers, id)
+		delete(s.slack, id)
 		s.eng.Forget(id)
 		return
 	}
