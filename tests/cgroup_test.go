@@ -35,10 +35,12 @@ func cgroupRoot(t *testing.T) string {
 // a child cgroup while it runs (cgroup_attach_task, then a scan for its
 // other threads), the children of a shell moved in (fork); not a process
 // of the same names outside; and, once the target is removed, not a new
-// one moved in. The tracked loops are reported on /metrics.
+// one moved in. The tracked loops are reported on /metrics, labelled
+// with the cgroup's service name (unit).
 func TestServeCgroup(t *testing.T) {
 	root := cgroupRoot(t)
-	name := fmt.Sprintf("rtscope-e2e-%d.scope", os.Getpid())
+	// A service's name: the series carry it as their unit label.
+	name := fmt.Sprintf("rtscope-e2e-%d.service", os.Getpid())
 	dir := filepath.Join(root, name)
 	sub := filepath.Join(dir, "sub")
 	for _, d := range []string{dir, sub} {
@@ -125,7 +127,7 @@ func TestServeCgroup(t *testing.T) {
 	}
 	var cycles float64
 	waitFor("the tracked loops' cycles on /metrics", func() bool {
-		cycles, _ = scrape(t, metricsURL, `rtscope_cycle_seconds_count{target="control"}`)
+		cycles, _ = scrape(t, metricsURL, `rtscope_cycle_seconds_count{target="control",unit="`+name+`"}`)
 		return cycles > 100
 	})
 
