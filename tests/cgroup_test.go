@@ -34,8 +34,8 @@ func cgroupRoot(t *testing.T) string {
 // it: a process there before the agent starts (the scan), one moved into
 // a child cgroup while it runs (cgroup_attach_task, then a scan for its
 // other threads), the children of a shell moved in (fork); not a process
-// of the same names outside; and, once the target is removed, not a new
-// one moved in. The tracked loops are reported on /metrics, labelled
+// of the same names outside; and, once the target is removed, neither
+// those (untracked at once) nor a new one moved in. The tracked loops are reported on /metrics, labelled
 // with the cgroup's service name (unit).
 func TestServeCgroup(t *testing.T) {
 	root := cgroupRoot(t)
@@ -133,6 +133,10 @@ func TestServeCgroup(t *testing.T) {
 
 	if st, e := ctl(t, sock, "remove", "--cgroup", name); st == nil {
 		t.Fatalf("ctl remove --cgroup: %s", e)
+	}
+	// Its tasks, still running, are tracked no more.
+	if tracked(before.Process.Pid, "control") || count(later.Process.Pid, "cyclictest") > 0 {
+		t.Errorf("tasks of the removed cgroup target are still tracked")
 	}
 	after := start("sleep", "5")
 	move(dir, after.Process.Pid)
