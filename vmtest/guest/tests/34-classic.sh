@@ -87,13 +87,16 @@ agree() {
 # both alike; they differ by the histogram's error (a value is known to its
 # bucket, which spans up to 12.5%) and by the run time of the engine whose
 # programs run first on a tracepoint, which delays the other's timestamps:
-# 2-6 us on the host, tens of us under TCG, where the JITed BPF is itself
-# emulated. Counts: within 2% + 2 (both see the whole run; 1-3 apart seen).
-# p50: one bucket (13%) + 30 us. p99 is one of the 9-18 largest of 900-1800
-# samples: a few of them moved across a bucket boundary by that delay move
-# it by up to two buckets (26%) + 60 us. Seen (2026-11-23, 4 ms loop for
-# 8 s): p99 equal in every metric on both guests; p50 one bucket apart at
-# most (std timer-irq 557/623 us, arm64 timer-irq 221/188 us), else equal.
+# 2-6 us on the host, up to ~100 us under TCG on a loaded host, where the
+# JITed BPF is itself emulated. Counts: within 2% + 2 (both see the whole
+# run; 0-6 apart seen: the classic programs do not nest). p50: 25% + 50 us (two buckets and that delay).
+# p99 is one of the 4-18 largest of 440-1800 samples: 40% + 100 us. A
+# metric measured from the wrong event, or stalls one engine misses, is off
+# by far more (a factor). Seen (2026-11-23, 4 ms loop for 8 s, three runs
+# per guest, btf/classic): p99 equal in 45 of 48 metric-runs (arm64
+# latency 24.1/28.3 ms, timer-thread 4.98/5.51 ms, response 3.80/4.06 ms);
+# p50 up to 21% apart on std (cycle 754/623 us, host loaded) and 26% on
+# arm64 (jitter 377/475 us), else within a bucket or two.
 compared=0
 for m in latency timer-irq timer-thread timer-user response cycle period jitter iteration; do
 	nb=$(jget /tmp/b.json "$T.metrics.$m.count")
@@ -110,8 +113,8 @@ for m in latency timer-irq timer-thread timer-user response cycle period jitter 
 	latency | timer-irq | timer-thread | response | cycle | period) ge "$m count (classic)" "$nc" 300 ;;
 	esac
 	agree "$m count" "$nb" "$nc" 2 2
-	agree "$m p50 (ns)" "$(jget /tmp/b.json "$T.metrics.$m.p50_ns")" "$(jget /tmp/c.json "$T.metrics.$m.p50_ns")" 13 30000
-	agree "$m p99 (ns)" "$(jget /tmp/b.json "$T.metrics.$m.p99_ns")" "$(jget /tmp/c.json "$T.metrics.$m.p99_ns")" 26 60000
+	agree "$m p50 (ns)" "$(jget /tmp/b.json "$T.metrics.$m.p50_ns")" "$(jget /tmp/c.json "$T.metrics.$m.p50_ns")" 25 50000
+	agree "$m p99 (ns)" "$(jget /tmp/b.json "$T.metrics.$m.p99_ns")" "$(jget /tmp/c.json "$T.metrics.$m.p99_ns")" 40 100000
 	compared=$((compared + 1))
 done
 ge "metrics compared" $compared 6
