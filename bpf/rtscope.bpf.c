@@ -534,6 +534,43 @@ int track_existing(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* The target whose tasks untrack_existing stops tracking (user space sets it). */
+__u32 untrack_target = 0xffffffff;
+
+/*
+ * Stops tracking the tasks that target untrack_target selected, once user
+ * space removed it from the want_* maps (rtscope ctl remove, reload): each
+ * ends as at its exit (its final statistics stay for user space, which the
+ * exit notice tells to report and forget them). A task another target
+ * still wants stays tracked, now under that target. User space runs it
+ * over every task, as track_existing.
+ */
+SEC("iter/task")
+int untrack_existing(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	if (!t)
+		return 0;
+	struct rts_task_state *st = tracked(t);
+	if (!st)
+		return 0;
+	struct rts_task_stats *s = rts_stats(st);
+	if (!s || s->target != untrack_target)
+		return 0;
+	struct rts_target *w = wanted(t);
+	if (w) {
+		s->target = w->index;
+		return 0;
+	}
+	__u32 cpu = bpf_get_smp_processor_id();
+	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+	s->exited = 1;
+	rts_clear_waiting(st);
+	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, bpf_ktime_get_ns(), cpu, cpu);
+	bpf_task_storage_delete(&tasks, t);
+	return 0;
+}
+
 /*
  * Set every tracked task's SLO bounds again (rts_reapply_slo): user space
  * runs it with BPF_PROG_TEST_RUN after changing slo_by_id. Loaded on its

@@ -34,11 +34,13 @@ func cgroupRoot(t *testing.T) string {
 // it: a process there before the agent starts (the scan), one moved into
 // a child cgroup while it runs (cgroup_attach_task, then a scan for its
 // other threads), the children of a shell moved in (fork); not a process
-// of the same names outside; and, once the target is removed, not a new
-// one moved in. The tracked loops are reported on /metrics.
+// of the same names outside; and, once the target is removed, neither
+// those (untracked at once) nor a new one moved in. The tracked loops are reported on /metrics, labelled
+// with the cgroup's service name (unit).
 func TestServeCgroup(t *testing.T) {
 	root := cgroupRoot(t)
-	name := fmt.Sprintf("rtscope-e2e-%d.scope", os.Getpid())
+	// A service's name: the series carry it as their unit label.
+	name := fmt.Sprintf("rtscope-e2e-%d.service", os.Getpid())
 	dir := filepath.Join(root, name)
 	sub := filepath.Join(dir, "sub")
 	for _, d := range []string{dir, sub} {
@@ -125,12 +127,16 @@ func TestServeCgroup(t *testing.T) {
 	}
 	var cycles float64
 	waitFor("the tracked loops' cycles on /metrics", func() bool {
-		cycles, _ = scrape(t, metricsURL, `rtscope_cycle_seconds_count{target="control"}`)
+		cycles, _ = scrape(t, metricsURL, `rtscope_cycle_seconds_count{target="control",unit="`+name+`"}`)
 		return cycles > 100
 	})
 
 	if st, e := ctl(t, sock, "remove", "--cgroup", name); st == nil {
 		t.Fatalf("ctl remove --cgroup: %s", e)
+	}
+	// Its tasks, still running, are tracked no more.
+	if tracked(before.Process.Pid, "control") || count(later.Process.Pid, "cyclictest") > 0 {
+		t.Errorf("tasks of the removed cgroup target are still tracked")
 	}
 	after := start("sleep", "5")
 	move(dir, after.Process.Pid)

@@ -69,8 +69,9 @@ func ctl(t *testing.T, sock string, args ...string) (*ctlState, string) {
 
 // Runtime control end to end: an agent started without the workload's
 // name gets it added while the workload runs (its series appear and
-// grow), removed (the series stays, never goes back; a new task of that
-// name is not tracked), then added and dropped again by reloading the
+// grow), removed (its running task is untracked at once: the series
+// stays, never goes back, grows no more; a new task of that name is not
+// tracked), then added and dropped again by reloading the
 // configuration through SIGHUP and through rtscope ctl reload; a broken
 // configuration changes nothing and is reported with its line.
 func TestServeControl(t *testing.T) {
@@ -107,7 +108,7 @@ func TestServeControl(t *testing.T) {
 		}
 	}
 
-	w := work("3s")
+	w := work("5s") // still running when its target is removed (killed then)
 	time.Sleep(300 * time.Millisecond)
 	if _, ok := scrape(t, metricsURL, series); ok {
 		t.Fatal("control tracked before it was added")
@@ -132,16 +133,27 @@ func TestServeControl(t *testing.T) {
 	if st == nil || slices.Contains(st.comms(), "control") {
 		t.Fatalf("ctl remove --comm control: %v %s", st, e)
 	}
-	w.Wait() // the tracked task ran on to its end, still counted
+	// The task it tracked still runs, and is tracked no more: it left as
+	// if it exited, its counts kept in the series, which stops growing.
+	if st.tracking("control") {
+		t.Errorf("the removed target's running task is still tracked: %+v", st)
+	}
 	var after float64
-	waitFor("the removed target's count stays and grows to the task's end", func() bool {
-		after, _ = scrape(t, metricsURL, series)
+	waitFor("the removed target's task leaves tracking, its count kept", func() bool {
+		// The exit first: its final counts are in the series from then on.
 		exited, _ := scrape(t, metricsURL, `rtscope_tasks_exited_total{target="control"}`)
+		after, _ = scrape(t, metricsURL, series)
 		return exited == 1
 	})
 	if after < first {
 		t.Errorf("cycle count went back from %v to %v after the target was removed", first, after)
 	}
+	time.Sleep(500 * time.Millisecond) // 2.5 ticks of a loop that still runs (5 s)
+	if later, _ := scrape(t, metricsURL, series); later != after {
+		t.Errorf("cycle count went from %v to %v after its target was removed", after, later)
+	}
+	w.Process.Kill()
+	w.Wait()
 	w = work("1s")
 	time.Sleep(500 * time.Millisecond)
 	if st, _ = ctl(t, sock, "list"); st.tracking("control") {
@@ -202,7 +214,7 @@ func TestServeControl(t *testing.T) {
 	if worst == 0 {
 		t.Errorf("no worst window of control with a verdict archived: %s", out)
 	}
-	t.Logf("control cycles: %v when seen, %v at the removed task's end, %v at the end", first, after, final)
+	t.Logf("control cycles: %v when seen, %v when its target was removed, %v at the end", first, after, final)
 	agent.Process.Signal(syscall.SIGTERM)
 	agent.Wait()
 	if _, err := os.Stat(sock); err == nil {

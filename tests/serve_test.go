@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,14 +66,33 @@ func scrape(t *testing.T, u, series string) (float64, bool) {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	want := seriesOf(series)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, series+" ") {
-			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return v, err == nil
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") || seriesOf(line[:i]) != want {
+			continue
 		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		return v, err == nil
 	}
 	return 0, false
+}
+
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
+
+// seriesOf is a series in one form: its name and its non-empty labels
+// sorted (Prometheus: an empty label is no label), whatever their order.
+func seriesOf(s string) string {
+	name, labels, _ := strings.Cut(s, "{")
+	var ls []string
+	for _, m := range labelPair.FindAllStringSubmatch(labels, -1) {
+		if m[2] != "" {
+			ls = append(ls, m[1]+"="+m[2])
+		}
+	}
+	sort.Strings(ls)
+	return name + "{" + strings.Join(ls, ",") + "}"
 }
 
 // promQuery runs an instant query against Prometheus' HTTP API and returns

@@ -53,7 +53,7 @@ apt_install() {
 }
 
 host_tools() {
-	local pkgs=(cpio busybox-static rt-tests rtla make libelf1)
+	local pkgs=(cpio busybox-static rt-tests rtla make libelf1 socat)
 	local g
 	for g in "${GUESTS[@]}"; do
 		case $g in
@@ -290,8 +290,32 @@ silence() {
 	echo "${VMTEST_SILENCE:-$((60 + most * 3 / 2))}"
 }
 
-# watchdog LOG PIDFILE SECONDS: stops the guest whose pid is in PIDFILE when
-# LOG has not grown for SECONDS, and leaves LOG.hung saying so.
+# vcpu_state MONITOR: where the vCPUs of a hung guest are, read three
+# times a second apart through the QEMU monitor socket (a vCPU at the same
+# kernel address every time is looping there, as the MTTCG int3 loop was
+# found; the guest boots with nokaslr, so the addresses can be looked up in
+# the System.map of the kernel's -dbg package), then the guest's own
+# backtraces: SysRq 9 (print everything), l (every active CPU) and w
+# (blocked tasks) sent as keys.
+vcpu_state() {
+	local i rip n where
+	for i in 1 2 3; do
+		n=0
+		for rip in $(echo "info registers -a" | socat -t 2 - "UNIX-CONNECT:$1" 2>/dev/null | tr -d '\r' | sed -n 's/^RIP=\([0-9a-f]*\).*/\1/p'); do
+			case $rip in [0-7]*) where="user space" ;; *) where=kernel ;; esac
+			echo "vCPU $n at $rip ($where)"
+			n=$((n + 1))
+		done
+		[ $n -gt 0 ] || echo "no answer from the QEMU monitor"
+		sleep 1
+	done
+	printf 'sendkey alt-sysrq-9\nsendkey alt-sysrq-l\nsendkey alt-sysrq-w\n' | socat -t 2 - "UNIX-CONNECT:$1" >/dev/null 2>&1
+	sleep 20
+}
+
+# watchdog LOG PIDFILE SECONDS MONITOR: stops the guest whose pid is in
+# PIDFILE when LOG has not grown for SECONDS, and leaves LOG.hung saying so,
+# after printing where its vCPUs were (MONITOR: its QEMU monitor socket).
 watchdog() {
 	local size last=-1 idle=0
 	while sleep 5; do
@@ -300,6 +324,7 @@ watchdog() {
 		size=$(stat -c %s "$1" 2>/dev/null || echo 0)
 		if [ "$size" = "$last" ]; then idle=$((idle + 5)); else idle=0 last=$size; fi
 		if [ $idle -ge "$3" ]; then
+			vcpu_state "$4" | sed 's/^/vmtest: hung guest: /' >&2
 			echo "no output for ${3}s" >"$1.hung"
 			kill "$(cat "$2")" 2>/dev/null
 			sleep 5
@@ -355,21 +380,22 @@ boot() {
 		append="console=ttyAMA0 $append"
 	else
 		qemu=(qemu-system-x86_64 -cpu max)
-		append="console=ttyS0 $append"
+		# nokaslr: a hung guest's vCPU addresses can be looked up offline.
+		append="console=ttyS0 nokaslr $append"
 	fi
 	qemu+=(-accel "tcg,thread=$tcg" -smp "$cpus" -m 1024 -nodefaults -nographic -no-reboot -serial stdio
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
 	# shellcheck disable=SC2206 # word splitting wanted
 	qemu+=(${VMTEST_QEMU_ARGS:-})
 	logf=$RUN/$name.log
-	qemu+=(-pidfile "$RUN/$name.pid")
+	qemu+=(-pidfile "$RUN/$name.pid" -monitor "unix:$RUN/$name.mon,server,nowait")
 	# shellcheck disable=SC2086 # one test name per word
 	tmo=$(budget $tests)
 	log "booting $name ($KVER, TCG $tcg, $cpus vCPUs, timeout ${tmo}s, log $CACHE/logs/$name.log)"
 	start=$SECONDS
 	rm -f "$RUN/$name.pid" "$logf.hung"
 	# shellcheck disable=SC2086 # one test name per word
-	watchdog "$logf" "$RUN/$name.pid" "$(silence $tests)" &
+	watchdog "$logf" "$RUN/$name.pid" "$(silence $tests)" "$RUN/$name.mon" &
 	wd=$!
 	set +e
 	timeout -k 10 "$tmo" "${qemu[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$logf" | sed -u "s/^/[$name] /"

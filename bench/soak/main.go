@@ -181,12 +181,26 @@ func (a *agent) scrape() map[string]float64 {
 		if err != nil {
 			continue
 		}
-		out[f[0]] += v
-		if i := strings.IndexByte(f[0], '{'); i > 0 {
-			out[f[0][:i]] += v
+		name := withoutEmptyLabels(f[0])
+		out[name] += v
+		if i := strings.IndexByte(name, '{'); i > 0 {
+			out[name[:i]] += v
 		}
 	}
 	return out
+}
+
+var emptyLabel = regexp.MustCompile(`[a-zA-Z_][a-zA-Z0-9_]*="",?`)
+
+// withoutEmptyLabels drops the labels without a value from a series
+// (Prometheus: an empty label is no label): rtscope_tasks{pod="",
+// target="churn",unit=""} is rtscope_tasks{target="churn"}.
+func withoutEmptyLabels(series string) string {
+	if !strings.Contains(series, `=""`) {
+		return series
+	}
+	s := strings.Replace(emptyLabel.ReplaceAllString(series, ""), ",}", "}", 1)
+	return strings.Replace(s, "{}", "", 1)
 }
 
 // proc is what /proc says of a process: RSS and CPU time.

@@ -160,7 +160,11 @@ func runServe(args []string) int {
 	o.Watch.SLO = o.Control.SLO()
 	o.Watch.NoTrace, o.Watch.TraceEvents, o.Watch.BTFFile = *noTrace, *traceEvents, *btfFile
 	o.Watch.AutoHousekeeping = true
-	o.Watch.Analyze = analyzer()
+	// The agent explains a worst window only when it archives it (once per
+	// window), and reports no per-task hygiene: explain.ForWatch's cache,
+	// a decoded trace per task and metric never forgotten, would grow with
+	// task churn.
+	o.Watch.Analyze = explain.ForViolation
 	o.Watch.Explain = explain.ForViolation
 	o.Tick = *tick
 	o.Log = os.Stderr

@@ -177,6 +177,10 @@ type Engine struct {
 // attached). The hooks stay in the collection.
 type coreObjects struct {
 	TrackExisting *ebpf.Program `ebpf:"track_existing"`
+	// UntrackExisting ends the tracking of a removed target's tasks
+	// (Untrack), the target's index in UntrackTarget.
+	UntrackExisting *ebpf.Program  `ebpf:"untrack_existing"`
+	UntrackTarget   *ebpf.Variable `ebpf:"untrack_target"`
 	// WantCgroups counts want_cgroup's entries (fork and exec skip the
 	// cgroup walk while it is 0).
 	WantCgroups *ebpf.Variable `ebpf:"want_cgroups"`
@@ -748,6 +752,33 @@ func (e *Engine) Scan() error {
 		return e.scanClassic()
 	}
 	it, err := link.AttachIter(link.IterOptions{Program: e.objs.TrackExisting})
+	if err != nil {
+		return fmt.Errorf("task iterator: %w", err)
+	}
+	defer it.Close() //nolint:errcheck // BPF iterator link
+	r, err := it.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close() //nolint:errcheck // read-only
+	return readIter(r)
+}
+
+// Untrack stops tracking the tasks that the target of index target
+// selected, once it was removed (ForgetTID, ForgetTGID, ForgetComm,
+// ForgetCgroup): each ends as if it exited (its statistics marked exited,
+// an exit notice queued: the session reports and forgets them), unless
+// another target still wants it, which it then counts under. The classic
+// engine cannot walk the tasks: there they stay tracked until they exit
+// (Features.Engine). Call it on the session's goroutine.
+func (e *Engine) Untrack(target uint32) error {
+	if e.Features.Engine == EngineClassic {
+		return nil
+	}
+	if err := e.objs.UntrackTarget.Set(target); err != nil {
+		return fmt.Errorf("untracking target %d: %w", target, err)
+	}
+	it, err := link.AttachIter(link.IterOptions{Program: e.objs.UntrackExisting})
 	if err != nil {
 		return fmt.Errorf("task iterator: %w", err)
 	}

@@ -18,6 +18,9 @@ func (e *Engine) programs() []*ebpf.Program {
 	if e.objs.TrackExisting != nil {
 		out = append(out, e.objs.TrackExisting)
 	}
+	if e.objs.UntrackExisting != nil {
+		out = append(out, e.objs.UntrackExisting)
+	}
 	for _, c := range e.collections() {
 		for _, p := range c.Programs {
 			out = append(out, p)

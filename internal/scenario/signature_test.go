@@ -305,18 +305,30 @@ var bigger = map[string][]string{
 	"preempt-off": {"--spin", "6ms", "--every", "200ms", "--force"},
 }
 
-// twice runs a signature check and, when it fails, once more: an
-// unrelated task of a shared machine (a compiler, another tool starting up)
-// can make a bigger latency than the scenario's, and take its worst window.
+// twice runs a signature check and, when it fails, once more (twice more
+// in an emulated guest): an unrelated task of a shared machine (a compiler,
+// another tool starting up) can make a bigger latency than the scenario's,
+// and take its worst window. Each failed attempt is logged with its reason.
 func twice(t *testing.T, check func() error) {
 	t.Helper()
-	err := check()
-	if err == nil {
-		return
+	// An emulated guest gets a third attempt: under TCG a whole attempt can
+	// fall into the emulator's stalls (a starved rt guest ran 168 of ~1000
+	// control cycles in one, with a 705 ms stall), and the 33-scenarios run
+	// in CI once failed an attempt twice after a guest restart.
+	attempts := 2
+	if emulated {
+		attempts = 3
 	}
-	t.Logf("first attempt: %v; running again", err)
-	if err := check(); err != nil {
-		t.Error(err)
+	for i := 1; ; i++ {
+		err := check()
+		if err == nil {
+			return
+		}
+		if i == attempts {
+			t.Error(err)
+			return
+		}
+		t.Logf("attempt %d of %d: %v; running again", i, attempts, err)
 	}
 }
 
@@ -370,8 +382,10 @@ func TestSignatureEventDrivenBlocking(t *testing.T) {
 		// few timer releases (3-4 per ~1000 wakeups, 100-900 ms cycles) are
 		// still counted; before soft callbacks recorded their task it was
 		// 11-21 per ~700. The rest is not explained yet (a timed futex wait
-		// of the Go runtime would be one), so emulation allows 1%.
-		if cyc.Count > uint64(allow(0, int64(resp.Count/100))) {
+		// of the Go runtime would be one), so emulation allows 1%, and at
+		// least 5: a slow guest ran only 375 events in one run, where 1%
+		// would fail on 4 releases, a count seen with 1026 events.
+		if cyc.Count > uint64(allow(0, max(int64(resp.Count/100), 5))) {
 			return fmt.Errorf("the event-driven task has %d cycle samples for %d responses; it never sleeps on a timer", cyc.Count, resp.Count)
 		}
 		// One event: 1 ms; events piled up during a semaphore wait: more.

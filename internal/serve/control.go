@@ -15,10 +15,11 @@ import (
 )
 
 // Control changes the running agent's targets and SLOs (rtscope ctl,
-// SIGHUP). Collected state is never dropped: a removed target's tasks stay
-// tracked until they exit, so their counters never go back, and a task
-// tracked again is a new task with its own counters (Prometheus counters
-// aggregated by name only grow). Changed SLO bounds, the defaults
+// SIGHUP). Collected state is never dropped: a removed target's tasks stop
+// being tracked as if they exited (engine.Untrack), their counts staying in
+// their series' totals, so no counter goes back, and a task tracked again
+// is a new task with its own counters (Prometheus counters aggregated by
+// name only grow). Changed SLO bounds, the defaults
 // included, reach the tasks tracked already (engine.ReapplySLO), whose
 // counts and violations so far are kept.
 //
@@ -35,8 +36,9 @@ type Control struct {
 	path    string        // --config ("": none)
 	targets []TargetConfig
 	slos    []string
-	def     [metric.Count]uint64 // default bounds now
-	next    uint32               // index of the next target spec
+	def     [metric.Count]uint64    // default bounds now
+	next    uint32                  // index of the next target spec
+	index   map[TargetConfig]uint32 // each target's index (rts_target.index)
 }
 
 // NewControl returns the control of an agent started with the targets and
@@ -47,6 +49,23 @@ func NewControl(flags Config, path string, file *Config) *Control {
 	c.targets, c.slos = combine(flags, file)
 	c.def = buildSLO(c.slos).Default
 	c.next = uint32(len(c.targets))
+	// watch.Register numbers the targets of Spec by kind: tids, pids,
+	// names, cgroups.
+	c.index = map[TargetConfig]uint32{}
+	spec := c.Spec()
+	i := uint32(0)
+	for _, v := range spec.TIDs {
+		c.index[TargetConfig{TID: v}], i = i, i+1
+	}
+	for _, v := range spec.PIDs {
+		c.index[TargetConfig{PID: v}], i = i, i+1
+	}
+	for _, v := range spec.Comms {
+		c.index[TargetConfig{Comm: v}], i = i, i+1
+	}
+	for _, v := range spec.Cgroups {
+		c.index[TargetConfig{Cgroup: v}], i = i, i+1
+	}
 	return c
 }
 
@@ -287,6 +306,7 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 		}
 	}
 	next := c.next
+	index := maps.Clone(c.index)
 	err := c.do(func(e *engine.Engine) error {
 		// Bounds first: the tasks tracked below get them.
 		if nset.Default != oset.Default {
@@ -315,10 +335,21 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 				restoreSLO(e, oset, nset)
 				return fmt.Errorf("target %s: %w", t, err)
 			}
+			index[t] = next
 			next++
 		}
 		for _, t := range removed {
 			forget(e, t)
+		}
+		for _, t := range removed {
+			// After every forget: a task another removed target also
+			// selected is not moved to it.
+			if i, ok := index[t]; ok {
+				if err := e.Untrack(i); err != nil {
+					return fmt.Errorf("target %s: %w", t, err)
+				}
+				delete(index, t)
+			}
 		}
 		if len(added) > 0 {
 			if err := e.Scan(); err != nil { // the tasks that exist already
@@ -337,7 +368,7 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 	if err != nil {
 		return err
 	}
-	c.targets, c.slos, c.next = targets, slos, next
+	c.targets, c.slos, c.next, c.index = targets, slos, next, index
 	return nil
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,12 +16,15 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/target"
 )
 
-// MaxTargets bounds the target label's values: tasks are aggregated by
-// their name (comm at first sight), and names beyond this many (a fork
-// bomb of distinct names, a --pid whose threads all rename) go to the
-// OtherTarget label, counted by rtscope_target_overflow_total.
+// MaxTargets bounds the series of each metric: tasks are aggregated by
+// their name (comm at first sight) and place (systemd service and
+// Kubernetes pod, target.Place), and names or places beyond this many
+// (a fork bomb of distinct names, a --pid whose threads all rename, pods
+// coming and going) go to the OtherTarget label, counted by
+// rtscope_target_overflow_total.
 const MaxTargets = 200
 
 // OtherTarget is the label of tasks whose name came after MaxTargets others.
@@ -89,8 +93,23 @@ func (a *agg) merge(b *agg) {
 	a.exited += b.exited
 }
 
+// seriesKey is a series' target, unit and pod labels in one string
+// (target "\x00" unit "\x00" pod): comm and cgroup names hold no NUL.
+func seriesKey(name string, p target.Place) string {
+	return name + "\x00" + p.Unit + "\x00" + p.Pod
+}
+
+// seriesLabels are a seriesKey's label values: target, unit, pod.
+func seriesLabels(key string) []string {
+	lv := strings.SplitN(key, "\x00", 3)
+	for len(lv) < 3 {
+		lv = append(lv, "")
+	}
+	return lv
+}
+
 type causeKey struct {
-	target, metric, cause string
+	target, metric, cause string // target: a seriesKey
 }
 
 // pendingKey is a violation noticed since the last Tick, by task.
@@ -117,7 +136,11 @@ type pendingKey struct {
 type Exporter struct {
 	mu      sync.Mutex
 	started time.Time
-	label   map[uint64]string // tracking id -> target label, fixed at first sight
+	label   map[uint64]string // tracking id -> seriesKey, fixed at first sight
+	// place of a task, read when it started (Start) and kept until its
+	// label is fixed; placeOf reads it (nil: no unit and pod labels)
+	places  map[uint64]target.Place
+	placeOf func(tid uint32) (target.Place, error)
 	live    map[uint64]*engine.TaskStats
 	done    map[string]*agg // exited tasks, by label
 	names   map[string]bool // labels given out (MaxTargets)
@@ -150,20 +173,20 @@ func MetricName(m metric.ID) string {
 
 // NewExporter returns an empty exporter.
 func NewExporter() *Exporter {
-	x := &Exporter{started: time.Now(), label: map[uint64]string{}, live: map[uint64]*engine.TaskStats{},
+	x := &Exporter{started: time.Now(), label: map[uint64]string{}, places: map[uint64]target.Place{}, live: map[uint64]*engine.TaskStats{},
 		done: map[string]*agg{}, names: map[string]bool{}, explained: map[causeKey]uint64{},
 		notAnalysed: map[causeKey]uint64{}, pending: map[pendingKey]uint64{}, gone: map[uint64]string{}}
 	d := &x.descs
-	t := []string{"target"}
+	t := []string{"target", "unit", "pod"}
 	for _, m := range metric.All() {
 		d.hist[m] = prometheus.NewDesc(MetricName(m), m.Info().Desc+", per target.", t, nil)
 	}
-	tm := []string{"target", "metric"}
+	tm := []string{"target", "unit", "pod", "metric"}
 	d.violations = prometheus.NewDesc("rtscope_slo_violations_total", "Samples over their SLO, per target and metric (counted in the kernel: every one).", tm, nil)
-	d.explained = prometheus.NewDesc("rtscope_slo_violations_explained_total", "SLO violations whose window was analysed, by the analysis' cause.", []string{"target", "metric", "cause"}, nil)
-	d.notAnalysed = prometheus.NewDesc("rtscope_slo_violations_not_analysed_total", "SLO violations noticed but not analysed, by reason.", []string{"target", "metric", "reason"}, nil)
+	d.explained = prometheus.NewDesc("rtscope_slo_violations_explained_total", "SLO violations whose window was analysed, by the analysis' cause.", []string{"target", "unit", "pod", "metric", "cause"}, nil)
+	d.notAnalysed = prometheus.NewDesc("rtscope_slo_violations_not_analysed_total", "SLO violations noticed but not analysed, by reason.", []string{"target", "unit", "pod", "metric", "reason"}, nil)
 	d.wakeups = prometheus.NewDesc("rtscope_wakeups_total", "Wakeups of the target's tasks.", t, nil)
-	d.switches = prometheus.NewDesc("rtscope_context_switches_total", "Switches out of the target's tasks: voluntary (block, sleep) or preempted.", []string{"target", "kind"}, nil)
+	d.switches = prometheus.NewDesc("rtscope_context_switches_total", "Switches out of the target's tasks: voluntary (block, sleep) or preempted.", []string{"target", "unit", "pod", "kind"}, nil)
 	d.timer = prometheus.NewDesc("rtscope_timer_releases_total", "Timer releases (wakeups by a timer) of the target's tasks.", t, nil)
 	d.overruns = prometheus.NewDesc("rtscope_overruns_total", "Missed deadlines: armed already past, or skipped.", t, nil)
 	d.tasks = prometheus.NewDesc("rtscope_tasks", "Tasks of the target tracked now.", t, nil)
@@ -180,36 +203,63 @@ func NewExporter() *Exporter {
 	return x
 }
 
-// labelOf returns (and fixes) the target label of a task: its name at first
-// sight, so that a rename does not move its counts between series.
-func (x *Exporter) labelOf(st *engine.TaskStats) string {
-	return x.labelFor(st.Id, engine.CommString(st.Comm))
+// SetPlaces makes the exporter label each task's series with its place
+// (unit and pod), read by placeOf (target.TaskPlace) when the task starts
+// or, failing that, when its statistics are first read. Call it before
+// the session starts.
+func (x *Exporter) SetPlaces(placeOf func(tid uint32) (target.Place, error)) {
+	x.placeOf = placeOf
 }
 
-// labelFor is labelOf by tracking id and name.
-func (x *Exporter) labelFor(id uint64, comm string) string {
-	if l, ok := x.label[id]; ok {
+// Start reads the place of a task that was just tracked
+// (watch.Hooks.Start), while it still runs: a short task has often exited
+// by the next Tick.
+func (x *Exporter) Start(id uint64, tid uint32) {
+	if x.placeOf == nil {
+		return
+	}
+	p, err := x.placeOf(tid)
+	if err != nil {
+		return // gone already: read again when its statistics come
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, fixed := x.label[id]; !fixed {
+		x.places[id] = p
+	}
+}
+
+// labelOf returns (and fixes) the series of a task: its name and place at
+// first sight, so that a rename does not move its counts between series.
+func (x *Exporter) labelOf(st *engine.TaskStats) string {
+	if l, ok := x.label[st.Id]; ok {
 		return l
 	}
+	comm := engine.CommString(st.Comm)
 	if comm == "" {
-		return "unknown" // not fixed: the name comes with its statistics
+		return seriesKey("unknown", target.Place{}) // not fixed: the name comes with its statistics
 	}
-	l := x.nameLabel(comm)
-	x.label[id] = l
+	p, ok := x.places[st.Id]
+	if !ok && x.placeOf != nil {
+		p, _ = x.placeOf(st.Tid) // a task gone already has no place
+	}
+	delete(x.places, st.Id)
+	l := x.nameLabel(seriesKey(comm, p))
+	x.label[st.Id] = l
 	return l
 }
 
-// nameLabel is the label of name, given out if there is room (MaxTargets).
-func (x *Exporter) nameLabel(name string) string {
-	if x.names[name] {
-		return name
+// nameLabel is the series key, given out if there is room (MaxTargets).
+func (x *Exporter) nameLabel(key string) string {
+	if x.names[key] {
+		return key
 	}
 	if len(x.names) >= MaxTargets {
 		x.overflow++
-		return OtherTarget
+		return seriesKey(OtherTarget, target.Place{})
 	}
-	x.names[name] = true
-	return name
+	x.names[key] = true
+	return key
 }
 
 // Tick replaces the live tasks' statistics and the engine's own counters
@@ -251,9 +301,9 @@ func (x *Exporter) publish() {
 		if !ok {
 			// Never read (gone before any tick and its exit unseen): by
 			// the name the session knew, not fixed.
-			l = "unknown"
+			l = seriesKey("unknown", target.Place{})
 			if k.comm != "" {
-				l = x.nameLabel(k.comm)
+				l = x.nameLabel(seriesKey(k.comm, target.Place{}))
 			}
 		}
 		ck := causeKey{l, k.metric, k.why}
@@ -304,6 +354,7 @@ func (x *Exporter) fold(st *engine.TaskStats) {
 	a.exited++
 	delete(x.live, st.Id)
 	delete(x.label, st.Id)
+	delete(x.places, st.Id)
 	x.gone[st.Id] = l // for its violations noticed since the last Tick
 }
 
@@ -376,27 +427,29 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, l := range labels {
 		a := tot[l]
+		lv := seriesLabels(l)
+		with := func(more ...string) []string { return append(slices.Clone(lv), more...) }
 		for _, m := range metric.All() {
 			h := &a.m[m]
 			if h.count == 0 {
 				continue
 			}
-			ch <- &histMetric{desc: d.hist[m], h: h, label: l, created: x.started}
-			counter(d.violations, h.violations, l, m.String())
+			ch <- &histMetric{desc: d.hist[m], h: h, labels: lv, created: x.started}
+			counter(d.violations, h.violations, with(m.String())...)
 		}
-		counter(d.wakeups, a.wakeups, l)
-		counter(d.switches, a.voluntary, l, "voluntary")
-		counter(d.switches, a.preempted, l, "preempted")
-		counter(d.timer, a.timer, l)
-		counter(d.overruns, a.overruns, l)
-		counter(d.exited, a.exited, l)
-		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(a.tasks), l)
+		counter(d.wakeups, a.wakeups, lv...)
+		counter(d.switches, a.voluntary, with("voluntary")...)
+		counter(d.switches, a.preempted, with("preempted")...)
+		counter(d.timer, a.timer, lv...)
+		counter(d.overruns, a.overruns, lv...)
+		counter(d.exited, a.exited, lv...)
+		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(a.tasks), lv...)
 	}
 	for k, v := range x.explained {
-		counter(d.explained, v, k.target, k.metric, k.cause)
+		counter(d.explained, v, append(seriesLabels(k.target), k.metric, k.cause)...)
 	}
 	for k, v := range x.notAnalysed {
-		counter(d.notAnalysed, v, k.target, k.metric, k.cause)
+		counter(d.notAnalysed, v, append(seriesLabels(k.target), k.metric, k.cause)...)
 	}
 	if x.counters != nil {
 		c := x.counters
@@ -423,7 +476,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 type histMetric struct {
 	desc    *prometheus.Desc
 	h       *hist
-	label   string
+	labels  []string // target, unit, pod
 	created time.Time
 }
 
@@ -466,7 +519,9 @@ func (hm *histMetric) Write(out *dto.Metric) error {
 		classic[i] = &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(cum[i])}
 	}
 	spans, deltas := nativeSpans(native)
-	out.Label = []*dto.LabelPair{{Name: proto.String("target"), Value: proto.String(hm.label)}}
+	// Sorted by name, as client_golang's own metrics.
+	out.Label = []*dto.LabelPair{{Name: proto.String("pod"), Value: proto.String(hm.labels[2])},
+		{Name: proto.String("target"), Value: proto.String(hm.labels[0])}, {Name: proto.String("unit"), Value: proto.String(hm.labels[1])}}
 	out.Histogram = &dto.Histogram{
 		SampleCount:      proto.Uint64(h.count),
 		SampleSum:        proto.Float64(float64(h.sum) / 1e9),

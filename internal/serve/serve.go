@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
@@ -60,6 +61,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
 	x := NewExporter()
+	x.SetPlaces(target.TaskPlace)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
@@ -104,6 +106,7 @@ func Run(ctx context.Context, o Options) error {
 	w.Series = false
 	w.Hooks.TickEvery = o.Tick
 	w.Hooks.Tick = x.Tick
+	w.Hooks.Start = x.Start
 	w.Hooks.Exit = x.Exit
 	w.Hooks.Violation = x.Violation
 	w.Hooks.DropExited = true

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/target"
 )
 
 func task(id uint64, comm string, latencies ...uint64) *engine.TaskStats {
@@ -51,8 +54,10 @@ func latencyOf(t *testing.T, x *Exporter, target string) *dto.Histogram {
 		return nil
 	}
 	for _, m := range f.Metric {
-		if m.Label[0].GetValue() == target {
-			return m.Histogram
+		for _, l := range m.Label {
+			if l.GetName() == "target" && l.GetValue() == target {
+				return m.Histogram
+			}
 		}
 	}
 	return nil
@@ -181,7 +186,9 @@ func counts(t *testing.T, x *Exporter, name string) map[string]float64 {
 	for _, m := range f.Metric {
 		var ls []string
 		for _, l := range m.Label {
-			ls = append(ls, l.GetName()+"="+l.GetValue())
+			if l.GetValue() != "" { // Prometheus: an empty label is no label
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
 		}
 		out[strings.Join(ls, ",")] = m.Counter.GetValue()
 	}
@@ -279,5 +286,71 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 	}
 	if _, err := ParseConfig("empty", nil); err != nil {
 		t.Errorf("empty config: %v", err)
+	}
+}
+
+// Series carry the tasks' place (unit, pod) beside their name: read when a
+// task starts, so that a task gone by the next tick keeps it; a task whose
+// start was missed is placed when first read; places are bounded with the
+// names (MaxTargets).
+func TestSeriesByPlace(t *testing.T) {
+	places := map[uint32]target.Place{
+		1: target.CgroupPlace("/system.slice/foo.service"),
+		2: target.CgroupPlace("/system.slice/foo.service/sub"),
+		3: target.CgroupPlace("/system.slice/bar.service"),
+		4: target.CgroupPlace("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12ab_34cd.slice/cri-containerd-x.scope"),
+		5: target.CgroupPlace("/system.slice/foo.service"),
+	}
+	alive := map[uint32]bool{1: true, 2: true, 3: true, 4: true, 5: true}
+	x := NewExporter()
+	x.SetPlaces(func(tid uint32) (target.Place, error) {
+		if !alive[tid] {
+			return target.Place{}, errors.New("gone")
+		}
+		return places[tid], nil
+	})
+	placed := func(id uint64, comm string, lat ...uint64) *engine.TaskStats {
+		st := task(id, comm, lat...)
+		st.Tid = uint32(id)
+		return st
+	}
+	for id := uint64(1); id <= 5; id++ {
+		if id != 3 { // 3's start notice was lost: placed at the tick
+			x.Start(id, uint32(id))
+		}
+	}
+	alive[5] = false
+	x.Exit(placed(5, "worker", 1000)) // exited before any tick: placed at its start
+	x.tick([]*engine.TaskStats{placed(1, "worker", 1000), placed(2, "worker", 2000, 3000),
+		placed(3, "worker", 1000), placed(4, "worker", 1000, 1000, 1000)})
+	got := counts(t, x, "rtscope_wakeups_total")
+	want := map[string]float64{"target=worker,unit=foo.service": 4, "target=worker,unit=bar.service": 1, "pod=12ab-34cd,target=worker": 3}
+	if len(got) != len(want) {
+		t.Errorf("wakeups by series %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("wakeups{%s} = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if c := counts(t, x, "rtscope_context_switches_total"); len(c) != 6 {
+		t.Errorf("context switches: %d series, want 6 (3 places, 2 kinds): %v", len(c), c)
+	}
+	if len(x.places) != 0 {
+		t.Errorf("%d places kept after every task got its label", len(x.places))
+	}
+	// Pods coming and going: the series stay bounded.
+	y := NewExporter()
+	y.SetPlaces(func(tid uint32) (target.Place, error) { return target.Place{Pod: strconv.Itoa(int(tid))}, nil })
+	var live []*engine.TaskStats
+	for i := 1; i <= MaxTargets+30; i++ {
+		live = append(live, placed(uint64(i), "worker", 1000))
+	}
+	y.tick(live)
+	if n := len(counts(t, y, "rtscope_wakeups_total")); n != MaxTargets+1 {
+		t.Errorf("%d series for %d pods, want %d", n, MaxTargets+30, MaxTargets+1)
+	}
+	if v := counts(t, y, "rtscope_wakeups_total")["target="+OtherTarget]; v != 30 {
+		t.Errorf("%s: %v wakeups, want 30", OtherTarget, v)
 	}
 }

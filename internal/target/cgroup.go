@@ -125,3 +125,77 @@ func findUnit(root, name string) (string, error) {
 	}
 	return "", fmt.Errorf("%d cgroups are named %s (%s): give the path of one", len(found), name, strings.Join(found, ", "))
 }
+
+// Place is where a task runs, as a fleet dashboard groups it: its systemd
+// service and its Kubernetes pod, each "" when it has none.
+type Place struct {
+	Unit string // the innermost NAME.service of its cgroup path
+	Pod  string // the pod's UID, from a kubepods cgroup path
+}
+
+// CgroupPlace reads a place from a cgroup v2 path as /proc/TID/cgroup
+// gives it (from the hierarchy's root):
+//
+//	/system.slice/foo.service                    Unit foo.service
+//	/user.slice/user-0.slice/user@0.service/app.slice/bar.service   Unit bar.service
+//	/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b_3c.slice/cri-containerd-ID.scope
+//	                                             Pod 1a2b-3c (systemd driver: '_' for '-')
+//	/kubepods/besteffort/pod1a2b-3c/ID           Pod 1a2b-3c (cgroupfs driver)
+//
+// Scopes and slices (sessions, containers, transient runs) are not units
+// here: their names change with every login or restart, and a label
+// taking them would grow without bound. Pure and safe for concurrent use.
+func CgroupPlace(path string) Place {
+	var p Place
+	inKube := false
+	for _, c := range strings.Split(path, "/") {
+		switch {
+		case c == "":
+		case strings.HasPrefix(c, "kubepods"):
+			inKube = true
+			// systemd driver: kubepods[-QOS]-podUID.slice
+			if i := strings.LastIndex(c, "-pod"); i >= 0 && strings.HasSuffix(c, ".slice") {
+				if uid, ok := podUID(strings.ReplaceAll(c[i+4:len(c)-len(".slice")], "_", "-")); ok {
+					p.Pod = uid
+				}
+			}
+		case inKube && p.Pod == "" && strings.HasPrefix(c, "pod"):
+			// cgroupfs driver: /kubepods[/QOS]/podUID
+			if uid, ok := podUID(c[3:]); ok {
+				p.Pod = uid
+			}
+		case strings.HasSuffix(c, ".service") && len(c) > len(".service"):
+			p.Unit = c
+		}
+	}
+	return p
+}
+
+// podUID accepts a pod UID: hexadecimal digits and dashes (a UUID).
+func podUID(s string) (string, bool) {
+	if s == "" || len(s) > 64 {
+		return "", false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') && r != '-' {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// TaskPlace is the CgroupPlace of task tid's cgroup v2 (the "0::" line of
+// /proc/TID/cgroup), or an error when the task is gone. Safe for
+// concurrent use.
+func TaskPlace(tid uint32) (Place, error) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/cgroup")
+	if err != nil {
+		return Place{}, fmt.Errorf("cgroup of task %d: %w", tid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if path, ok := strings.CutPrefix(line, "0::"); ok {
+			return CgroupPlace(path), nil
+		}
+	}
+	return Place{}, fmt.Errorf("task %d has no cgroup v2 (no 0:: line in /proc/%d/cgroup)", tid, tid)
+}

@@ -118,6 +118,10 @@ type Hooks struct {
 	TickEvery time.Duration
 	// windowsLost counts worst-case windows not cut (snapshot failed).
 	Tick func(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64)
+	// Start gets each task tracked, by tracking id and tid, when its start
+	// notice is read (within Options.Poll of its start; not for a task
+	// whose notice was lost).
+	Start func(id uint64, tid uint32)
 	// Exit gets a task's final statistics just before the engine forgets
 	// them.
 	Exit func(st *engine.TaskStats)
@@ -558,6 +562,9 @@ func (s *watcher) handle(ns []engine.Notice) error {
 			if _, ok := s.tasks[n.Id]; !ok {
 				s.tasks[n.Id] = report.Placeholder(n.Id, n.Tid)
 			}
+			if s.o.Hooks.Start != nil {
+				s.o.Hooks.Start(n.Id, n.Tid)
+			}
 		case engine.NoticeNewMax:
 			k := key{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
@@ -800,6 +807,7 @@ func (s *watcher) finish(id uint64) {
 		s.live.forget(id)
 		delete(s.viol, id)
 		delete(s.samplers, id)
+		delete(s.slack, id)
 		s.eng.Forget(id)
 		return
 	}

@@ -13,12 +13,13 @@
 # checks those causes with the kernel-module injectors on one vCPU.
 # guests: rt
 # tcg: single
-# timeout: 300
+# timeout: 400
 cd /tmp || exit 1
+rm -f /tmp/sig.failed
 # Streamed as it runs (not printed at the end): when the emulated guest
 # stops answering, the log shows which test it was in.
 {
-	RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 280s \
+	RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 380s \
 		-test.run '^TestSignature(MisconfiguredPriority|HiddenBlocking|EventDrivenBlocking|PriorityInversion|RTHog)$' 2>&1
 	echo "exit $?"
 } | while IFS= read -r l; do
@@ -26,7 +27,16 @@ cd /tmp || exit 1
 	"=== RUN"* | "--- "* | "    "* | ok* | FAIL* | PASS* | "exit "* | "scenario child:"*) echo "$l" | cut -c1-220 ;;
 	esac
 	case "$l" in "exit "*) echo "${l#exit }" >/tmp/sig.rc ;; esac
+	# Each failed test with the last thing it said, for the run's summary
+	# (CI logs are read from the end).
+	case "$l" in
+	"    "*) last=$(echo "$l" | sed 's/^ *//' | cut -c1-160) ;;
+	"--- FAIL: "*) echo "${l#--- FAIL: }: $last" | cut -c1-200 >>/tmp/sig.failed ;;
+	esac
 done
 rc=$(cat /tmp/sig.rc 2>/dev/null || echo lost)
+if [ -s /tmp/sig.failed ]; then
+	while IFS= read -r f; do bad "$f"; done </tmp/sig.failed
+fi
 check "scenario signature tests (exit status $rc)" [ "$rc" = 0 ]
 finish
