@@ -92,11 +92,11 @@ agree() {
 # run; 0-6 apart seen: the classic programs do not nest). p50: 25% + 50 us (two buckets and that delay).
 # p99 is one of the 4-18 largest of 440-1800 samples: 40% + 100 us. A
 # metric measured from the wrong event, or stalls one engine misses, is off
-# by far more (a factor). Seen (2026-11-23, 4 ms loop for 8 s, three runs
-# per guest, btf/classic): p99 equal in 45 of 48 metric-runs (arm64
-# latency 24.1/28.3 ms, timer-thread 4.98/5.51 ms, response 3.80/4.06 ms);
-# p50 up to 21% apart on std (cycle 754/623 us, host loaded) and 26% on
-# arm64 (jitter 377/475 us), else within a bucket or two.
+# by far more (a factor). Seen (2026-11-23, 4 ms loop for 8 s, four runs
+# per guest, btf/classic): p99 equal in 57 of 64 metric-runs, else up to
+# 26% apart (arm64 jitter 17.8/24.1 ms, latency 24.1/28.3 ms; std latency
+# 2.49/2.03 ms); p50 up to 21% apart on std (cycle 754/623 us, host
+# loaded) and 26% on arm64 (jitter 377/475 us), else within two buckets.
 compared=0
 for m in latency timer-irq timer-thread timer-user response cycle period jitter iteration; do
 	nb=$(jget /tmp/b.json "$T.metrics.$m.count")
