@@ -93,7 +93,8 @@ func (b *bench) phaseCost() error {
 	if b.alt != "" {
 		cfgs = append(cfgs,
 			monitor{name: "alt build, 1 periodic task tracked", kind: "rtscope", args: h.tidArgs(1), expect: 1, bin: b.alt},
-			monitor{name: "alt build, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt})
+			monitor{name: "alt build, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt},
+			monitor{name: "alt build --engine classic, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--engine", "classic"}, h.tidArgs(1)...), expect: 1, bin: b.alt})
 		b.res.Alt = b.alt
 	}
 	cfgs = b.selected(cfgs)

@@ -116,6 +116,53 @@ func TestClassicEngineAgrees(t *testing.T) {
 	}
 }
 
+// A thread that its sibling renames through /proc/PID/task/TID/comm
+// (pthread_setname_np on another thread) to a --comm target is tracked by
+// the classic engine from task_rename, whose record does not say which
+// process the thread belongs to: user space reads its tgid from
+// /proc/TID/status when it learns of the task, and the report names its
+// process, not its tid. It sleeps 50 times 2 ms after the rename.
+func TestClassicSiblingRename(t *testing.T) {
+	flag := filepath.Join(t.TempDir(), "go")
+	py := `import threading, time, os, sys
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+go = threading.Event()
+def work():
+    go.wait()
+    for _ in range(50):
+        time.sleep(0.002)
+w = threading.Thread(target=work)
+w.start()
+with open("/proc/self/task/%d/comm" % w.native_id, "w") as f:
+    f.write("rtscmp-sib")
+go.set()
+w.join()
+`
+	cmd := exec.Command("python3", "-c", py, flag)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var pyErr error
+	r, _ := watchUntilReady(t, func(w *exec.Cmd) {
+		if pyErr = os.WriteFile(flag, nil, 0o644); pyErr == nil {
+			pyErr = cmd.Wait()
+		}
+		time.Sleep(300 * time.Millisecond) // its exit notice reaches the next poll
+		_ = w.Process.Signal(syscall.SIGINT)
+	}, "--engine", "classic", "--comm", "rtscmp-sib", "-d", "60s")
+	if pyErr != nil {
+		t.Fatalf("python3: %v", pyErr)
+	}
+	tk := r.task(t, "rtscmp-sib")
+	if tk.PID != uint32(cmd.Process.Pid) || tk.TID == tk.PID || !tk.Exited {
+		t.Errorf("renamed thread: tid %d pid %d exited %v, want pid %d (its process) and exited", tk.TID, tk.PID, tk.Exited, cmd.Process.Pid)
+	}
+	if n := tk.metric(t, "timer-thread").Count; n < 45 {
+		t.Errorf("renamed thread: %d timer releases of 50", n)
+	}
+}
+
 // With /sys/kernel/btf/vmlinux hidden (an empty file bound over it in a
 // private mount namespace, as in a container that masks it), rtscope
 // chooses the classic engine by itself and says that --btf would do; given

@@ -325,42 +325,105 @@ func parseProcStat(s string) (procStat, error) {
 	return procStat{comm: s[open+1 : end], state: f[0][0], prio: prio + 100}, nil
 }
 
-// classicIdent is what classicIdentity last read of a live task.
+// classicIdent is what the classic engine's user space learnt of a live
+// task: its tgid once, its policy and affinity at each read.
 type classicIdent struct {
+	tgid         uint32 // 0: unknown (the task was gone when looked up)
+	tgidRead     bool   // looked up, found or not: once per task
+	sched        bool   // policy, mask and nrCPUs were read
 	policy       uint32
 	mask, nrCPUs uint64
 }
 
 // classicIdentity fills in what the classic engine's records lack from the
-// live task: its policy and affinity. An exited task keeps what was read
-// while it lived (else BPF's guess from its prio). Safe for concurrent use.
+// live task: its tgid (see classicTgid), policy and affinity. An exited
+// task keeps what was read while it lived (else BPF's guess: its tid as
+// pid when a sibling renamed it, the policy its prio implies). Safe for
+// concurrent use.
 func (e *Engine) classicIdentity(s *TaskStats) {
 	e.identMu.Lock()
 	defer e.identMu.Unlock()
 	if e.ident == nil {
 		e.ident = map[uint64]classicIdent{}
 	}
-	if s.Exited != 0 {
-		if id, ok := e.ident[s.Id]; ok {
-			s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+	id := e.ident[s.Id]
+	if s.Exited == 0 {
+		e.classicTgid(&id, s.Id, s.Tid)
+		var set unix.CPUSet
+		if attr, err := unix.SchedGetAttr(int(s.Tid), 0); err == nil && unix.SchedGetaffinity(int(s.Tid), &set) == nil {
+			var mask uint64
+			for c := 0; c < 64; c++ {
+				if set.IsSet(c) {
+					mask |= 1 << c
+				}
+			}
+			id.sched, id.policy, id.mask, id.nrCPUs = true, attr.Policy, mask, uint64(set.Count())
 		}
+		e.ident[s.Id] = id
+	}
+	if id.tgid != 0 {
+		s.Pid = id.tgid
+	}
+	if id.sched {
+		s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+	}
+}
+
+// classicLearn is called for each task the classic engine starts tracking
+// (its start notice): its tgid is looked up while the task most likely
+// still lives, before any statistics are read. Safe for concurrent use.
+func (e *Engine) classicLearn(trackID uint64, tid uint32) {
+	e.identMu.Lock()
+	defer e.identMu.Unlock()
+	if e.ident == nil {
+		e.ident = map[uint64]classicIdent{}
+	}
+	id := e.ident[trackID]
+	e.classicTgid(&id, trackID, tid)
+	e.ident[trackID] = id
+}
+
+// classicTgid looks up, once, the tgid of tracked task trackID (tid) in
+// /proc/TID/status. The BPF hooks name it from the current task, which is
+// the task itself or its creator, except in task_rename when a sibling
+// renames it through /proc/PID/task/TID/comm: the record does not say
+// whose thread it is, and the hook takes its tid (a kthread renamed by its
+// creator looks the same). The status is read first and the task checked
+// alive after: its tid cannot have been reused by another task meanwhile
+// (sched_process_exit, which marks it exited, runs before the tid is
+// freed). The caller holds identMu.
+func (e *Engine) classicTgid(id *classicIdent, trackID uint64, tid uint32) {
+	if id.tgidRead {
 		return
 	}
-	attr, err := unix.SchedGetAttr(int(s.Tid), 0)
+	id.tgidRead = true
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return // exited meanwhile
+	}
+	tgid, err := parseStatusTgid(string(b))
 	if err != nil {
 		return
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(int(s.Tid), &set); err != nil {
+	var s TaskStats
+	if e.objs.Stats.Lookup(trackID, &s) != nil || s.Exited != 0 || s.Tid != tid {
 		return
 	}
-	var mask uint64
-	for c := 0; c < 64; c++ {
-		if set.IsSet(c) {
-			mask |= 1 << c
+	id.tgid = tgid
+}
+
+// parseStatusTgid returns the Tgid: line of a /proc status file.
+func parseStatusTgid(s string) (uint32, error) {
+	for line := range strings.Lines(s) {
+		v, ok := strings.CutPrefix(line, "Tgid:")
+		if !ok {
+			continue
 		}
+		tgid, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+		if err != nil || tgid == 0 {
+			return 0, fmt.Errorf("bad Tgid %q", strings.TrimSpace(v))
+		}
+		return uint32(tgid), nil
 	}
-	id := classicIdent{policy: attr.Policy, mask: mask, nrCPUs: uint64(set.Count())}
-	e.ident[s.Id] = id
-	s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+	return 0, errors.New("no Tgid line")
 }

@@ -154,3 +154,33 @@ func TestParseProcStat(t *testing.T) {
 		}
 	}
 }
+
+// parseStatusTgid reads the Tgid: line of /proc/TID/status, wherever it is.
+func TestParseStatusTgid(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint32
+		ok   bool
+	}{
+		{"Name:\trtscmp-x\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4321\nNgid:\t0\nPid:\t4322\nPPid:\t1\n", 4321, true},
+		{"Name:\tTgid: 7\nTgid:\t12\n", 12, true}, // a comm that looks like the line is not it
+		{"Tgid:\t99", 99, true},
+		{"Name:\tx\nPid:\t5\n", 0, false},
+		{"Tgid:\t\n", 0, false},
+		{"Tgid:\t0\n", 0, false},
+		{"Tgid:\t-1\n", 0, false},
+		{"Tgid:\t4294967296\n", 0, false},
+	} {
+		got, err := parseStatusTgid(c.in)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("parseStatusTgid(%q) = %d, %v; want %d, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := parseStatusTgid(string(b)); err != nil || got != uint32(os.Getpid()) {
+		t.Errorf("this thread's status: tgid %d, %v; want %d", got, err, os.Getpid())
+	}
+}

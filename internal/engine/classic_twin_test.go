@@ -320,6 +320,37 @@ func (tw *classicTwin) sleep(tid uint32) {
 		field{off: "off_switch_next_pid", size: 4}, field{off: "off_switch_next_prio", size: 4, val: 120})
 }
 
+// exit runs sched_process_exit for tid.
+func (tw *classicTwin) exit(tid uint32) {
+	tw.record(twinExit, field{off: "off_exit_pid", size: 4, val: uint64(tid)}, field{off: "off_exit_prio", size: 4, val: 120})
+}
+
+// parkedThread returns the tid of another thread of this process than its
+// leader and the caller's, which waits until release is called; 0 when
+// none came in 10 s.
+func parkedThread() (tid uint32, release func()) {
+	tids, done := make(chan uint32), make(chan struct{})
+	var run func()
+	run = func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			defer runtime.UnlockOSThread() // the leader, held until the other thread is released
+			go run()
+			<-done
+			return
+		}
+		tids <- uint32(unix.Gettid())
+		<-done
+		runtime.UnlockOSThread()
+	}
+	go run()
+	select {
+	case tid = <-tids:
+	case <-time.After(10 * time.Second):
+	}
+	return tid, func() { close(done) }
+}
+
 // onNonLeaderThread runs fn on a thread of this process that is not its
 // leader, pinned to twinCPU: the twin's test runs (BPF_F_TEST_RUN_ON_CPU)
 // then run in that thread's own context, so bpf_get_current_pid_tgid gives
@@ -416,6 +447,42 @@ func TestClassicTwinRename(t *testing.T) {
 		// Its pid is not checked: the record does not tell a sibling's
 		// rename from a kthread's by its creator, so the hook takes the tid.
 		check("renamed through /proc", sibling, 0, 6, sleeping, "rtscmp-x")
+
+		// A live sibling renamed so: user space corrects its pid from
+		// /proc/TID/status when it learns of it (its start notice), and
+		// keeps it after its exit. A tid of no live task keeps the hook's.
+		other, release := parkedThread()
+		defer release()
+		if other == 0 {
+			t.Error("no thread parked in 10 s")
+			return
+		}
+		tw.rename(other, "rtscmp-x\x00ks\x00\x00-f\x00")
+		st = check("live sibling renamed through /proc", other, 0, 6, sleeping, "rtscmp-x")
+		if st == nil {
+			return
+		}
+		e := &Engine{Features: Features{Engine: EngineClassic}}
+		e.objs.Stats = tw.objs.Stats
+		e.classicLearn(st.Id, other)
+		s := tw.stats(st.Id)
+		e.classicIdentity(s)
+		if s.Pid != pid || s.Tid != other {
+			t.Errorf("live sibling renamed through /proc: tid %d pid %d, want %d %d", s.Tid, s.Pid, other, pid)
+		}
+		tw.exit(other)
+		s = tw.stats(st.Id)
+		e.classicIdentity(s)
+		if s.Exited != 1 || s.Pid != pid {
+			t.Errorf("after its exit: exited %d pid %d, want 1 %d", s.Exited, s.Pid, pid)
+		}
+		gone := tw.state(sibling)
+		e.classicLearn(gone.Id, sibling)
+		s = tw.stats(gone.Id)
+		e.classicIdentity(s)
+		if s.Pid != sibling {
+			t.Errorf("tid %d of no task: pid %d, want the hook's %d", sibling, s.Pid, sibling)
+		}
 	})
 	if err != nil {
 		t.Fatalf("pinning a thread to CPU %d: %v", twinCPU, err)

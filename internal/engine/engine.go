@@ -888,7 +888,11 @@ func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
 		if len(rec.RawSample) < int(unsafe.Sizeof(Notice{})) {
 			continue
 		}
-		out = append(out, *(*Notice)(unsafe.Pointer(&rec.RawSample[0])))
+		n := *(*Notice)(unsafe.Pointer(&rec.RawSample[0]))
+		if n.Type == NoticeTaskStart && e.Features.Engine == EngineClassic {
+			e.classicLearn(n.Id, n.Tid)
+		}
+		out = append(out, n)
 		// Drain what is there without waiting again.
 		e.notices.SetDeadline(time.Now())
 	}

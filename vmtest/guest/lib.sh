@@ -170,16 +170,17 @@ watch_json() {
 	return 0
 }
 
-# attached SECONDS: wait until the running watch_json's rtscope says it is
-# attached and tracking (at most SECONDS); false if it never did.
+# attached SECONDS [FILE]: wait until the running watch_json's rtscope (or
+# the one writing its output to FILE) says it is attached and tracking (at
+# most SECONDS); false if it never did.
 attached() {
 	i=0
 	while [ $i -lt $(($1 * 5)) ]; do
-		grep -q 'attached and tracking' /tmp/watch.out 2>/dev/null && return 0
+		grep -q 'attached and tracking' "${2:-/tmp/watch.out}" 2>/dev/null && return 0
 		sleep 0.2
 		i=$((i + 1))
 	done
-	echo "    rtscope did not say it was attached within $1 s" >&2
+	echo "    rtscope (${2:-/tmp/watch.out}) did not say it was attached within $1 s" >&2
 	return 1
 }
 
