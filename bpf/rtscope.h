@@ -31,8 +31,10 @@ enum rts_metric {
  * in 2^RTS_HIST_SUB_BITS buckets, so a bucket spans at most 1/8 = 12.5% of
  * its lower bound. Values from 2^RTS_HIST_MAX_SHIFT ns (~17.2 s, above the
  * longest period taken, RTS_MAX_PERIOD) on share the last bucket. 200
- * buckets of 16 bits: 400 bytes a metric, where 272 of 32 bits took 1088
- * (issue 12: 100 tasks on 4 CPUs within 2 MiB of kernel memory).
+ * buckets of 32 bits: 800 bytes a metric, where 272 took 1088 (issue 12,
+ * kernel memory). Buckets of 16 bits halved together when one filled were
+ * tried and dropped: every later sample then counted 2^folds times, so
+ * bucket counts (Prometheus histograms) ran ahead of the samples.
  */
 #define RTS_HIST_SUB_BITS 3
 #define RTS_HIST_SUB (1 << RTS_HIST_SUB_BITS)
@@ -51,14 +53,7 @@ struct rts_metric_stats {
 	__u64 violations;
 	__u64 last;     /* latest sample */
 	__u64 last_end; /* when it completed */
-	/*
-	 * Each bucket holds hist[b] << hist_shift samples: a bucket about to
-	 * pass 65535 halves them all first (rts_hist_fold), which keeps the
-	 * shape, so the percentiles, while count, sum, min and max stay exact.
-	 */
-	__u32 hist_shift;
-	__u32 pad_hist;
-	__u16 hist[RTS_HIST_BUCKETS];
+	__u32 hist[RTS_HIST_BUCKETS];
 };
 
 /* Hygiene counters (real-time anti-patterns seen on a tracked task). */

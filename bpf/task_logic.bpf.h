@@ -60,28 +60,6 @@ static __always_inline __u32 rts_hist_bucket(__u64 v)
 	       (__u32)((v >> (msb - RTS_HIST_SUB_BITS)) & (RTS_HIST_SUB - 1));
 }
 
-/*
- * Halve every bucket of a histogram whose bucket is full (16 bits): once per
- * 65535 samples of one bucket at most, so the hot path stays O(1). Four
- * buckets a 64-bit word, unrolled: 50 straight-line steps (about 40 KiB of
- * program memory over the engine). A loop, of 200 or of 50 steps, or a
- * static non-inlined function made the verifier exceed its 1M-instruction
- * budget on sched_switch. Rounding loses at most one sample a bucket per fold.
- */
-#define RTS_HIST_WORDS (RTS_HIST_BUCKETS * sizeof(__u16) / sizeof(__u64))
-/* may_alias: the words are the 16-bit buckets, which the caller then
- * increments; without it clang kept the bucket's old value across the fold
- * (strict aliasing) and the increment wrapped it to 0 (TestTwinHistogramFold). */
-typedef __u64 __attribute__((__may_alias__)) rts_hist_word;
-static __always_inline void rts_hist_fold(struct rts_metric_stats *m)
-{
-	rts_hist_word *w = (rts_hist_word *)m->hist;
-#pragma unroll
-	for (__u32 i = 0; i < RTS_HIST_WORDS; i++)
-		w[i] = (w[i] >> 1) & 0x7fff7fff7fff7fffULL;
-	m->hist_shift++;
-}
-
 static __always_inline void rts_notice_flags(__u32 type, __u32 metric, __u64 id, __u32 tid,
 					     __u64 value, __u64 start, __u64 end,
 					     __u32 cpu_start, __u32 cpu, __u32 flags)
@@ -136,11 +114,8 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 	 * verifiers (Linux 6.1) lose the bound when clang rearranges them. */
 	asm volatile(""
 		     : "+r"(b));
-	if (b < RTS_HIST_BUCKETS) {
-		if (m->hist[b & 255] == 0xffff)
-			rts_hist_fold(m);
+	if (b < RTS_HIST_BUCKETS)
 		m->hist[b & 255]++;
-	}
 	if (m->count == 1 || value > m->max) {
 		m->max = value;
 		m->max_start = start;

@@ -674,30 +674,26 @@ func TestTwinReapplySLO(t *testing.T) {
 	}
 }
 
-// TestTwinHistogramFold: a sample into a full 16-bit bucket halves every
-// bucket first (rts_hist_fold) and counts the fold; Histogram scales the
-// counts back, so the shape (the percentiles) holds while count stays exact.
-func TestTwinHistogramFold(t *testing.T) {
+// TestTwinHistogramBucket32: a sample goes to its bucket, and a bucket
+// past 65535 keeps counting (32-bit buckets: 16-bit ones halved together
+// when one filled made every later sample count twice).
+func TestTwinHistogramBucket32(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, true, false)
 	id := tw.id(100)
 	s := tw.statsID(id)
-	full, other := metric.Bucket(700), metric.Bucket(50_000)
-	m := &s.M[metric.Latency]
-	m.Hist[full], m.Hist[other], m.Hist[metric.Buckets-1] = 0xffff, 5, 3
+	b := metric.Bucket(700)
+	s.M[metric.Latency].Hist[b] = 0xffff
 	if err := tw.objs.Stats.Put(id, s); err != nil {
 		t.Fatal(err)
 	}
 	tw.wakeup(10000, 0, 100)
 	tw.switchTo(10700, 0, idle, 100, false, 0)
 	got := tw.statsID(id).M[metric.Latency]
-	if got.HistShift != 1 || got.Count != 1 {
-		t.Fatalf("hist_shift %d count %d, want 1 and 1", got.HistShift, got.Count)
+	if got.Count != 1 || got.Hist[b] != 0x10000 {
+		t.Errorf("count %d, bucket of 700 ns %d; want 1 and 65536", got.Count, got.Hist[b])
 	}
-	if got.Hist[full] != 0x8000 || got.Hist[other] != 2 || got.Hist[metric.Buckets-1] != 1 {
-		t.Errorf("buckets after the fold %d %d %d, want 32768 2 1", got.Hist[full], got.Hist[other], got.Hist[metric.Buckets-1])
-	}
-	if h := got.Histogram(); h[full] != 0x10000 || h[other] != 4 {
-		t.Errorf("Histogram %d %d, want 65536 4", h[full], h[other])
+	if h := got.Histogram(); h[b] != 0x10000 {
+		t.Errorf("Histogram %d, want 65536", h[b])
 	}
 }

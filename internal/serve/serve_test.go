@@ -173,7 +173,7 @@ func violating(id uint64, comm string, n, v uint64) *engine.TaskStats {
 	st := task(id, comm)
 	m := &st.M[metric.Latency]
 	m.Count, m.Sum, m.Violations = n, n*1000, v
-	m.Hist[metric.Bucket(1000)] = uint16(n) // n < 65536 in these tests
+	m.Hist[metric.Bucket(1000)] = uint32(n)
 	return st
 }
 
