@@ -773,7 +773,12 @@ func (e *Engine) Scan() error {
 	if e.Features.Engine == EngineClassic {
 		return e.scanClassic()
 	}
-	it, err := link.AttachIter(link.IterOptions{Program: e.objs.TrackExisting})
+	return runTaskIter(e.objs.TrackExisting)
+}
+
+// runTaskIter runs a task iterator program over every task, to the end.
+func runTaskIter(prog *ebpf.Program) error {
+	it, err := link.AttachIter(link.IterOptions{Program: prog})
 	if err != nil {
 		return fmt.Errorf("task iterator: %w", err)
 	}
@@ -800,17 +805,7 @@ func (e *Engine) Untrack(target uint32) error {
 	if err := e.objs.UntrackTarget.Set(target); err != nil {
 		return fmt.Errorf("untracking target %d: %w", target, err)
 	}
-	it, err := link.AttachIter(link.IterOptions{Program: e.objs.UntrackExisting})
-	if err != nil {
-		return fmt.Errorf("task iterator: %w", err)
-	}
-	defer it.Close() //nolint:errcheck // BPF iterator link
-	r, err := it.Open()
-	if err != nil {
-		return err
-	}
-	defer r.Close() //nolint:errcheck // read-only
-	return readIter(r)
+	return runTaskIter(e.objs.UntrackExisting)
 }
 
 // readIter reads a task iterator to its end. It prints nothing: reading
