@@ -2,8 +2,11 @@ package engine
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReadStealTotals(t *testing.T) {
@@ -42,7 +45,20 @@ func TestStealMatchesProcStat(t *testing.T) {
 	if err := e.Attach(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // every CPU switches many times
+	// Every CPU must switch: an idle tickless CPU may not switch for the
+	// whole wait (CPU 1 read 0 ns once, against 15.8 s in /proc/stat), so
+	// a thread pinned to each CPU sleeps there a few times.
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	for cpu := range e.NumCPU() {
+		if allowed.IsSet(cpu) {
+			if err := switchOn(cpu); err != nil {
+				t.Fatalf("CPU %d: %v", cpu, err)
+			}
+		}
+	}
 	before, err := StealTotals()
 	if err != nil {
 		t.Fatal(err)
@@ -71,4 +87,24 @@ func TestStealMatchesProcStat(t *testing.T) {
 			t.Errorf("CPU %d: engine read %d ns of steal, /proc/stat says %d..%d", cpu, seen[cpu], before[cpu], after[cpu])
 		}
 	}
+}
+
+// switchOn makes cpu switch tasks: a thread pinned to it sleeps there five
+// times.
+func switchOn(cpu int) error {
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread() // the thread ends with the goroutine: its affinity goes with it
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			errc <- err
+			return
+		}
+		for range 5 {
+			time.Sleep(time.Millisecond)
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
