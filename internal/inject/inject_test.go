@@ -80,7 +80,13 @@ func TestIRQNoiseDelaysVictim(t *testing.T) {
 	var g workload.Group
 	v := victim(t, &g, cpu, base)
 	inj := workload.NewPeriodic(base+int64(10*time.Millisecond)-100_000, 100*time.Millisecond)
-	th, err := g.Go(workload.Spec{Name: "irq-inject", CPU: cpu, Policy: workload.FIFO, Priority: 1}, func(th *workload.Thread) {
+	// Above the victim: both are pinned to one CPU, and a Go runtime
+	// spin-wait of the victim (FIFO 80) on something the injector's thread
+	// held, at FIFO 1, never let it run: a fresh-clone suite hung 9 minutes
+	// with the victim spinning in user space, the injector runnable, and
+	// the test's cleanup stopping the world. The injector only sleeps; its
+	// few microseconds after each spin do not change the victim's delay.
+	th, err := g.Go(workload.Spec{Name: "irq-inject", CPU: cpu, Policy: workload.FIFO, Priority: 90}, func(th *workload.Thread) {
 		for !th.Stopping() {
 			inj.Wait(th)
 		}
