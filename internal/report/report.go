@@ -356,7 +356,7 @@ func FromStats(s *engine.TaskStats) *Task {
 func MetricStats(s *engine.TaskStats, id metric.ID) metric.Stats {
 	ms := &s.M[id]
 	return metric.Stats{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, MaxStart: ms.MaxStart,
-		MaxEnd: ms.MaxEnd, SLO: ms.Slo, Violations: ms.Violations, Hist: ms.Histogram()}
+		MaxEnd: ms.MaxEnd, SLO: ms.Slo, Violations: ms.Violations, Hist: ms.Hist[:]}
 }
 
 // Placeholder is a task known from its start notice, before its statistics are read.

@@ -49,7 +49,7 @@ func (h *hist) add(ms *engine.MetricStats) {
 	h.count += ms.Count
 	h.sum += ms.Sum
 	h.violations += ms.Violations
-	for i, c := range ms.Histogram() {
+	for i, c := range ms.Hist {
 		h.buckets[i] += uint64(c)
 	}
 }

@@ -368,7 +368,7 @@ func (t *tool) refresh() {
 			for k, m := range []metric.ID{metric.TimerIRQ, metric.TimerThread, metric.TimerUser} {
 				ms := s.M[m]
 				c.Top[k] = Summary{Count: ms.Count, Sum: ms.Sum, Min: ms.Min, Max: ms.Max, Last: ms.Last}
-				c.Engine[k] = engineStats(ms.Count, ms.Sum, ms.Min, ms.Max, ms.Histogram())
+				c.Engine[k] = engineStats(ms.Count, ms.Sum, ms.Min, ms.Max, ms.Hist[:])
 			}
 		}
 		// A sleep whose deadline had already passed returns without a
