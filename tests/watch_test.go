@@ -299,6 +299,8 @@ func TestBadInput(t *testing.T) {
 		// Empty values and limits, refused up front naming the flag.
 		{"-p", "1", "--"}, {"--comm", "x", "-H", ""}, {"--comm", "x", "--json", ""}, {"--comm", "abcdefghijklmnop"},
 		{"--comm", "x", "--perfetto", "/nonexistent/dir/x.pftrace"},
+		// -d has timerlat's syntax (and Go's); nothing negative, zero or fractional days.
+		{"--comm", "x", "-d", "0"}, {"--comm", "x", "-d", "-5s"}, {"--comm", "x", "-d", "1.5d"}, {"--comm", "x", "-d", "36501d"},
 	}
 	var many []string
 	for i := 0; i < 300; i++ {
@@ -336,6 +338,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--slo", "latency=1ns", "--", "sh", "-c", "sleep 0.05; sleep 0.05"}, 2},
 		{[]string{"--slo", "latency=10s", "--", "sleep", "0.1"}, 0},
 		{[]string{"-d", "500ms", "--", "sleep", "30"}, 0},
+		{[]string{"-d", "1", "--", "sleep", "30"}, 0}, // seconds without a unit, as timerlat's -d
 		{[]string{"--slo", "latency=banana"}, 1},
 		{[]string{"--on-threshold", "trace", "--", "true"}, 1}, // no SLO to cross
 	}

@@ -37,7 +37,9 @@ Flags:
 func runDemo(args []string) int {
 	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
 	fs.SortFlags = false
-	dur := fs.DurationP("duration", "d", 5*time.Second, "how long each scenario runs")
+	dur := new(time.Duration)
+	*dur = 5 * time.Second
+	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "how long each scenario runs: `time`[s|m], seconds without a unit")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
@@ -69,7 +70,8 @@ func runWatch(args []string) int {
 	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
 	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters)")
 	cgroups := fs.StringArray("cgroup", nil, "cgroup v2 path or systemd unit name: every task in it, now and when it enters later (repeatable)")
-	dur := fs.DurationP("duration", "d", 0, "stop after this long (e.g. 30s, 5m); default: until Ctrl-C or targets exit")
+	dur := new(time.Duration)
+	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "stop after this long: `time`[s|m|h|d], seconds without a unit (e.g. 30s, 5m, 1h30m); default: until Ctrl-C or targets exit")
 	interval := fs.DurationP("interval", "i", time.Second, "live table period")
 	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
 	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")

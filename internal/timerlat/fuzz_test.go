@@ -1,6 +1,7 @@
 package timerlat
 
 import (
+	"github.com/rtscope/rtscope/internal/units"
 	"io"
 	"math"
 	"strconv"
@@ -54,26 +55,6 @@ func FuzzParsePriority(f *testing.F) {
 	})
 }
 
-// FuzzParseDuration checks -d on any value: an accepted duration is
-// positive and at most a century (a wrapped one never ended the run).
-func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"30s", "10m", "2h", "1d", "500ms", "5", "0", "36500d", "36501d", "106752d", "-1s", "1.5s", "s", "4294967296s"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDuration(s)
-		if err != nil {
-			if msg := err.Error(); !strings.Contains(msg, strconv.Quote(s)) || strings.Contains(msg, "\n") {
-				t.Fatalf("ParseDuration(%q): error %q is not one line quoting the input", s, msg)
-			}
-			return
-		}
-		if d <= 0 || d > maxDuration {
-			t.Fatalf("ParseDuration(%q) = %v: outside 0 to a century", s, d)
-		}
-	})
-}
-
 // FuzzParseArgs checks the whole timerlat command line (the value's
 // words are the arguments): whatever is accepted is a runnable session
 // (every limit of the options held, a saved trace has a stop threshold to
@@ -101,7 +82,7 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("ParseArgs(%q): mode %q", s, o.Mode)
 		case o.PeriodUs < minPeriodUs || o.PeriodUs > maxPeriodUs:
 			t.Fatalf("ParseArgs(%q): period %d us", s, o.PeriodUs)
-		case o.Duration < 0 || o.Duration > maxDuration:
+		case o.Duration < 0 || o.Duration > units.MaxDuration:
 			t.Fatalf("ParseArgs(%q): duration %v", s, o.Duration)
 		case o.IRQStopUs > maxStopUs || o.ThreadStopUs > maxStopUs:
 			t.Fatalf("ParseArgs(%q): thresholds %d, %d us", s, o.IRQStopUs, o.ThreadStopUs)

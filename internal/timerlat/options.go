@@ -14,6 +14,7 @@ import (
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/session"
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // Options of `rtscope timerlat top|hist`, with rtla's names and units.
@@ -96,7 +97,6 @@ const (
 	maxEntries    = 1000000
 	maxDMALatency = 10000
 	maxStopUs     = 10000000
-	maxDuration   = 100 * 365 * 24 * time.Hour // -d: a century
 )
 
 const usageTop = `Usage: rtscope timerlat [top] [options]
@@ -227,7 +227,7 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 		o.DMALatency = dma
 	}
 	if dur != "" {
-		if o.Duration, err = ParseDuration(dur); err != nil {
+		if o.Duration, err = units.ParseDuration(dur); err != nil {
 			return o, false, fmt.Errorf("-d: %v", err)
 		}
 	}
@@ -362,29 +362,4 @@ func fixOptionalTrace(args []string) []string {
 		}
 	}
 	return out
-}
-
-// ParseDuration parses rtla's -d: a whole number with s, m, h or d (seconds
-// without a unit); ms is accepted for short runs.
-func ParseDuration(s string) (time.Duration, error) {
-	num, unit := s, time.Second
-	for _, u := range []struct {
-		suf string
-		d   time.Duration
-	}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}} {
-		if strings.HasSuffix(s, u.suf) {
-			num, unit = strings.TrimSuffix(s, u.suf), u.d
-			break
-		}
-	}
-	n, err := strconv.ParseUint(num, 10, 32)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("duration %q: use a positive whole number with s, m, h or d (e.g. 30s, 10m)", s)
-	}
-	// time.Duration ends at about 292 years; 106752d used to wrap negative
-	// and the run never ended.
-	if n > uint64(maxDuration/unit) {
-		return 0, fmt.Errorf("duration %q: at most %dd", s, maxDuration/(24*time.Hour))
-	}
-	return time.Duration(n) * unit, nil
 }

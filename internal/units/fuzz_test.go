@@ -63,3 +63,23 @@ func FuzzUsRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDuration checks the -d of watch, demo and timerlat on any value: an accepted duration is
+// positive and at most a century (a wrapped one never ended the run).
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"30s", "10m", "2h", "1d", "500ms", "5", "0", "36500d", "36501d", "106752d", "-1s", "1.5s", "s", "4294967296s", "1m30s", "2.5s", "1000000h", "-5s", "+5s", "1.5d", ".5s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			if msg := err.Error(); !strings.Contains(msg, strconv.Quote(s)) || strings.Contains(msg, "\n") {
+				t.Fatalf("ParseDuration(%q): error %q is not one line quoting the input", s, msg)
+			}
+			return
+		}
+		if d <= 0 || d > MaxDuration {
+			t.Fatalf("ParseDuration(%q) = %v: outside 0 to a century", s, d)
+		}
+	})
+}
