@@ -16,11 +16,11 @@ FUZZTIME ?= 50000x
 # new inputs tried) in FuzzParseArgs; a crasher is kept, merely less shrunk.
 FUZZMINTIME ?= 2000x
 FUZZ_TARGETS := \
-	internal/units:FuzzParseNs internal/units:FuzzUsRoundTrip \
+	internal/units:FuzzParseNs internal/units:FuzzUsRoundTrip internal/units:FuzzParseDuration \
 	internal/slo:FuzzParse \
 	internal/cpuset:FuzzParseList \
 	internal/action:FuzzParse \
-	internal/timerlat:FuzzParsePriority internal/timerlat:FuzzParseDuration internal/timerlat:FuzzParseArgs \
+	internal/timerlat:FuzzParsePriority internal/timerlat:FuzzParseArgs \
 	internal/scenario:FuzzParams \
 	internal/cli:FuzzParseIDs \
 	internal/target:FuzzParseUser \
