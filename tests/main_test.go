@@ -86,9 +86,10 @@ type metric struct {
 	Cause      string   `json:"cause"`
 	// ViolationCauses: every SLO violation explained (docs/json.md).
 	ViolationCauses *struct {
-		Total    uint64 `json:"total"`
-		Analysed uint64 `json:"analysed"`
-		Causes   []struct {
+		Total       uint64            `json:"total"`
+		Analysed    uint64            `json:"analysed"`
+		NotAnalysed map[string]uint64 `json:"not_analysed"`
+		Causes      []struct {
 			Cause   string `json:"cause"`
 			Culprit string `json:"culprit"`
 			Count   uint64 `json:"count"`

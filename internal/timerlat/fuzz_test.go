@@ -1,12 +1,13 @@
 package timerlat
 
 import (
-	"github.com/rtscope/rtscope/internal/units"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // FuzzParsePriority checks -P on any value: an accepted priority is in its
