@@ -1,9 +1,12 @@
 package watch
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/trace"
 )
 
 // TestLiveWindowsKeepTheLargest: of many tasks' maxima, only the largest
@@ -37,5 +40,38 @@ func TestLiveWindowsKeepTheLargest(t *testing.T) {
 	}
 	if l.NotKept != 2 {
 		t.Errorf("NotKept %d, want 2 (one refused, one released)", l.NotKept)
+	}
+}
+
+// TestNoteLostNotices: when the notice ring overflowed, a maximum left
+// without a window says that its notice may be lost; a window, an earlier
+// note, or no loss at all leave the metric as it was.
+func TestNoteLostNotices(t *testing.T) {
+	max := uint64(5000)
+	task := func() *report.Task {
+		return &report.Task{Metrics: map[string]*report.Metric{
+			"latency":  {Summary: metric.Summary{MaxNs: &max}},
+			"response": {Summary: metric.Summary{MaxNs: &max}, Worst: &trace.Trace{Value: max}},
+			"cycle":    {Summary: metric.Summary{MaxNs: &max}, WorstNote: "no window: while tasks run, ..."},
+			"period":   {},
+		}}
+	}
+	tk := task()
+	noteLostNotices(tk, 0)
+	if n := tk.Metrics["latency"].WorstNote; n != "" {
+		t.Errorf("no notice lost, yet a note: %q", n)
+	}
+	noteLostNotices(tk, 7)
+	if n := tk.Metrics["latency"].WorstNote; !strings.Contains(n, "7 notices lost") {
+		t.Errorf("latency note %q, want the 7 lost notices", n)
+	}
+	if n := tk.Metrics["response"].WorstNote; n != "" {
+		t.Errorf("a maximum with its window got a note: %q", n)
+	}
+	if n := tk.Metrics["cycle"].WorstNote; n != "no window: while tasks run, ..." {
+		t.Errorf("an earlier note was replaced: %q", n)
+	}
+	if n := tk.Metrics["period"].WorstNote; n != "" {
+		t.Errorf("a metric without samples got a note: %q", n)
 	}
 }

@@ -106,7 +106,7 @@ func TestExitedTasksWindowsBounded(t *testing.T) {
 	}
 	held := heldWindows(t, rep)
 	bound := int(metric.Count) * ExitedWindowsPerMetric
-	t.Logf("%d tasks, %d windows held, %d dropped", len(rep.Tasks), held, rep.Lost.ExitedWindowsDropped)
+	t.Logf("%d tasks, %d windows held, %d dropped, lost %+v", len(rep.Tasks), held, rep.Lost.ExitedWindowsDropped, rep.Lost)
 	if held > bound {
 		t.Errorf("the report holds %d windows of exited tasks, above the bound of %d", held, bound)
 	}
