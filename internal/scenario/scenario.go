@@ -422,6 +422,9 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 	if runErr == nil {
 		var timeout <-chan time.Time
 		if cfg.Duration > 0 {
+			// The threads also end by themselves (workload.Group.StopAt):
+			// this process's timer may need a CPU their load starves.
+			e.g.StopAt(workload.Now() + int64(cfg.Duration))
 			t := time.NewTimer(cfg.Duration)
 			defer t.Stop()
 			timeout = t.C

@@ -67,14 +67,33 @@ type Thread struct {
 }
 
 // Stopping tells the thread's loop to return; checked once per iteration.
-func (t *Thread) Stopping() bool { return t.group.stop.Load() }
+// It is true once Stop was called, or once the group's end (StopAt) has
+// passed, whichever comes first.
+func (t *Thread) Stopping() bool {
+	g := t.group
+	if g.stop.Load() {
+		return true
+	}
+	end := g.end.Load()
+	return end != 0 && Now() >= end
+}
 
 // Group starts threads and stops them together.
 type Group struct {
 	stop    atomic.Bool
+	end     atomic.Int64 // CLOCK_MONOTONIC ns; 0: no end
 	threads []*Thread
 	wakers  []func()
 }
+
+// StopAt makes the threads' loops return by themselves from CLOCK_MONOTONIC
+// time end (ns) on, without waiting for Stop. The RT threads of a scenario
+// can starve the CPU's soft timers (ktimers/N, SCHED_FIFO 1, on
+// PREEMPT_RT), and with them a runtime thread of this process pinned there
+// whose wakeup Stop's caller needs: a PREEMPT_RT guest ran
+// priority-inversion for 650 s instead of 3 s, ktimers/1 runnable all
+// along (RCU stall). Threads that end at their deadline break that cycle.
+func (g *Group) StopAt(end int64) { g.end.Store(end) }
 
 // Go starts fn on a new OS thread set up as s and returns once the thread is
 // named, pinned and has its policy, or with the error that prevented it.

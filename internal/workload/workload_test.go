@@ -216,3 +216,32 @@ func TestLoopSleepsOnlyOnItsTimer(t *testing.T) {
 		t.Errorf("the loop slept %d times in %d cycles: the Go runtime parks it", sleeps, cycles)
 	}
 }
+
+// TestStopAtEndsLoopsByThemselves: past the group's end, Stopping is true
+// without a call to Stop, so a spinning loop returns even when the process
+// that would call Stop cannot run (its CPU starved by the loop's own load).
+func TestStopAtEndsLoopsByThemselves(t *testing.T) {
+	var g Group
+	th, err := g.Go(Spec{Name: "spinner", CPU: -1}, func(th *Thread) {
+		for !th.Stopping() {
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Stopping() {
+		t.Fatal("Stopping before any end or Stop")
+	}
+	g.StopAt(Now() + int64(10*time.Millisecond))
+	select {
+	case <-th.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop did not end by itself after its end")
+	}
+	if g.Stopped() {
+		t.Error("Stopped reports a Stop that was never called")
+	}
+	if err := g.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
