@@ -68,11 +68,13 @@ static __always_inline void read_mem(struct rts_task_state *st, struct task_stru
 	rts_on_mem(st, (BPF_CORE_READ(mm, def_flags) & RTS_VM_LOCKED) || BPF_CORE_READ(mm, locked_vm));
 }
 
-/* Refresh the identity of a tracked task in its stats (policy, priority, affinity, name). */
-static __always_inline void refresh_identity(struct rts_task_state *st, struct task_struct *t,
-					     __u32 cpu)
+/*
+ * Refresh the identity of a tracked task in s, its stats (policy,
+ * priority, affinity, name): s as the caller already looked it up.
+ */
+static __always_inline void refresh_identity_of(struct rts_task_state *st, struct rts_task_stats *s,
+						struct task_struct *t, __u32 cpu)
 {
-	struct rts_task_stats *s = rts_stats(st);
 	if (!s)
 		return;
 	s->policy = t->policy;
@@ -84,6 +86,13 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 	s->last_cpu = cpu;
 	s->start_time = t->start_time;
 	rts_copy_comm(s->comm, t->comm);
+}
+
+/* refresh_identity_of, looking its stats up. */
+static __always_inline void refresh_identity(struct rts_task_state *st, struct task_struct *t,
+					     __u32 cpu)
+{
+	refresh_identity_of(st, rts_stats(st), t, cpu);
 }
 
 /* IRQ threads are named irq/N-name (irq/N-s-name for secondary handlers). */
@@ -227,34 +236,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			rts_on_mem(ps, (mm->def_flags & RTS_VM_LOCKED) || mm->locked_vm);
 	}
 
-	if (ps && voluntary && trace_enabled) {
-		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
-		if (e) {
-			e->a = ps->tid;
-			long sid = -1;
-			/*
-			 * A stack walk costs 1-20 us: a timer sleep's reason is known
-			 * without it, and other sleeps get one stack per ms at most.
-			 */
-			if (sleep_stacks && !ps->armed_expiry && now - ps->last_stack > 1000000) {
-				ps->last_stack = now;
-				sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-				if (sid < 0)
-					rts_count(RTS_C_STACK_LOST);
-			}
-			e->b = (__u32)sid;
-			e->c = prev_state;
-			e->x = ps->armed_expiry;
-			e->y = 0;
-			/*
-			 * A blocking sleep (no timer armed: a timer sleep's reason is
-			 * known) is named at every occurrence, not only when its stack is
-			 * sampled: see sleep_reason.bpf.h for the cost.
-			 */
-			if (!ps->armed_expiry)
-				rts_sleep_classify(ctx, e);
-		}
-	}
+	if (ps && voluntary)
+		rts_on_sleep(ctx, cs, ps, cpu, now, prev_state);
 
 	/* Steal first: the time it covers ends before this switch. */
 	rts_steal_update(cs, cpu, now, rts_steal_ns(next));
@@ -278,17 +261,19 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
-	if (ns && ns->waiting_cpu >= 0)
-		rts_clear_waiting(ns);
 	if (ns) {
+		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = next->prio;
-		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns);
+		struct rts_task_stats *s;
+		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns, &s);
 		/*
 		 * A task that sets its own policy after it started (sched_setattr
 		 * in the thread) and never sleeps again is seen only here: two
 		 * plain loads and a compare per switch-in of a tracked task.
 		 */
-		if (woken || ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
+		if (woken)
+			refresh_identity_of(ns, s, next, cpu);
+		else if (ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
 			refresh_identity(ns, next, cpu);
 	}
 	if (cs)
@@ -365,12 +350,8 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	struct rts_task_state *st = tracked(p);
 	if (!st)
 		return 0;
-	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
-	}
-	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
+		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio);
 	if (st->state == RTS_TS_WOKEN) {
 		rts_mark_waiting(st, p->thread_info.cpu);
 		/*
@@ -392,9 +373,9 @@ int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
-	__u32 orig = BPF_CORE_READ(p, thread_info.cpu);
+	__u32 orig = p->thread_info.cpu;
 	if (e) {
-		e->a = BPF_CORE_READ(p, pid);
+		e->a = p->pid;
 		e->b = orig;
 		e->c = dest_cpu;
 	}
@@ -589,7 +570,9 @@ int reapply_slo(void *ctx)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 {
-	if (!hrtimer_wakeup_fn || (__u64)BPF_CORE_READ(timer, function) != hrtimer_wakeup_fn)
+	/* Every hrtimer armed on the machine passes here: plain loads through
+	 * the BTF pointer, and a compare, for all that are not a sleeper's. */
+	if (!hrtimer_wakeup_fn || (__u64)timer->function != hrtimer_wakeup_fn)
 		return 0;
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct rts_task_state *st = tracked(cur);
@@ -598,12 +581,12 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	st->armed_expiry = rts_timer_expiry(timer);
 	struct rts_task_stats *s = rts_stats(st);
 	rts_on_timer_arm(st, s, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
-			 BPF_CORE_READ(timer, _softexpires));
+			 timer->_softexpires);
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */
 		s->hygiene[RTS_H_REL_TIMER]++;
-	int clk = BPF_CORE_READ(timer, base, clockid);
+	int clk = timer->base->clockid;
 	if (clk == 0 || clk == 11) /* CLOCK_REALTIME, CLOCK_TAI */
 		s->hygiene[RTS_H_REALTIME_CLOCK]++;
 	return 0;
@@ -618,8 +601,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	if (!cs)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
-	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
-	__u64 fn = (__u64)BPF_CORE_READ(timer, function);
+	__u32 slot = timer->is_soft ? 0 : 1;
+	__u64 fn = (__u64)timer->function;
 	__u64 expiry = rts_timer_expiry(timer);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
@@ -635,7 +618,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
 	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
 		struct task_struct *cur = bpf_get_current_task_btf();
-		__u32 tid = BPF_CORE_READ(cur, pid);
+		__u32 tid = cur->pid;
 		if (tid != 0 && tid != cs->waiting_tid)
 			stack_event(ctx, cs, cpu, now, cur, cs->waiting_tid);
 	}
@@ -649,7 +632,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
+	__u32 slot = timer->is_soft ? 0 : 1;
 	__u64 fn = cs->cb_function[slot & 1];
 	cs->cb_function[slot & 1] = 0;
 	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);

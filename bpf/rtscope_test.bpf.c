@@ -58,18 +58,32 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 	struct rts_task_state *ns = task(next_tid);
 	if (ps)
 		rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns);
-	if (ns)
-		rts_on_switch_in(ns, now, cpu, irq_ns);
+	struct rts_task_stats *s;
+	if (ns && rts_on_switch_in(ns, now, cpu, irq_ns, &s) && s != rts_stats(ns))
+		return -1; /* the stats handed back are not the task's */
 	return 0;
 }
 
+/* lower_waker: the waker has a lower priority than real-time tid (a hygiene count). */
 SEC("raw_tp")
-int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry)
+int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry,
+	     __u64 lower_waker)
 {
 	struct rts_task_state *st = task(tid);
 	if (st)
-		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry);
+		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry, lower_waker != 0);
 	return 0;
+}
+
+/* 1 if a blocking sleep of tid, running at kernel priority prio, is named (rts_sleep_named). */
+SEC("raw_tp")
+int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	st->prio = prio;
+	return rts_sleep_named(st);
 }
 
 /* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */

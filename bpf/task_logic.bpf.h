@@ -292,6 +292,25 @@ static __always_inline void rts_clear_waiting(struct rts_task_state *st)
 }
 
 /*
+ * rts_clear_waiting at a switch-in on `cpu`, whose state the caller holds
+ * (here): a woken task usually runs where it waited, and this CPU's slot
+ * needs no bpf_map_lookup_percpu_elem call.
+ */
+static __always_inline void rts_clear_waiting_at(struct rts_task_state *st,
+						 struct rts_cpu_state *here, __u32 cpu)
+{
+	if (st->waiting_cpu < 0)
+		return;
+	if (here && st->waiting_cpu == (__s32)cpu) {
+		if (here->waiting_tid == st->tid)
+			here->waiting_tid = 0;
+		st->waiting_cpu = -1;
+		return;
+	}
+	rts_clear_waiting(st);
+}
+
+/*
  * Remember that a tracked task waits for `cpu`: timer interrupts there then
  * sample the kernel stack of whatever runs instead (the blocking thread).
  */
@@ -314,13 +333,24 @@ static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 	return now >= since && now - since >= stack_min_wait_ns;
 }
 
-/* sched_waking of a tracked task, in the waker's context on `cpu`. */
+/*
+ * sched_waking of a tracked task, in the waker's context on `cpu`.
+ * lower_waker: a task of lower priority wakes this real-time task (a
+ * hygiene count). Its stats are looked up once, and only when a sleep ends
+ * or that count grows: a wakeup of a running or runnable task, the common
+ * case under a switch-heavy load, touches the task storage alone.
+ */
 static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
-					  __u64 timer_expiry, __u64 cb_entry)
+					  __u64 timer_expiry, __u64 cb_entry, bool lower_waker)
 {
+	struct rts_task_stats *s = 0;
+	if (lower_waker || st->state == RTS_TS_SLEEPING)
+		s = rts_stats(st);
+	if (lower_waker && s)
+		s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
 	switch (st->state) {
 	case RTS_TS_SLEEPING:
-		rts_wakeup_core(st, rts_stats(st), now, cpu, timer_expiry, cb_entry);
+		rts_wakeup_core(st, s, now, cpu, timer_expiry, cb_entry);
 		break;
 	case RTS_TS_RUNNING:
 		/*
@@ -375,13 +405,18 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 	st->state = RTS_TS_SLEEPING;
 }
 
-/* The task gets the CPU. Returns true when this ends a wakeup latency window. */
+/*
+ * The task gets the CPU. Returns true when this ends a wakeup latency
+ * window; then *sp is its stats (0 when they could not be found), which the
+ * caller reuses instead of a second lookup (refresh_identity).
+ */
 static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu,
-					     __u64 irq_ns)
+					     __u64 irq_ns, struct rts_task_stats **sp)
 {
 	bool woken = false;
 	/* Stats are needed only when this switch-in ends a wakeup. */
 	struct rts_task_stats *s = 0;
+	*sp = 0;
 
 	st->run_start = now;
 	st->run_irq_ns = irq_ns;
@@ -404,6 +439,7 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 		if (st->release_pending && now >= st->release_expiry)
 			rts_record(st, s, RTS_M_TIMER_THREAD, now - st->release_expiry,
 				   st->release_expiry, now, st->release_cpu, cpu);
+		*sp = s;
 	}
 	st->state = RTS_TS_RUNNING;
 	st->cpu = cpu;

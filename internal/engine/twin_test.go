@@ -76,16 +76,26 @@ func b2u(b bool) uint64 {
 }
 
 // switchTo runs a context switch prev -> next at now on cpu (irq_ns: IRQ time so far).
+// A switch-in that ends a wakeup hands its stats back to the hook (for
+// refresh_identity): the twin fails when they are not the task's.
 func (tw *twin) switchTo(now, cpu uint64, prev, next uint32, voluntary bool, irqNs uint64) {
-	tw.run(tw.objs.TestSwitch, now, cpu, uint64(prev), uint64(next), b2u(voluntary), irqNs)
+	tw.t.Helper()
+	if ret := tw.run(tw.objs.TestSwitch, now, cpu, uint64(prev), uint64(next), b2u(voluntary), irqNs); ret != 0 {
+		tw.t.Fatalf("switch %d -> %d at %d: stats handed back are not the task's (%d)", prev, next, now, int32(ret))
+	}
 }
 
 func (tw *twin) wakeup(now, cpu uint64, tid uint32) {
-	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0)
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0, 0)
+}
+
+// lowerWakeup: a wakeup of real-time tid by a task of lower priority.
+func (tw *twin) lowerWakeup(now, cpu uint64, tid uint32) {
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0, 1)
 }
 
 func (tw *twin) timerWakeup(now, cpu uint64, tid uint32, expiry, cbEntry uint64) {
-	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), expiry, cbEntry)
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), expiry, cbEntry, 0)
 }
 
 func (tw *twin) id(tid uint32) uint64 { return uint64(tw.run(tw.objs.TestId, uint64(tid))) }
@@ -692,5 +702,67 @@ func TestTwinHistogramBucket32(t *testing.T) {
 	got := tw.statsID(id).M[metric.Latency]
 	if got.Count != 1 || got.Hist[b] != 0x10000 {
 		t.Errorf("count %d, bucket of 700 ns %d; want 1 and 65536", got.Count, got.Hist[b])
+	}
+}
+
+// A lower-priority waker is counted whatever the state of the woken task
+// (asleep, running, already runnable), once per wakeup; only the wakeup of a
+// sleeping task is a latency window.
+func TestTwinLowerPrioWaker(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.lowerWakeup(1000, 0, 100)           // asleep: a window opens
+	tw.switchTo(1500, 0, 0, 100, false, 0) // on CPU
+	tw.lowerWakeup(1600, 0, 100)           // running: counted, no window
+	tw.switchTo(2000, 0, 100, 0, false, 0) // preempted
+	tw.lowerWakeup(2100, 0, 100)           // runnable: counted, no window
+	tw.wakeup(2200, 0, 100)                // an equal or higher waker: not counted
+	s := tw.stats(100)
+	if got := s.Hygiene[bpfRtsHygieneRTS_H_LOWER_PRIO_WAKER]; got != 3 {
+		t.Errorf("lower-priority wakers: %d, want 3", got)
+	}
+	if s.Wakeups != 1 {
+		t.Errorf("wakeups: %d, want 1", s.Wakeups)
+	}
+	expect(t, s, metric.Latency, 1, 500, 500)
+}
+
+// A blocking sleep is walked (reason, stack) only where an analysis can use
+// it: a task a timer releases or that arms its own sleeper timer, or a
+// real-time one; a SCHED_OTHER task woken by other tasks only is not.
+func TestTwinSleepNamed(t *testing.T) {
+	tw := newTwin(t, nil)
+	named := func(tid uint32, prio int64) bool {
+		t.Helper()
+		r := int32(tw.run(tw.objs.TestSleepNamed, uint64(tid), uint64(prio)))
+		if r < 0 {
+			t.Fatalf("task %d not tracked", tid)
+		}
+		return r == 1
+	}
+	// 100: SCHED_OTHER (prio 120), woken by tasks only.
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	tw.switchTo(1100, 0, 0, 100, false, 0)
+	if named(100, 120) {
+		t.Error("SCHED_OTHER task woken by tasks only: walked")
+	}
+	if !named(100, 49) || !named(100, -1) {
+		t.Error("real-time or deadline task: not walked")
+	}
+	tw.switchTo(1200, 0, 100, 0, true, 0)
+	tw.timerWakeup(2000, 0, 100, 1990, 1995) // a timer release starts its cycles
+	tw.switchTo(2100, 0, 0, 100, false, 0)
+	if !named(100, 120) {
+		t.Error("SCHED_OTHER task released by a timer: not walked")
+	}
+	// 200: SCHED_OTHER, arms its own sleeper timer (an iteration starts).
+	tw.track(200, false, false)
+	if named(200, 120) {
+		t.Error("new SCHED_OTHER task: walked")
+	}
+	tw.arm(3000, 0, 200, 4000, 4000)
+	if !named(200, 120) {
+		t.Error("SCHED_OTHER task arming its sleeper timer: not walked")
 	}
 }
