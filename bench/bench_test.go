@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rtscope/rtscope/internal/engine"
 )
 
 func TestReadCyclic(t *testing.T) {
@@ -89,5 +91,39 @@ func TestDeltaAndSum(t *testing.T) {
 	}
 	if sw, ok := switchProg([]ProgStat{{Name: "on_sched_switch_legacy"}, {Name: "floor_sched_swi", Count: 1}}); !ok || sw.Name != "floor_sched_swi" {
 		t.Fatalf("switchProg: %+v %v", sw, ok)
+	}
+}
+
+// The monitor's runs come from context switches alone: a switch-in of one
+// of its threads starts a run on that CPU, the next switch there ends it;
+// a run whose start was not seen (or lost) is not counted.
+func TestMonRuns(t *testing.T) {
+	m := newMonRuns(2)
+	m.mon[7], m.mon[8] = true, true
+	sw := func(cpu int, ts uint64, prev, next, state uint32, preempt uint8) {
+		m.feed(cpu, &engine.Event{Ts: ts, Type: engine.EventSwitch, A: prev, B: next, C: state, Flags: preempt})
+	}
+	sw(0, 100, 7, 1, 1, 0)                                            // 7 leaves CPU 0: its start was not seen
+	sw(0, 200, 1, 7, 0, 0)                                            // 7 in
+	m.feed(0, &engine.Event{Ts: 250, Type: engine.EventWakeup, A: 8}) // not a switch
+	sw(1, 300, 2, 8, 0, 0)                                            // 8 in on CPU 1
+	sw(0, 1200, 7, 8, 1, 0)                                           // 7 blocks after 1000 ns; 8 in on CPU 0 (it migrated)
+	sw(1, 1300, 8, 2, 0, 1)                                           // 8 preempted on CPU 1 after 1000 ns
+	m.gap(0)                                                          // CPU 0 lost events: 8's run there is unknown
+	sw(0, 5000, 8, 3, 1, 0)
+	want := []monRun{{TID: 7, Ns: 1000, CPU: 0, State: 1}, {TID: 8, Ns: 1000, CPU: 1, Preempted: true}}
+	if len(m.runs) != len(want) {
+		t.Fatalf("runs %+v, want %+v", m.runs, want)
+	}
+	for i := range want {
+		if m.runs[i] != want[i] {
+			t.Errorf("run %d: %+v, want %+v", i, m.runs[i], want[i])
+		}
+	}
+	if q := quantile([]uint64{1, 2, 3, 4, 100}, 0.5); q != 3 {
+		t.Errorf("p50 %d, want 3", q)
+	}
+	if q := quantile([]uint64{1, 2, 3, 4, 100}, 1); q != 100 {
+		t.Errorf("max %d, want 100", q)
 	}
 }

@@ -54,7 +54,7 @@ func main() {
 		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost phase")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
-		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest); default all")
+		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,self); default all")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
@@ -104,6 +104,7 @@ func main() {
 		{"scaling", b.phaseScaling},
 		{"loss", b.phaseLoss},
 		{"cyclictest", b.phaseCyclictest},
+		{"self", b.phaseSelf},
 	}
 	began := time.Now()
 	for _, p := range phases {
