@@ -220,9 +220,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	bool voluntary = !preempt && prev_state != 0;
-	struct rts_task_state *ps = tracked(prev);
-	struct rts_task_state *ns = tracked(next);
-	if (!ns && track_retry_pending)
+	/* The idle tasks (pid 0) are never tracked (track): switches to and
+	 * from idle, most of them on a lightly loaded CPU, skip the lookup. */
+	__u32 prev_tid = prev->pid, next_tid = next->pid;
+	struct rts_task_state *ps = prev_tid ? tracked(prev) : 0;
+	struct rts_task_state *ns = next_tid ? tracked(next) : 0;
+	if (!ns && next_tid && track_retry_pending)
 		retry_track(next); /* measured from its next event on */
 
 	if (ps) {
@@ -245,8 +248,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
 	if (e) {
-		e->a = prev->pid;
-		e->b = next->pid;
+		e->a = prev_tid;
+		e->b = next_tid;
 		e->c = prev_state;
 		e->flags = preempt;
 		e->prio_a = rts_prio_byte(prev->prio);
