@@ -543,6 +543,7 @@ static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
 	if (s) {
 		s->last_cpu = cpu;
 		s->exited = 1;

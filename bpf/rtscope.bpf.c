@@ -465,8 +465,9 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	/* Its last run's faults (exit_mm() has run: the mm is gone, its locking was read before). */
 	rts_on_faults(st, rts_cpu(), now, cpu, p->min_flt, p->maj_flt);
 	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
 	if (s) {
-		refresh_identity(st, p, cpu);
+		refresh_identity_of(st, s, p, cpu);
 		s->exited = 1;
 	}
 	rts_clear_waiting(st);
@@ -547,7 +548,8 @@ int untrack_existing(struct bpf_iter__task *ctx)
 		return 0;
 	}
 	__u32 cpu = bpf_get_smp_processor_id();
-	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+	rts_settle(st, s);
+	refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
 	s->exited = 1;
 	rts_clear_waiting(st);
 	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, bpf_ktime_get_ns(), cpu, cpu);

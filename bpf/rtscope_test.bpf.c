@@ -46,6 +46,9 @@ SEC("raw_tp")
 int BPF_PROG(test_exit, __u64 tid)
 {
 	__u32 t = tid;
+	struct rts_task_state *st = task(t);
+	if (st)
+		rts_settle(st, rts_stats(st)); /* as the engines' exit hooks */
 	return bpf_map_delete_elem(&test_tasks, &t);
 }
 

@@ -171,8 +171,13 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	st->resp_start = now;
 	st->release_pending = 0;
 
+	/* Without its stats at hand (a wakeup by a task: rts_on_wakeup looks
+	 * them up for timer releases only), the switch-in that ends this
+	 * wakeup counts it (rts_settle). */
 	if (s)
 		s->wakeups++;
+	else
+		st->wakeup_uncounted = 1;
 	if (!timer_expiry)
 		return;
 
@@ -334,17 +339,32 @@ static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 }
 
 /*
+ * Add to s (its stats, 0: not found) what st still holds back: a wakeup
+ * that rts_wakeup_core could not count. Called where the stats are looked
+ * up anyway: the switch-in that ends the wakeup, and when the statistics
+ * become final (exit, untracking).
+ */
+static __always_inline void rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
+{
+	if (st->wakeup_uncounted && s) {
+		s->wakeups++;
+		st->wakeup_uncounted = 0;
+	}
+}
+
+/*
  * sched_waking of a tracked task, in the waker's context on `cpu`.
  * lower_waker: a task of lower priority wakes this real-time task (a
- * hygiene count). Its stats are looked up once, and only when a sleep ends
- * or that count grows: a wakeup of a running or runnable task, the common
- * case under a switch-heavy load, touches the task storage alone.
+ * hygiene count). Its stats are looked up only for a timer release (its
+ * samples) or that count: a wakeup by a task, the common case under a
+ * switch-heavy load, touches the task storage alone, and its switch-in
+ * counts it (one hash lookup less per wakeup).
  */
 static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
 					  __u64 timer_expiry, __u64 cb_entry, bool lower_waker)
 {
 	struct rts_task_stats *s = 0;
-	if (lower_waker || st->state == RTS_TS_SLEEPING)
+	if (lower_waker || (st->state == RTS_TS_SLEEPING && timer_expiry))
 		s = rts_stats(st);
 	if (lower_waker && s)
 		s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
@@ -433,6 +453,7 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 		woken = true;
 		if (!s)
 			s = rts_stats(st);
+		rts_settle(st, s);
 		if (now >= st->wake_ts)
 			rts_record(st, s, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
 				   st->wake_cpu, cpu);

@@ -766,3 +766,29 @@ func TestTwinSleepNamed(t *testing.T) {
 		t.Error("SCHED_OTHER task arming its sleeper timer: not walked")
 	}
 }
+
+// A wakeup by a task skips the stats lookup: the switch-in that ends it
+// counts it, or, when the task exits still waiting for a CPU, its exit. A
+// timer release is counted at once (its samples need the stats anyway).
+func TestTwinWakeupCountedOnce(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	if s := tw.stats(100); s.Wakeups != 0 {
+		t.Errorf("wakeups before the switch-in: %d, want 0 (held in the task's state)", s.Wakeups)
+	}
+	tw.switchTo(1500, 0, 0, 100, false, 0)
+	tw.switchTo(2000, 0, 100, 0, true, 0)
+	tw.timerWakeup(3000, 0, 100, 2990, 2995)
+	if s := tw.stats(100); s.Wakeups != 2 {
+		t.Errorf("wakeups after a switch-in and a timer release: %d, want 2", s.Wakeups)
+	}
+	tw.switchTo(3500, 0, 0, 100, false, 0)
+	tw.switchTo(4000, 0, 100, 0, true, 0)
+	tw.wakeup(5000, 0, 100) // woken, then exits before it runs
+	id := tw.id(100)
+	tw.run(tw.objs.TestExit, 100)
+	if s := tw.statsID(id); s.Wakeups != 3 {
+		t.Errorf("wakeups at exit: %d, want 3", s.Wakeups)
+	}
+}
