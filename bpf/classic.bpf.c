@@ -270,7 +270,6 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	if (comm && comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = prio;
-	st->waiting_cpu = -1;
 	refresh_identity(st, prio, comm, cpu);
 }
 
@@ -504,7 +503,7 @@ int on_sched_waking(void *ctx)
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
 		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur_prio > st->prio);
 	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, target_cpu);
+		rts_mark_waiting(st, target_cpu, cs, cpu);
 		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
 		    rts_stack_due(now, expiry))
 			stack_event(ctx, cs, cpu, now, cur_tid, st->tid);
@@ -519,7 +518,8 @@ int on_sched_migrate(void *ctx)
 	__u32 pid = rd_u32(ctx, off_migrate_pid);
 	__u32 orig = rd_u32(ctx, off_migrate_orig_cpu);
 	__u32 dest = rd_u32(ctx, off_migrate_dest_cpu);
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	struct rts_cpu_state *cs = rts_cpu();
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
 	if (e) {
 		e->a = pid;
 		e->b = orig;
@@ -527,7 +527,7 @@ int on_sched_migrate(void *ctx)
 	}
 	struct rts_task_state *st = tracked(pid);
 	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest);
+		rts_mark_waiting(st, dest, cs, cpu);
 	if (st && orig != dest) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)

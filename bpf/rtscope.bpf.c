@@ -147,7 +147,6 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	if (is_irq_thread(t))
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = BPF_CORE_READ(t, prio);
-	st->waiting_cpu = -1;
 	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
 	read_mem(st, t);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
@@ -356,7 +355,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
 		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio);
 	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, p->thread_info.cpu);
+		rts_mark_waiting(st, p->thread_info.cpu, cs, cpu);
 		/*
 		 * A timer releases a tracked task late on a busy CPU: the stack of
 		 * the task its interrupt stopped is rtla's "blocking thread"
@@ -375,7 +374,8 @@ SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	struct rts_cpu_state *cs = rts_cpu();
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
 	__u32 orig = p->thread_info.cpu;
 	if (e) {
 		e->a = p->pid;
@@ -384,7 +384,7 @@ int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 	}
 	struct rts_task_state *st = tracked(p);
 	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest_cpu);
+		rts_mark_waiting(st, dest_cpu, cs, cpu);
 	if (st && orig != (__u32)dest_cpu) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)

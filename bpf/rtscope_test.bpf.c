@@ -78,6 +78,26 @@ int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, _
 	return 0;
 }
 
+/*
+ * tid waits for `cpu` (rts_mark_waiting), or runs (clear: rts_clear_waiting_at),
+ * on the CPU this runs on, with that CPU's state at hand when `here`.
+ * Returns the CPU its mark is on, -1: none.
+ */
+SEC("raw_tp")
+int BPF_PROG(test_waiting, __u64 tid, __u64 cpu, __u64 here, __u64 clear)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -2;
+	struct rts_cpu_state *cs = here ? rts_cpu() : 0;
+	__u32 this_cpu = bpf_get_smp_processor_id();
+	if (clear)
+		rts_clear_waiting_at(st, cs, this_cpu);
+	else
+		rts_mark_waiting(st, cpu, cs, this_cpu);
+	return st->waiting_cpu;
+}
+
 /* 1 if a blocking sleep of tid, running at kernel priority prio, is named (rts_sleep_named). */
 SEC("raw_tp")
 int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio)

@@ -318,13 +318,19 @@ static __always_inline void rts_clear_waiting_at(struct rts_task_state *st,
 /*
  * Remember that a tracked task waits for `cpu`: timer interrupts there then
  * sample the kernel stack of whatever runs instead (the blocking thread).
+ * here: the state of here_cpu, the CPU this runs on (0: not at hand); a
+ * timer release usually wakes its task on its own CPU, which then needs
+ * no bpf_map_lookup_percpu_elem call.
  */
-static __always_inline void rts_mark_waiting(struct rts_task_state *st, __u32 cpu)
+static __always_inline void rts_mark_waiting(struct rts_task_state *st, __u32 cpu,
+					     struct rts_cpu_state *here, __u32 here_cpu)
 {
 	if (!trace_enabled || !sleep_stacks || !waiter_stacks)
 		return;
-	rts_clear_waiting(st);
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
+	rts_clear_waiting_at(st, here, here_cpu);
+	struct rts_cpu_state *cs = here && cpu == here_cpu
+					   ? here
+					   : bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
 	if (cs) {
 		cs->waiting_tid = st->tid;
 		cs->waiting_since = rts_wait_start(st);
@@ -668,6 +674,7 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 	st->tid = tid;
 	st->flags = flags & RTS_TF_FOLLOW;
 	st->state = sleeping ? RTS_TS_SLEEPING : RTS_TS_RUNNABLE;
+	st->waiting_cpu = -1; /* marked nowhere (rts_mark_waiting) */
 	rts_notice(RTS_N_TASK_START, 0, id, tid, 0, 0, 0, 0, 0);
 	return 0;
 }

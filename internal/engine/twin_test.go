@@ -792,3 +792,55 @@ func TestTwinWakeupCountedOnce(t *testing.T) {
 		t.Errorf("wakeups at exit: %d, want 3", s.Wakeups)
 	}
 }
+
+// A woken task is marked waiting on its CPU's state, and the mark cleared
+// when it runs or waits elsewhere: through this CPU's state when the hook
+// has it at hand and the CPU is this one, through another CPU's slot
+// (bpf_map_lookup_percpu_elem) otherwise; either way one CPU holds the mark.
+func TestTwinWaitingMark(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := uint64(min(1, ncpu-1))
+	on := func(cpu, want uint64, here, clear bool) {
+		t.Helper()
+		ret, err := tw.objs.TestWaiting.Run(&ebpf.RunOptions{Context: []uint64{100, want, b2u(here), b2u(clear)},
+			CPU: uint32(cpu), Flags: 1 /* BPF_F_TEST_RUN_ON_CPU */})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var per []twinRtsCpuState
+		if err := tw.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+			t.Fatal(err)
+		}
+		marked := -1
+		for c, s := range per {
+			if s.WaitingTid == 100 {
+				if marked >= 0 {
+					t.Fatalf("marked on CPUs %d and %d", marked, c)
+				}
+				marked = c
+			}
+		}
+		if int32(ret) != int32(marked) {
+			t.Fatalf("task says CPU %d, CPU states say %d", int32(ret), marked)
+		}
+		if wantCPU := int(want); !clear && marked != wantCPU {
+			t.Fatalf("mark for CPU %d from CPU %d (here %v): on %d", want, cpu, here, marked)
+		}
+		if clear && marked != -1 {
+			t.Fatalf("cleared from CPU %d (here %v): still on %d", cpu, here, marked)
+		}
+	}
+	on(0, other, true, false) // woken on CPU 0 for the other CPU
+	on(0, 0, true, false)     // migrated to CPU 0: the other CPU's mark goes
+	on(0, 0, true, true)      // runs on CPU 0
+	on(0, other, false, false)
+	on(other, 0, true, false)
+	on(0, 0, false, true) // cleared without CPU 0's state at hand
+	on(0, 0, true, false)
+	on(other, 0, true, true) // runs elsewhere: CPU 0's slot is cleared by lookup
+}
