@@ -127,3 +127,84 @@ func TestMonRuns(t *testing.T) {
 		t.Errorf("max %d, want 100", q)
 	}
 }
+
+// fakeRings is a flight recorder of depth 16 on one CPU, written by the test.
+type fakeRings struct {
+	head uint64
+	ring [16]engine.Event
+}
+
+func (f *fakeRings) Heads() ([]uint64, error) { return []uint64{f.head}, nil }
+func (f *fakeRings) FlightPerCPU() uint32     { return 16 }
+func (f *fakeRings) FlightEvent(_ int, i uint32) engine.Event {
+	return f.ring[i%16]
+}
+
+// write appends a switch prev -> next at ts.
+func (f *fakeRings) write(ts uint64, prev, next uint32) {
+	f.ring[f.head%16] = engine.Event{Ts: ts, Seq: uint32(f.head), Type: engine.EventSwitch, A: prev, B: next, C: 1}
+	f.head++
+}
+
+// The reader feeds each event once, leaves the newest 4 slots (possibly
+// still being written) for its next poll, and counts what the writer
+// lapped, forgetting the run in progress there.
+func TestFlightReader(t *testing.T) {
+	f := &fakeRings{}
+	r, err := newFlightReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMonRuns(1)
+	m.mon[7] = true
+	f.write(100, 1, 7)
+	f.write(300, 7, 1) // a run of 200
+	for i := uint64(0); i < 4; i++ {
+		f.write(400+i, 1, 2)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.poll(m); err != nil { // nothing new: nothing fed twice
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 || m.runs[0].Ns != 200 || r.lost != 0 {
+		t.Fatalf("runs %+v lost %d, want one of 200 ns, none lost", m.runs, r.lost)
+	}
+	f.write(1000, 2, 7) // 7 starts a run the writer will lap
+	for i := uint64(0); i < 30; i++ {
+		f.write(2000+i, 3, 4)
+	}
+	f.write(3000, 7, 3) // its end, with its start overwritten
+	for i := uint64(0); i < 4; i++ {
+		f.write(4000+i, 3, 4)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 {
+		t.Errorf("a run whose start was overwritten was counted: %+v", m.runs)
+	}
+	// Read up to seq 2 before; the head is at 42 now: 2..27 are older than
+	// depth - depth/8 = 14 short of it, skipped and counted.
+	if r.lost != 26 {
+		t.Errorf("lost %d, want 26", r.lost)
+	}
+	f.write(5000, 4, 7)
+	f.write(5100, 7, 4) // a run of 100, read once the 4 newer slots follow
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 {
+		t.Fatalf("a run in the newest 4 slots was read: %+v", m.runs)
+	}
+	for i := uint64(0); i < 4; i++ {
+		f.write(6000+i, 4, 5)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 2 || m.runs[1].Ns != 100 || r.lost != 26 {
+		t.Fatalf("runs %+v lost %d, want a second run of 100 ns, 26 lost", m.runs, r.lost)
+	}
+}

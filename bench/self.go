@@ -67,14 +67,21 @@ func (m *monRuns) feed(cpu int, e *engine.Event) {
 // gap: events of cpu were lost; the run in progress there is unknown.
 func (m *monRuns) gap(cpu int) { m.on[cpu] = 0 }
 
+// rings is what flightReader needs of an engine (*engine.Engine).
+type rings interface {
+	Heads() ([]uint64, error)
+	FlightPerCPU() uint32
+	FlightEvent(cpu int, i uint32) engine.Event
+}
+
 // flightReader reads an engine's flight recorder rings as they fill.
 type flightReader struct {
-	e    *engine.Engine
+	e    rings
 	next []uint64 // per CPU: the next sequence number to read
 	lost uint64
 }
 
-func newFlightReader(e *engine.Engine) (*flightReader, error) {
+func newFlightReader(e rings) (*flightReader, error) {
 	h, err := e.Heads()
 	if err != nil {
 		return nil, err
@@ -92,22 +99,24 @@ func (r *flightReader) poll(m *monRuns) error {
 		return err
 	}
 	depth := uint64(r.e.FlightPerCPU())
-	for cpu, h := range heads {
+	for cpu, head := range heads {
 		if cpu >= len(r.next) {
 			break
 		}
+		from := r.next[cpu]
+		// Lapped: what is older than an eighth of the ring short of a
+		// full lap is skipped (the writers may be overwriting it) and
+		// counted.
+		if keep := depth - depth/8; head-from > keep {
+			r.lost += head - keep - from
+			from = head - keep
+			m.gap(cpu)
+		}
 		// The newest slots may be reserved and still being written (a
 		// program nested in an interrupt): they wait for the next poll.
-		if h < r.next[cpu]+4 {
+		h := head - min(head, 4)
+		if h <= from {
 			continue
-		}
-		h -= 4
-		from := r.next[cpu]
-		// Leave an eighth of the ring as a margin against the writers.
-		if keep := depth - depth/8; h-from > keep {
-			r.lost += h - from - keep
-			from = h - keep
-			m.gap(cpu)
 		}
 		for seq := from; seq < h; seq++ {
 			e := r.e.FlightEvent(cpu, uint32(seq))
@@ -269,7 +278,7 @@ func (r *results) selfMarkdown(w *strings.Builder) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## 7. rtscope's own on-CPU runs\n\nLoad: `stress-ng --switch 2` plus a helper of 1000 threads waking every 100 ms; `rtscope watch` (defaults: flight recorder on, housekeeping CPU chosen by itself) tracks what each row says, for %v. A second copy of rtscope's engine, loaded in the bench process (no targets, a 512Ki-event flight recorder per CPU, read every 50 ms), records every context switch; a run is one stretch of a monitor thread on a CPU, from its switch-in to its switch-out. Preempted: runs that ended with the thread still runnable (a preemption point reached), the others blocked or slept. The bench's reader takes CPU time of its own on the same machine. On this kernel's preemption model (%s), a run inside the kernel ends only at a preemption point: the longest run bounds what rtscope's user space can hold a CPU.\n\n", r.SelfWindow, r.Machine.Preempt)
-	p("| configuration | monitor threads | runs | p50 | p99 | max | longest run (thread, end) | runs >= 1 ms | preempted | monitor process CPU | events lost |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| configuration | monitor threads | runs | p50 | p99 | max | longest run (thread, end) | runs >= 1 ms | preempted | monitor process CPU | events not read (lapped) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Self {
 		long := 0
 		for _, v := range s.Runs {
