@@ -51,7 +51,7 @@ func main() {
 		rtscope = flag.String("rtscope", "./rtscope", "rtscope binary to measure")
 		out     = flag.String("out", "", "also write the results as Markdown to this file")
 		timed   = flag.String("timed", "", "directory of an instrumented rtscope build (mk/bench.mk makes it): per-run maxima and tails")
-		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost phase")
+		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost and cyclictest phases")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
 		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,self); default all")
