@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -69,8 +70,14 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 		}
 		progs = 15
 	case "runqlat":
+		if b.runqlat == "" {
+			return nil, fmt.Errorf("libbpf-tools runqlat is not installed (make bench installs it)")
+		}
 		argv = []string{b.runqlat}
 	case "bpftrace":
+		if _, err := exec.LookPath("bpftrace"); err != nil {
+			return nil, fmt.Errorf("bpftrace is not installed (make bench installs it)")
+		}
 		argv = []string{"bpftrace", b.btScript}
 	default:
 		return nil, fmt.Errorf("unknown monitor kind %q", m.kind)
