@@ -208,3 +208,29 @@ func TestFlightReader(t *testing.T) {
 		t.Fatalf("runs %+v lost %d, want a second run of 100 ns, 26 lost", m.runs, r.lost)
 	}
 }
+
+// A probe's wait runs from its wakeup to its switch-in on the same CPU,
+// charged to the task it switched in from; a wakeup on another CPU's ring
+// or one lost in a gap is not matched.
+func TestMonRunsProbe(t *testing.T) {
+	m := newMonRuns(2)
+	m.mon[7] = true
+	m.probe[9] = true
+	ev := func(cpu int, ts uint64, typ uint8, a, b uint32) {
+		m.feed(cpu, &engine.Event{Ts: ts, Type: typ, A: a, B: b})
+	}
+	ev(0, 100, engine.EventWakeup, 9, 0)
+	ev(0, 130, engine.EventSwitch, 7, 9) // behind rtscope's thread 7: 30 ns
+	ev(0, 1000, engine.EventWakeup, 9, 0)
+	ev(0, 1005, engine.EventSwitch, 3, 9) // behind task 3: 5 ns
+	ev(1, 2000, engine.EventWakeup, 9, 0) // woken from CPU 1's ring ...
+	ev(0, 2100, engine.EventSwitch, 7, 9) // ... switched in on CPU 0: not matched
+	ev(0, 3000, engine.EventWakeup, 9, 0)
+	m.gap(0)
+	ev(0, 3500, engine.EventSwitch, 7, 9) // its wakeup lost in the gap
+	ev(0, 4000, engine.EventWakeup, 8, 0) // not the probe
+	ev(0, 4100, engine.EventSwitch, 7, 8)
+	if len(m.heldMon) != 1 || m.heldMon[0] != 30 || len(m.heldOther) != 1 || m.heldOther[0] != 5 {
+		t.Fatalf("held by the monitor %v, by others %v; want [30] and [5]", m.heldMon, m.heldOther)
+	}
+}

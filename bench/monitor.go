@@ -93,7 +93,8 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 		return nil, err
 	}
 	r.p = p
-	o, err := waitPrograms(p, progs, m.expect, 60*time.Second)
+	// rtscope is ready once attached (BPF links), the peers once loaded.
+	o, err := waitPrograms(p, progs, m.expect, m.kind == "rtscope", 60*time.Second)
 	if err != nil {
 		p.stop(syscall.SIGKILL) //nolint:errcheck // best effort: the process may be gone
 		logTail, _ := os.ReadFile(r.log)

@@ -393,6 +393,10 @@ func (r *results) headline(w *strings.Builder) {
 	for _, s := range r.Self {
 		p("| 7 | longest on-CPU run of an rtscope thread, %s | %s | p50 %s, p99 %s of %d runs | - | - | - |\n", s.Name,
 			us(float64(quantile(s.Runs, 1))), us(float64(quantile(s.Runs, 0.5))), us(float64(quantile(s.Runs, 0.99))), len(s.Runs))
+		if s.Probe {
+			p("| 7 | longest wait of a real-time task behind an rtscope thread on its CPU | %s | p50 %s, p99 %s of %d waits | - | - | - |\n",
+				us(float64(quantile(s.HeldByMonitor, 1))), us(float64(quantile(s.HeldByMonitor, 0.5))), us(float64(quantile(s.HeldByMonitor, 0.99))), len(s.HeldByMonitor))
+		}
 	}
 	p("\n")
 }

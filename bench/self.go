@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -23,6 +24,12 @@ type selfRow struct {
 	Lost      uint64 // flight-recorder events overwritten before they were read
 	Seconds   float64
 	CPUPct    float64 // the monitor process, % of one CPU
+	// With a real-time probe (cyclictest) on the monitor's CPU: the
+	// probe's waits from its wakeup to its switch-in on that CPU, when a
+	// monitor thread was what it switched in from (HeldByMonitor) or
+	// another task (HeldByOthers), ns, sorted.
+	Probe                       bool
+	HeldByMonitor, HeldByOthers []uint64
 }
 
 // monRun is one on-CPU run of a monitor thread.
@@ -43,16 +50,47 @@ type monRuns struct {
 	on    []uint32 // per CPU: the monitor thread switched in, 0: none or unknown
 	since []uint64 // per CPU: when it was
 	runs  []monRun
+	// probe: the threads of a real-time probe; woken: when and where each
+	// was woken, until its switch-in; heldMon/heldOther: its waits.
+	probe              map[uint32]bool
+	woken              map[uint32]probeWake
+	heldMon, heldOther []uint64
+}
+
+// probeWake is a wakeup of a probe thread not yet followed by its switch-in.
+type probeWake struct {
+	ts  uint64
+	cpu int
 }
 
 func newMonRuns(ncpu int) *monRuns {
-	return &monRuns{mon: map[uint32]bool{}, on: make([]uint32, ncpu), since: make([]uint64, ncpu)}
+	return &monRuns{mon: map[uint32]bool{}, on: make([]uint32, ncpu), since: make([]uint64, ncpu),
+		probe: map[uint32]bool{}, woken: map[uint32]probeWake{}}
 }
 
-// feed takes the next event of cpu's ring, oldest first.
+// feed takes the next event of cpu's ring, oldest first. A probe's wait
+// is matched on one CPU's ring only (rings are read one after the other):
+// its timer wakes it where it runs.
 func (m *monRuns) feed(cpu int, e *engine.Event) {
-	if cpu < 0 || cpu >= len(m.on) || e.Type != engine.EventSwitch {
+	if cpu < 0 || cpu >= len(m.on) {
 		return
+	}
+	if e.Type == engine.EventWakeup && m.probe[e.A] {
+		m.woken[e.A] = probeWake{ts: e.Ts, cpu: cpu}
+		return
+	}
+	if e.Type != engine.EventSwitch {
+		return
+	}
+	if w, ok := m.woken[e.B]; ok && m.probe[e.B] {
+		delete(m.woken, e.B)
+		if w.cpu == cpu && e.Ts >= w.ts {
+			if m.mon[e.A] {
+				m.heldMon = append(m.heldMon, e.Ts-w.ts)
+			} else {
+				m.heldOther = append(m.heldOther, e.Ts-w.ts)
+			}
+		}
 	}
 	if t := m.on[cpu]; t != 0 && e.A == t && e.Ts >= m.since[cpu] {
 		m.runs = append(m.runs, monRun{TID: t, Ns: e.Ts - m.since[cpu], CPU: cpu,
@@ -64,8 +102,16 @@ func (m *monRuns) feed(cpu int, e *engine.Event) {
 	}
 }
 
-// gap: events of cpu were lost; the run in progress there is unknown.
-func (m *monRuns) gap(cpu int) { m.on[cpu] = 0 }
+// gap: events of cpu were lost; the run in progress there, and the
+// wakeups not yet followed by a switch-in, are unknown.
+func (m *monRuns) gap(cpu int) {
+	m.on[cpu] = 0
+	for t, w := range m.woken {
+		if w.cpu == cpu {
+			delete(m.woken, t)
+		}
+	}
+}
 
 // rings is what flightReader needs of an engine (*engine.Engine).
 type rings interface {
@@ -175,13 +221,21 @@ func (b *bench) phaseSelf() error {
 		win = 5 * time.Second
 	}
 	b.res.SelfWindow = win
-	cfgs := []monitor{
-		{name: "the load's tasks tracked (stress-ng --switch 2)", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}},
-		{name: "the load's tasks + 1000 periodic threads tracked", kind: "rtscope",
-			args: []string{"--comm", "stress-ng-switc", "--tid", joinTids(h.tids)}, expect: 1000},
+	cfgs := []struct {
+		monitor
+		probe bool
+	}{
+		{monitor{name: "the load's tasks tracked (stress-ng --switch 2)", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}}, false},
+		{monitor{name: "the load's tasks + 1000 periodic threads tracked", kind: "rtscope",
+			args: []string{"--comm", "stress-ng-switc", "--tid", joinTids(h.tids)}, expect: 1000}, false},
+		// A real-time task on rtscope's own CPU: on a kernel without full
+		// preemption its wakeup ends a user-space run of rtscope at once,
+		// and waits for a kernel one to reach a preemption point.
+		{monitor{name: "the same, cyclictest (FIFO 80, 1 ms) on rtscope's CPU (-H 0)", kind: "rtscope",
+			args: []string{"--comm", "stress-ng-switc", "--tid", joinTids(h.tids), "-H", "0"}, expect: 1000}, true},
 	}
 	for _, c := range cfgs {
-		row, err := b.selfRun(c, win)
+		row, err := b.selfRun(c.monitor, c.probe, win)
 		if err != nil {
 			return err
 		}
@@ -192,8 +246,9 @@ func (b *bench) phaseSelf() error {
 	return nil
 }
 
-// selfRun measures one configuration's monitor over win.
-func (b *bench) selfRun(c monitor, win time.Duration) (*selfRow, error) {
+// selfRun measures one configuration's monitor over win; with probe, a
+// cyclictest thread on CPU 0, where the monitor is then kept (-H 0).
+func (b *bench) selfRun(c monitor, probe bool, win time.Duration) (*selfRow, error) {
 	// 512Ki events a CPU (24 MiB): about a second of this load's events,
 	// read every 50 ms.
 	e, err := engine.Load(engine.Config{Trace: true, FlightPerCPU: 1 << 19, Engine: engine.EngineBTF})
@@ -212,6 +267,15 @@ func (b *bench) selfRun(c monitor, win time.Duration) (*selfRow, error) {
 		}
 	}()
 	pid := r.p.pid()
+	var cyc *proc
+	if probe {
+		cyc, err = start("cyclictest", io.Discard, "cyclictest", "-m", "-p", "80", "-i", "1000", "-a", "0", "-t", "1", "-q",
+			"-D", fmt.Sprintf("%ds", int(win.Seconds())+5))
+		if err != nil {
+			return nil, err
+		}
+		defer cyc.stop(syscall.SIGKILL) //nolint:errcheck // best effort: it may have ended
+	}
 	if err := e.Attach(); err != nil {
 		return nil, fmt.Errorf("attaching the measuring engine: %w", err)
 	}
@@ -222,6 +286,11 @@ func (b *bench) selfRun(c monitor, win time.Duration) (*selfRow, error) {
 	m := newMonRuns(e.NumCPU())
 	comms := map[uint32]string{}
 	refresh := func() {
+		if cyc != nil {
+			for _, t := range threadsOf(cyc.pid()) {
+				m.probe[t] = true
+			}
+		}
 		for _, t := range threadsOf(pid) {
 			if !m.mon[t] {
 				m.mon[t] = true
@@ -247,7 +316,11 @@ func (b *bench) selfRun(c monitor, win time.Duration) (*selfRow, error) {
 	if _, err := r.stop(); err != nil {
 		return nil, err
 	}
-	row := &selfRow{Name: c.name, Threads: len(m.mon), Lost: fr.lost, Seconds: secs, CPUPct: 100 * cpu.Seconds() / secs}
+	row := &selfRow{Name: c.name, Threads: len(m.mon), Lost: fr.lost, Seconds: secs, CPUPct: 100 * cpu.Seconds() / secs,
+		Probe: probe, HeldByMonitor: m.heldMon, HeldByOthers: m.heldOther}
+	for _, v := range [][]uint64{row.HeldByMonitor, row.HeldByOthers} {
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	}
 	for _, x := range m.runs {
 		row.Runs = append(row.Runs, x.Ns)
 		if x.Preempted {
@@ -295,4 +368,18 @@ func (r *results) selfMarkdown(w *strings.Builder) {
 			orDash(s.Longest.Comm), s.Longest.TID, s.Longest.CPU, end, long, s.Preempted, pct(s.CPUPct), s.Lost)
 	}
 	p("\n")
+	for _, s := range r.Self {
+		if !s.Probe {
+			continue
+		}
+		p("With a real-time probe on rtscope's CPU (%s): each wakeup of cyclictest's thread to its switch-in on that CPU, by the task it switched in from. A wait behind an rtscope thread is the time that thread kept the CPU after the wakeup: on this kernel, until its kernel code reached a preemption point (user code is preempted at once).\n\n", s.Name)
+		p("| switched in from | waits | p50 | p99 | max |\n|---|---|---|---|---|\n")
+		for _, x := range []struct {
+			who string
+			v   []uint64
+		}{{"an rtscope thread", s.HeldByMonitor}, {"another task (the load, idle, kernel threads)", s.HeldByOthers}} {
+			p("| %s | %d | %s | %s | %s |\n", x.who, len(x.v), us(float64(quantile(x.v, 0.5))), us(float64(quantile(x.v, 0.99))), us(float64(quantile(x.v, 1))))
+		}
+		p("\n")
+	}
 }
