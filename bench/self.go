@@ -30,6 +30,14 @@ type selfRow struct {
 	// another task (HeldByOthers), ns, sorted.
 	Probe                       bool
 	HeldByMonitor, HeldByOthers []uint64
+	StopErr                     string // the monitor did not stop on SIGINT (killed)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // monRun is one on-CPU run of a monitor thread.
@@ -313,11 +321,12 @@ func (b *bench) selfRun(c monitor, probe bool, win time.Duration) (*selfRow, err
 	secs := time.Since(t0).Seconds()
 	cpu := cpuTime(pid) - c0
 	stopped = true
-	if _, err := r.stop(); err != nil {
-		return nil, err
-	}
+	// A monitor that does not stop within a minute of SIGINT is killed and
+	// noted; what the window measured stands (as in the scaling phase).
+	_, serr := r.stop()
 	row := &selfRow{Name: c.name, Threads: len(m.mon), Lost: fr.lost, Seconds: secs, CPUPct: 100 * cpu.Seconds() / secs,
-		Probe: probe, HeldByMonitor: m.heldMon, HeldByOthers: m.heldOther}
+		StopErr: errText(serr),
+		Probe:   probe, HeldByMonitor: m.heldMon, HeldByOthers: m.heldOther}
 	for _, v := range [][]uint64{row.HeldByMonitor, row.HeldByOthers} {
 		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
 	}
@@ -368,6 +377,11 @@ func (r *results) selfMarkdown(w *strings.Builder) {
 			orDash(s.Longest.Comm), s.Longest.TID, s.Longest.CPU, end, long, s.Preempted, pct(s.CPUPct), s.Lost)
 	}
 	p("\n")
+	for _, s := range r.Self {
+		if s.StopErr != "" {
+			p("%s: %s (killed; the window's figures stand).\n\n", s.Name, s.StopErr)
+		}
+	}
 	for _, s := range r.Self {
 		if !s.Probe {
 			continue

@@ -98,15 +98,21 @@ int BPF_PROG(test_waiting, __u64 tid, __u64 cpu, __u64 here, __u64 clear)
 	return st->waiting_cpu;
 }
 
-/* 1 if a blocking sleep of tid, running at kernel priority prio, is named (rts_sleep_named). */
+/*
+ * 1 if a blocking sleep of tid at now, running at kernel priority prio, is
+ * walked (rts_sleep_named; then rts_sleep_walked, as rts_on_sleep does).
+ */
 SEC("raw_tp")
-int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio)
+int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio, __u64 now)
 {
 	struct rts_task_state *st = task(tid);
 	if (!st)
 		return -1;
 	st->prio = prio;
-	return rts_sleep_named(st);
+	if (!rts_sleep_named(st, now))
+		return 0;
+	rts_sleep_walked(st, now);
+	return 1;
 }
 
 /* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */

@@ -728,13 +728,14 @@ func TestTwinLowerPrioWaker(t *testing.T) {
 }
 
 // A blocking sleep is walked (reason, stack) only where an analysis can use
-// it: a task a timer releases or that arms its own sleeper timer, or a
-// real-time one; a SCHED_OTHER task woken by other tasks only is not.
+// it: every sleep of a real-time task; for another task, once a timer
+// released it or it armed its own sleeper timer, at most one sleep a ms; a
+// SCHED_OTHER task woken by other tasks only, never.
 func TestTwinSleepNamed(t *testing.T) {
 	tw := newTwin(t, nil)
-	named := func(tid uint32, prio int64) bool {
+	named := func(tid uint32, prio int64, now uint64) bool {
 		t.Helper()
-		r := int32(tw.run(tw.objs.TestSleepNamed, uint64(tid), uint64(prio)))
+		r := int32(tw.run(tw.objs.TestSleepNamed, uint64(tid), uint64(prio), now))
 		if r < 0 {
 			t.Fatalf("task %d not tracked", tid)
 		}
@@ -744,25 +745,32 @@ func TestTwinSleepNamed(t *testing.T) {
 	tw.track(100, true, false)
 	tw.wakeup(1000, 0, 100)
 	tw.switchTo(1100, 0, 0, 100, false, 0)
-	if named(100, 120) {
+	if named(100, 120, 2_000_000) {
 		t.Error("SCHED_OTHER task woken by tasks only: walked")
 	}
-	if !named(100, 49) || !named(100, -1) {
-		t.Error("real-time or deadline task: not walked")
+	// Real-time or deadline: every sleep.
+	if !named(100, 49, 3_000_000) || !named(100, 49, 3_000_100) || !named(100, -1, 3_000_200) {
+		t.Error("real-time or deadline task: a sleep not walked")
 	}
-	tw.switchTo(1200, 0, 100, 0, true, 0)
-	tw.timerWakeup(2000, 0, 100, 1990, 1995) // a timer release starts its cycles
-	tw.switchTo(2100, 0, 0, 100, false, 0)
-	if !named(100, 120) {
+	tw.switchTo(5_000_000, 0, 100, 0, true, 0)
+	tw.timerWakeup(6_000_000, 0, 100, 5_999_990, 5_999_995) // a timer release starts its cycles
+	tw.switchTo(6_000_100, 0, 0, 100, false, 0)
+	if !named(100, 120, 6_000_200) {
 		t.Error("SCHED_OTHER task released by a timer: not walked")
+	}
+	if named(100, 120, 6_500_000) {
+		t.Error("SCHED_OTHER task: two sleeps walked within a ms")
+	}
+	if !named(100, 120, 7_100_000) {
+		t.Error("SCHED_OTHER task released by a timer: not walked a ms later")
 	}
 	// 200: SCHED_OTHER, arms its own sleeper timer (an iteration starts).
 	tw.track(200, false, false)
-	if named(200, 120) {
+	if named(200, 120, 2_000_000) {
 		t.Error("new SCHED_OTHER task: walked")
 	}
-	tw.arm(3000, 0, 200, 4000, 4000)
-	if !named(200, 120) {
+	tw.arm(3_000_000, 0, 200, 4_000_000, 4_000_000)
+	if !named(200, 120, 3_500_000) {
 		t.Error("SCHED_OTHER task arming its sleeper timer: not walked")
 	}
 }
