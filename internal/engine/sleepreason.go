@@ -167,7 +167,7 @@ func (t *sleepTable) describe() string {
 	if t.n == 0 {
 		return "from sampled sleep stacks only (at most one a ms per task): kernel symbols are hidden (kptr_restrict)"
 	}
-	s := fmt.Sprintf("every blocking sleep of a task that a timer releases, arms its own sleeper timer or runs real-time (rts_sleep_named), in the kernel: %d frames walked, %d kernel function ranges known", sleepFrames, t.n)
+	s := fmt.Sprintf("every blocking sleep of a real-time task, one a ms of a task a timer releases or that arms its own sleeper timer (rts_sleep_named), in the kernel: %d frames walked, %d kernel function ranges known", sleepFrames, t.n)
 	if t.dropped > 0 {
 		s += fmt.Sprintf(" (%d more dropped: the table holds %d)", t.dropped, bpfSleepFns)
 	}
