@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rtscope/rtscope/internal/engine"
 )
 
 func TestReadCyclic(t *testing.T) {
@@ -89,5 +91,146 @@ func TestDeltaAndSum(t *testing.T) {
 	}
 	if sw, ok := switchProg([]ProgStat{{Name: "on_sched_switch_legacy"}, {Name: "floor_sched_swi", Count: 1}}); !ok || sw.Name != "floor_sched_swi" {
 		t.Fatalf("switchProg: %+v %v", sw, ok)
+	}
+}
+
+// The monitor's runs come from context switches alone: a switch-in of one
+// of its threads starts a run on that CPU, the next switch there ends it;
+// a run whose start was not seen (or lost) is not counted.
+func TestMonRuns(t *testing.T) {
+	m := newMonRuns(2)
+	m.mon[7], m.mon[8] = true, true
+	sw := func(cpu int, ts uint64, prev, next, state uint32, preempt uint8) {
+		m.feed(cpu, &engine.Event{Ts: ts, Type: engine.EventSwitch, A: prev, B: next, C: state, Flags: preempt})
+	}
+	sw(0, 100, 7, 1, 1, 0)                                            // 7 leaves CPU 0: its start was not seen
+	sw(0, 200, 1, 7, 0, 0)                                            // 7 in
+	m.feed(0, &engine.Event{Ts: 250, Type: engine.EventWakeup, A: 8}) // not a switch
+	sw(1, 300, 2, 8, 0, 0)                                            // 8 in on CPU 1
+	sw(0, 1200, 7, 8, 1, 0)                                           // 7 blocks after 1000 ns; 8 in on CPU 0 (it migrated)
+	sw(1, 1300, 8, 2, 0, 1)                                           // 8 preempted on CPU 1 after 1000 ns
+	m.gap(0)                                                          // CPU 0 lost events: 8's run there is unknown
+	sw(0, 5000, 8, 3, 1, 0)
+	want := []monRun{{TID: 7, Ns: 1000, CPU: 0, State: 1}, {TID: 8, Ns: 1000, CPU: 1, Preempted: true}}
+	if len(m.runs) != len(want) {
+		t.Fatalf("runs %+v, want %+v", m.runs, want)
+	}
+	for i := range want {
+		if m.runs[i] != want[i] {
+			t.Errorf("run %d: %+v, want %+v", i, m.runs[i], want[i])
+		}
+	}
+	if q := quantile([]uint64{1, 2, 3, 4, 100}, 0.5); q != 3 {
+		t.Errorf("p50 %d, want 3", q)
+	}
+	if q := quantile([]uint64{1, 2, 3, 4, 100}, 1); q != 100 {
+		t.Errorf("max %d, want 100", q)
+	}
+}
+
+// fakeRings is a flight recorder of depth 16 on one CPU, written by the test.
+type fakeRings struct {
+	head uint64
+	ring [16]engine.Event
+}
+
+func (f *fakeRings) Heads() ([]uint64, error) { return []uint64{f.head}, nil }
+func (f *fakeRings) FlightPerCPU() uint32     { return 16 }
+func (f *fakeRings) FlightEvent(_ int, i uint32) engine.Event {
+	return f.ring[i%16]
+}
+
+// write appends a switch prev -> next at ts.
+func (f *fakeRings) write(ts uint64, prev, next uint32) {
+	f.ring[f.head%16] = engine.Event{Ts: ts, Seq: uint32(f.head), Type: engine.EventSwitch, A: prev, B: next, C: 1}
+	f.head++
+}
+
+// The reader feeds each event once, leaves the newest 4 slots (possibly
+// still being written) for its next poll, and counts what the writer
+// lapped, forgetting the run in progress there.
+func TestFlightReader(t *testing.T) {
+	f := &fakeRings{}
+	r, err := newFlightReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMonRuns(1)
+	m.mon[7] = true
+	f.write(100, 1, 7)
+	f.write(300, 7, 1) // a run of 200
+	for i := uint64(0); i < 4; i++ {
+		f.write(400+i, 1, 2)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.poll(m); err != nil { // nothing new: nothing fed twice
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 || m.runs[0].Ns != 200 || r.lost != 0 {
+		t.Fatalf("runs %+v lost %d, want one of 200 ns, none lost", m.runs, r.lost)
+	}
+	f.write(1000, 2, 7) // 7 starts a run the writer will lap
+	for i := uint64(0); i < 30; i++ {
+		f.write(2000+i, 3, 4)
+	}
+	f.write(3000, 7, 3) // its end, with its start overwritten
+	for i := uint64(0); i < 4; i++ {
+		f.write(4000+i, 3, 4)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 {
+		t.Errorf("a run whose start was overwritten was counted: %+v", m.runs)
+	}
+	// Read up to seq 2 before; the head is at 42 now: 2..27 are older than
+	// depth - depth/8 = 14 short of it, skipped and counted.
+	if r.lost != 26 {
+		t.Errorf("lost %d, want 26", r.lost)
+	}
+	f.write(5000, 4, 7)
+	f.write(5100, 7, 4) // a run of 100, read once the 4 newer slots follow
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 1 {
+		t.Fatalf("a run in the newest 4 slots was read: %+v", m.runs)
+	}
+	for i := uint64(0); i < 4; i++ {
+		f.write(6000+i, 4, 5)
+	}
+	if err := r.poll(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runs) != 2 || m.runs[1].Ns != 100 || r.lost != 26 {
+		t.Fatalf("runs %+v lost %d, want a second run of 100 ns, 26 lost", m.runs, r.lost)
+	}
+}
+
+// A probe's wait runs from its wakeup to its switch-in on the same CPU,
+// charged to the task it switched in from; a wakeup on another CPU's ring
+// or one lost in a gap is not matched.
+func TestMonRunsProbe(t *testing.T) {
+	m := newMonRuns(2)
+	m.mon[7] = true
+	m.probe[9] = true
+	ev := func(cpu int, ts uint64, typ uint8, a, b uint32) {
+		m.feed(cpu, &engine.Event{Ts: ts, Type: typ, A: a, B: b})
+	}
+	ev(0, 100, engine.EventWakeup, 9, 0)
+	ev(0, 130, engine.EventSwitch, 7, 9) // behind rtscope's thread 7: 30 ns
+	ev(0, 1000, engine.EventWakeup, 9, 0)
+	ev(0, 1005, engine.EventSwitch, 3, 9) // behind task 3: 5 ns
+	ev(1, 2000, engine.EventWakeup, 9, 0) // woken from CPU 1's ring ...
+	ev(0, 2100, engine.EventSwitch, 7, 9) // ... switched in on CPU 0: not matched
+	ev(0, 3000, engine.EventWakeup, 9, 0)
+	m.gap(0)
+	ev(0, 3500, engine.EventSwitch, 7, 9) // its wakeup lost in the gap
+	ev(0, 4000, engine.EventWakeup, 8, 0) // not the probe
+	ev(0, 4100, engine.EventSwitch, 7, 8)
+	if len(m.heldMon) != 1 || m.heldMon[0] != 30 || len(m.heldOther) != 1 || m.heldOther[0] != 5 {
+		t.Fatalf("held by the monitor %v, by others %v; want [30] and [5]", m.heldMon, m.heldOther)
 	}
 }

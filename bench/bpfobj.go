@@ -21,6 +21,8 @@ type Objects struct {
 	Maps  map[uint32]int  // map id -> memlock bytes
 	// ProgMemlock is the memlock of the programs (by prog id).
 	ProgMemlock map[uint32]int
+	// Links counts the process's BPF links: its attached programs.
+	Links int
 }
 
 // ProcObjects scans /proc/pid/fd.
@@ -47,6 +49,7 @@ func ProcObjects(pid int) (*Objects, error) {
 			o.Progs[id] = true
 			o.ProgMemlock[id] = f["memlock"]
 		case "bpf_link":
+			o.Links++
 			if id, ok := f["prog_id"]; ok {
 				o.Progs[uint32(id)] = true
 			}

@@ -51,10 +51,10 @@ func main() {
 		rtscope = flag.String("rtscope", "./rtscope", "rtscope binary to measure")
 		out     = flag.String("out", "", "also write the results as Markdown to this file")
 		timed   = flag.String("timed", "", "directory of an instrumented rtscope build (mk/bench.mk makes it): per-run maxima and tails")
-		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost phase")
+		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost and cyclictest phases")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
-		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest); default all")
+		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,self); default all")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
@@ -104,6 +104,7 @@ func main() {
 		{"scaling", b.phaseScaling},
 		{"loss", b.phaseLoss},
 		{"cyclictest", b.phaseCyclictest},
+		{"self", b.phaseSelf},
 	}
 	began := time.Now()
 	for _, p := range phases {
@@ -179,22 +180,21 @@ func (b *bench) setup() error {
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
-	for _, tool := range []string{"stress-ng", "cyclictest", "bpftrace"} {
+	for _, tool := range []string{"stress-ng", "cyclictest"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not installed (make bench installs it)", tool)
 		}
 	}
 	// libbpf-tools' runqlat (Debian libbpf-tools) is the CO-RE build of the
 	// bcc tool; bcc's own runqlat-bpfcc compiles at run time and needs kernel
-	// headers this kind of kernel may not have.
+	// headers this kind of kernel may not have. The peers are looked for
+	// here and required when a configuration runs them (startMonitor), so
+	// that -only/-configs runs without them work.
 	for _, c := range []string{"/usr/sbin/runqlat", "runqlat"} {
 		if p, err := exec.LookPath(c); err == nil {
 			b.runqlat = p
 			break
 		}
-	}
-	if b.runqlat == "" {
-		return fmt.Errorf("libbpf-tools runqlat is not installed (make bench installs it)")
 	}
 	b.btScript = filepath.Join(b.tmp, "runqlat.bt")
 	return os.WriteFile(b.btScript, []byte(bpftraceRunqlat), 0o644)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -69,8 +70,14 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 		}
 		progs = 15
 	case "runqlat":
+		if b.runqlat == "" {
+			return nil, fmt.Errorf("libbpf-tools runqlat is not installed (make bench installs it)")
+		}
 		argv = []string{b.runqlat}
 	case "bpftrace":
+		if _, err := exec.LookPath("bpftrace"); err != nil {
+			return nil, fmt.Errorf("bpftrace is not installed (make bench installs it)")
+		}
 		argv = []string{"bpftrace", b.btScript}
 	default:
 		return nil, fmt.Errorf("unknown monitor kind %q", m.kind)
@@ -86,7 +93,8 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 		return nil, err
 	}
 	r.p = p
-	o, err := waitPrograms(p, progs, m.expect, 60*time.Second)
+	// rtscope is ready once attached (BPF links), the peers once loaded.
+	o, err := waitPrograms(p, progs, m.expect, m.kind == "rtscope", 60*time.Second)
 	if err != nil {
 		p.stop(syscall.SIGKILL) //nolint:errcheck // best effort: the process may be gone
 		logTail, _ := os.ReadFile(r.log)

@@ -419,6 +419,12 @@ func (b *bench) phaseCyclictest() error {
 		cfgs = append(cfgs, monitor{name: "cyclictest tracked, rtscope's threads on CPU 0 (-H 0)", kind: "rtscope",
 			args: []string{"--comm", "cyclictest", "-H", "0"}, expect: 0})
 	}
+	if b.alt != "" {
+		cfgs = append(cfgs,
+			monitor{name: "alt build, watching an idle thread", kind: "rtscope", args: []string{"--tid", h.idle}, expect: 1, bin: b.alt},
+			monitor{name: "alt build, cyclictest tracked", kind: "rtscope", args: []string{"--comm", "cyclictest"}, expect: 0, bin: b.alt})
+		b.res.Alt = b.alt
+	}
 	cfgs = b.selected(cfgs)
 	rows := make([]*cycRow, len(cfgs))
 	for rep := 0; rep < reps; rep++ {

@@ -101,17 +101,24 @@ func rssBytes(pid int) uint64 {
 // waitPrograms waits until pid holds at least n BPF programs (attached: the
 // tools attach right after loading), then for its stats map, if named, to
 // hold want entries (rtscope tracks every target).
-func waitPrograms(p *proc, n int, statsWant int, timeout time.Duration) (*Objects, error) {
+func waitPrograms(p *proc, n int, statsWant int, links bool, timeout time.Duration) (*Objects, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		if p.exited() {
 			return nil, fmt.Errorf("%s exited before it was ready", p.name)
 		}
 		o, err := ProcObjects(p.pid())
-		if err == nil && len(o.Progs) >= n && (statsWant < 0 || statsEntries(o) >= statsWant) {
-			// Give it the time to finish what follows (scan, first poll).
+		if err == nil && len(o.Progs) >= n && (statsWant < 0 || statsEntries(o) >= statsWant) && (!links || o.Links > 0) {
+			// Give it the time to finish what follows (scan, first poll),
+			// and measure only once its programs stopped coming: under load
+			// the verifier takes seconds, and a window that began while
+			// rtscope was still loading missed its sched_switch program.
 			time.Sleep(300 * time.Millisecond)
-			return ProcObjects(p.pid())
+			again, err := ProcObjects(p.pid())
+			if err == nil && len(again.Progs) == len(o.Progs) && again.Links == o.Links {
+				return again, nil
+			}
+			continue
 		}
 		if time.Now().After(deadline) {
 			got := 0

@@ -45,6 +45,8 @@ type results struct {
 	Cyc         []*cycRow
 	Start       *startRow
 	Timed       *timedResult
+	SelfWindow  time.Duration
+	Self        []*selfRow
 	Alt         string
 	Version     string // rtscope version output of the binary under test
 }
@@ -388,6 +390,14 @@ func (r *results) headline(w *strings.Builder) {
 			ms(median(s.Load)+median(s.Attach)+median(s.Scan)))
 		p("| 6 | stop (detach and free) | %s | - | - | - | - |\n", ms(median(s.Close)))
 	}
+	for _, s := range r.Self {
+		p("| 7 | longest on-CPU run of an rtscope thread, %s | %s | p50 %s, p99 %s of %d runs | - | - | - |\n", s.Name,
+			us(float64(quantile(s.Runs, 1))), us(float64(quantile(s.Runs, 0.5))), us(float64(quantile(s.Runs, 0.99))), len(s.Runs))
+		if s.Probe {
+			p("| 7 | longest wait of a real-time task behind an rtscope thread on its CPU | %s | p50 %s, p99 %s of %d waits | - | - | - |\n",
+				us(float64(quantile(s.HeldByMonitor, 1))), us(float64(quantile(s.HeldByMonitor, 0.5))), us(float64(quantile(s.HeldByMonitor, 0.99))), len(s.HeldByMonitor))
+		}
+	}
 	p("\n")
 }
 
@@ -524,6 +534,7 @@ func (r *results) details(w *strings.Builder) {
 		}
 		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
 	}
+	r.selfMarkdown(w)
 }
 
 func count(v float64) string {

@@ -227,11 +227,10 @@ static __always_inline struct classic_cpu *ccpu(void)
 	return bpf_map_lookup_elem(&classic_cpus, &zero);
 }
 
-/* Refresh what the records tell of a tracked task's identity. */
-static __always_inline void refresh_identity(struct rts_task_state *st, __s32 prio, const char *comm,
-					     __u32 cpu)
+/* Refresh what the records tell of a tracked task's identity in s, its stats (looked up by the caller). */
+static __always_inline void refresh_identity_of(struct rts_task_state *st, struct rts_task_stats *s,
+						__s32 prio, const char *comm, __u32 cpu)
 {
-	struct rts_task_stats *s = rts_stats(st);
 	if (!s)
 		return;
 	s->prio = prio;
@@ -240,6 +239,13 @@ static __always_inline void refresh_identity(struct rts_task_state *st, __s32 pr
 	s->last_cpu = cpu;
 	if (comm)
 		__builtin_memcpy(s->comm, comm, RTS_COMM_LEN);
+}
+
+/* refresh_identity_of, looking its stats (s) up. */
+static __always_inline void refresh_identity(struct rts_task_state *st, __s32 prio, const char *comm,
+					     __u32 cpu)
+{
+	refresh_identity_of(st, rts_stats(st), prio, comm, cpu);
 }
 
 /* Start tracking tid unless it already is. */
@@ -264,7 +270,6 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	if (comm && comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = prio;
-	st->waiting_cpu = -1;
 	refresh_identity(st, prio, comm, cpu);
 }
 
@@ -394,26 +399,9 @@ int on_sched_switch(void *ctx)
 	struct rts_task_state *ps = tracked(prev_pid);
 	struct rts_task_state *ns = tracked(next_pid);
 
-	if (ps && voluntary && trace_enabled) {
-		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
-		if (e) {
-			e->a = ps->tid;
-			long sid = -1;
-			if (sleep_stacks && !ps->armed_expiry && now - ps->last_stack > 1000000) {
-				ps->last_stack = now;
-				sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-				if (sid < 0)
-					rts_count(RTS_C_STACK_LOST);
-			}
-			e->b = (__u32)sid;
-			e->c = prev_state;
-			e->x = ps->armed_expiry;
-			e->y = 0;
-			/* Blocking sleeps are named as by the BTF engine (sleep_reason.bpf.h). */
-			if (!ps->armed_expiry)
-				rts_sleep_classify(ctx, e);
-		}
-	}
+	/* Blocking sleeps are named as by the BTF engine (sleep_reason.bpf.h). */
+	if (ps && voluntary)
+		rts_on_sleep(ctx, cs, ps, cpu, now, prev_state);
 
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
 	if (e) {
@@ -433,12 +421,12 @@ int on_sched_switch(void *ctx)
 		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
-	if (ns && ns->waiting_cpu >= 0)
-		rts_clear_waiting(ns);
 	if (ns) {
+		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = next_prio;
-		if (rts_on_switch_in(ns, now, cpu, irq_ns))
-			refresh_identity(ns, next_prio, next_comm, cpu);
+		struct rts_task_stats *s;
+		if (rts_on_switch_in(ns, now, cpu, irq_ns, &s))
+			refresh_identity_of(ns, s, next_prio, next_comm, cpu);
 	}
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
@@ -512,14 +500,10 @@ int on_sched_waking(void *ctx)
 	struct rts_task_state *st = tracked(pid);
 	if (!st)
 		return 0;
-	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && cur_prio > st->prio) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
-	}
-	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
+		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur_prio > st->prio);
 	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, target_cpu);
+		rts_mark_waiting(st, target_cpu, cs, cpu);
 		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
 		    rts_stack_due(now, expiry))
 			stack_event(ctx, cs, cpu, now, cur_tid, st->tid);
@@ -534,7 +518,8 @@ int on_sched_migrate(void *ctx)
 	__u32 pid = rd_u32(ctx, off_migrate_pid);
 	__u32 orig = rd_u32(ctx, off_migrate_orig_cpu);
 	__u32 dest = rd_u32(ctx, off_migrate_dest_cpu);
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	struct rts_cpu_state *cs = rts_cpu();
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
 	if (e) {
 		e->a = pid;
 		e->b = orig;
@@ -542,7 +527,7 @@ int on_sched_migrate(void *ctx)
 	}
 	struct rts_task_state *st = tracked(pid);
 	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest);
+		rts_mark_waiting(st, dest, cs, cpu);
 	if (st && orig != dest) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
@@ -558,6 +543,7 @@ static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
 	if (s) {
 		s->last_cpu = cpu;
 		s->exited = 1;

@@ -58,7 +58,8 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  */
 static __always_inline __u64 rts_timer_expiry(struct hrtimer *timer)
 {
-	return BPF_CORE_READ(timer, _softexpires) - BPF_CORE_READ(timer, base, offset);
+	/* timer is a tp_btf argument: plain loads, no bpf_probe_read_kernel calls. */
+	return timer->_softexpires - timer->base->offset;
 }
 
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */

@@ -32,11 +32,11 @@ __u64 next_id = 0;
 struct rts_task_state {
 	__u64 id;
 	__u32 tid;
-	__u32 flags;          /* RTS_TF_* inherited by children */
-	__s32 prio;           /* kernel prio, refreshed at switch-in */
-	__u8 state;           /* RTS_TS_* */
-	__u8 release_pending; /* a timer release awaits its thread/user samples */
-	__u8 pending_timer;   /* the pending wakeup came from a timer callback */
+	__u32 flags;           /* RTS_TF_* inherited by children */
+	__s32 prio;            /* kernel prio, refreshed at switch-in */
+	__u8 state;            /* RTS_TS_* */
+	__u8 release_pending;  /* a timer release awaits its thread/user samples */
+	__u8 wakeup_uncounted; /* a wakeup not yet in its stats' wakeups (rts_settle) */
 	__u8 in_handler;
 	__u32 cpu;         /* CPU of the last switch-in */
 	__u32 wake_cpu;    /* CPU where the last wakeup ran */

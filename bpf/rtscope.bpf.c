@@ -68,11 +68,13 @@ static __always_inline void read_mem(struct rts_task_state *st, struct task_stru
 	rts_on_mem(st, (BPF_CORE_READ(mm, def_flags) & RTS_VM_LOCKED) || BPF_CORE_READ(mm, locked_vm));
 }
 
-/* Refresh the identity of a tracked task in its stats (policy, priority, affinity, name). */
-static __always_inline void refresh_identity(struct rts_task_state *st, struct task_struct *t,
-					     __u32 cpu)
+/*
+ * Refresh the identity of a tracked task in s, its stats (policy,
+ * priority, affinity, name): s as the caller already looked it up.
+ */
+static __always_inline void refresh_identity_of(struct rts_task_state *st, struct rts_task_stats *s,
+						struct task_struct *t, __u32 cpu)
 {
-	struct rts_task_stats *s = rts_stats(st);
 	if (!s)
 		return;
 	s->policy = t->policy;
@@ -84,6 +86,13 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 	s->last_cpu = cpu;
 	s->start_time = t->start_time;
 	rts_copy_comm(s->comm, t->comm);
+}
+
+/* refresh_identity_of, looking its stats up. */
+static __always_inline void refresh_identity(struct rts_task_state *st, struct task_struct *t,
+					     __u32 cpu)
+{
+	refresh_identity_of(st, rts_stats(st), t, cpu);
 }
 
 /* IRQ threads are named irq/N-name (irq/N-s-name for secondary handlers). */
@@ -138,7 +147,6 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	if (is_irq_thread(t))
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = BPF_CORE_READ(t, prio);
-	st->waiting_cpu = -1;
 	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
 	read_mem(st, t);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
@@ -211,9 +219,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	bool voluntary = !preempt && prev_state != 0;
-	struct rts_task_state *ps = tracked(prev);
-	struct rts_task_state *ns = tracked(next);
-	if (!ns && track_retry_pending)
+	/* The idle tasks (pid 0) are never tracked (track): switches to and
+	 * from idle, most of them on a lightly loaded CPU, skip the lookup. */
+	__u32 prev_tid = prev->pid, next_tid = next->pid;
+	struct rts_task_state *ps = prev_tid ? tracked(prev) : 0;
+	struct rts_task_state *ns = next_tid ? tracked(next) : 0;
+	if (!ns && next_tid && track_retry_pending)
 		retry_track(next); /* measured from its next event on */
 
 	if (ps) {
@@ -227,34 +238,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			rts_on_mem(ps, (mm->def_flags & RTS_VM_LOCKED) || mm->locked_vm);
 	}
 
-	if (ps && voluntary && trace_enabled) {
-		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
-		if (e) {
-			e->a = ps->tid;
-			long sid = -1;
-			/*
-			 * A stack walk costs 1-20 us: a timer sleep's reason is known
-			 * without it, and other sleeps get one stack per ms at most.
-			 */
-			if (sleep_stacks && !ps->armed_expiry && now - ps->last_stack > 1000000) {
-				ps->last_stack = now;
-				sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-				if (sid < 0)
-					rts_count(RTS_C_STACK_LOST);
-			}
-			e->b = (__u32)sid;
-			e->c = prev_state;
-			e->x = ps->armed_expiry;
-			e->y = 0;
-			/*
-			 * A blocking sleep (no timer armed: a timer sleep's reason is
-			 * known) is named at every occurrence, not only when its stack is
-			 * sampled: see sleep_reason.bpf.h for the cost.
-			 */
-			if (!ps->armed_expiry)
-				rts_sleep_classify(ctx, e);
-		}
-	}
+	if (ps && voluntary)
+		rts_on_sleep(ctx, cs, ps, cpu, now, prev_state);
 
 	/* Steal first: the time it covers ends before this switch. */
 	rts_steal_update(cs, cpu, now, rts_steal_ns(next));
@@ -262,8 +247,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
 	if (e) {
-		e->a = prev->pid;
-		e->b = next->pid;
+		e->a = prev_tid;
+		e->b = next_tid;
 		e->c = prev_state;
 		e->flags = preempt;
 		e->prio_a = rts_prio_byte(prev->prio);
@@ -278,17 +263,19 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
 	}
-	if (ns && ns->waiting_cpu >= 0)
-		rts_clear_waiting(ns);
 	if (ns) {
+		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = next->prio;
-		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns);
+		struct rts_task_stats *s;
+		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns, &s);
 		/*
 		 * A task that sets its own policy after it started (sched_setattr
 		 * in the thread) and never sleeps again is seen only here: two
 		 * plain loads and a compare per switch-in of a tracked task.
 		 */
-		if (woken || ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
+		if (woken)
+			refresh_identity_of(ns, s, next, cpu);
+		else if (ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
 			refresh_identity(ns, next, cpu);
 	}
 	if (cs)
@@ -365,14 +352,10 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 	struct rts_task_state *st = tracked(p);
 	if (!st)
 		return 0;
-	if (ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
-	}
-	rts_on_wakeup(st, now, cpu, expiry, cb_entry);
+	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
+		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio);
 	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, p->thread_info.cpu);
+		rts_mark_waiting(st, p->thread_info.cpu, cs, cpu);
 		/*
 		 * A timer releases a tracked task late on a busy CPU: the stack of
 		 * the task its interrupt stopped is rtla's "blocking thread"
@@ -391,16 +374,17 @@ SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
-	__u32 orig = BPF_CORE_READ(p, thread_info.cpu);
+	struct rts_cpu_state *cs = rts_cpu();
+	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	__u32 orig = p->thread_info.cpu;
 	if (e) {
-		e->a = BPF_CORE_READ(p, pid);
+		e->a = p->pid;
 		e->b = orig;
 		e->c = dest_cpu;
 	}
 	struct rts_task_state *st = tracked(p);
 	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest_cpu);
+		rts_mark_waiting(st, dest_cpu, cs, cpu);
 	if (st && orig != (__u32)dest_cpu) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)
@@ -481,8 +465,9 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	/* Its last run's faults (exit_mm() has run: the mm is gone, its locking was read before). */
 	rts_on_faults(st, rts_cpu(), now, cpu, p->min_flt, p->maj_flt);
 	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
 	if (s) {
-		refresh_identity(st, p, cpu);
+		refresh_identity_of(st, s, p, cpu);
 		s->exited = 1;
 	}
 	rts_clear_waiting(st);
@@ -563,7 +548,8 @@ int untrack_existing(struct bpf_iter__task *ctx)
 		return 0;
 	}
 	__u32 cpu = bpf_get_smp_processor_id();
-	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+	rts_settle(st, s);
+	refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
 	s->exited = 1;
 	rts_clear_waiting(st);
 	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, bpf_ktime_get_ns(), cpu, cpu);
@@ -589,7 +575,9 @@ int reapply_slo(void *ctx)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 {
-	if (!hrtimer_wakeup_fn || (__u64)BPF_CORE_READ(timer, function) != hrtimer_wakeup_fn)
+	/* Every hrtimer armed on the machine passes here: plain loads through
+	 * the BTF pointer, and a compare, for all that are not a sleeper's. */
+	if (!hrtimer_wakeup_fn || (__u64)timer->function != hrtimer_wakeup_fn)
 		return 0;
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct rts_task_state *st = tracked(cur);
@@ -598,12 +586,12 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	st->armed_expiry = rts_timer_expiry(timer);
 	struct rts_task_stats *s = rts_stats(st);
 	rts_on_timer_arm(st, s, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
-			 BPF_CORE_READ(timer, _softexpires));
+			 timer->_softexpires);
 	if (!s)
 		return 0;
 	if (mode & 1) /* HRTIMER_MODE_REL */
 		s->hygiene[RTS_H_REL_TIMER]++;
-	int clk = BPF_CORE_READ(timer, base, clockid);
+	int clk = timer->base->clockid;
 	if (clk == 0 || clk == 11) /* CLOCK_REALTIME, CLOCK_TAI */
 		s->hygiene[RTS_H_REALTIME_CLOCK]++;
 	return 0;
@@ -618,8 +606,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	if (!cs)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
-	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
-	__u64 fn = (__u64)BPF_CORE_READ(timer, function);
+	__u32 slot = timer->is_soft ? 0 : 1;
+	__u64 fn = (__u64)timer->function;
 	__u64 expiry = rts_timer_expiry(timer);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
@@ -635,7 +623,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
 	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
 		struct task_struct *cur = bpf_get_current_task_btf();
-		__u32 tid = BPF_CORE_READ(cur, pid);
+		__u32 tid = cur->pid;
 		if (tid != 0 && tid != cs->waiting_tid)
 			stack_event(ctx, cs, cpu, now, cur, cs->waiting_tid);
 	}
@@ -649,7 +637,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = BPF_CORE_READ(timer, is_soft) ? 0 : 1;
+	__u32 slot = timer->is_soft ? 0 : 1;
 	__u64 fn = cs->cb_function[slot & 1];
 	cs->cb_function[slot & 1] = 0;
 	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);

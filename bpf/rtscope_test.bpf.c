@@ -46,6 +46,9 @@ SEC("raw_tp")
 int BPF_PROG(test_exit, __u64 tid)
 {
 	__u32 t = tid;
+	struct rts_task_state *st = task(t);
+	if (st)
+		rts_settle(st, rts_stats(st)); /* as the engines' exit hooks */
 	return bpf_map_delete_elem(&test_tasks, &t);
 }
 
@@ -58,18 +61,58 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 	struct rts_task_state *ns = task(next_tid);
 	if (ps)
 		rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns);
-	if (ns)
-		rts_on_switch_in(ns, now, cpu, irq_ns);
+	struct rts_task_stats *s;
+	if (ns && rts_on_switch_in(ns, now, cpu, irq_ns, &s) && s != rts_stats(ns))
+		return -1; /* the stats handed back are not the task's */
 	return 0;
 }
 
+/* lower_waker: the waker has a lower priority than real-time tid (a hygiene count). */
 SEC("raw_tp")
-int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry)
+int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry,
+	     __u64 lower_waker)
 {
 	struct rts_task_state *st = task(tid);
 	if (st)
-		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry);
+		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry, lower_waker != 0);
 	return 0;
+}
+
+/*
+ * tid waits for `cpu` (rts_mark_waiting), or runs (clear: rts_clear_waiting_at),
+ * on the CPU this runs on, with that CPU's state at hand when `here`.
+ * Returns the CPU its mark is on, -1: none.
+ */
+SEC("raw_tp")
+int BPF_PROG(test_waiting, __u64 tid, __u64 cpu, __u64 here, __u64 clear)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -2;
+	struct rts_cpu_state *cs = here ? rts_cpu() : 0;
+	__u32 this_cpu = bpf_get_smp_processor_id();
+	if (clear)
+		rts_clear_waiting_at(st, cs, this_cpu);
+	else
+		rts_mark_waiting(st, cpu, cs, this_cpu);
+	return st->waiting_cpu;
+}
+
+/*
+ * 1 if a blocking sleep of tid at now, running at kernel priority prio, is
+ * walked (rts_sleep_named; then rts_sleep_walked, as rts_on_sleep does).
+ */
+SEC("raw_tp")
+int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio, __u64 now)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	st->prio = prio;
+	if (!rts_sleep_named(st, now))
+		return 0;
+	rts_sleep_walked(st, now);
+	return 1;
 }
 
 /* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */

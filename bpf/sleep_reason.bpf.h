@@ -12,7 +12,7 @@
 #ifndef RTSCOPE_SLEEP_REASON_BPF_H
 #define RTSCOPE_SLEEP_REASON_BPF_H
 
-#include "rtscope.h"
+#include "task_logic.bpf.h"
 
 /* [sleep_fn_lo[i], sleep_fn_hi[i]) is a kernel function of class sleep_fn_class[i], sorted by lo. */
 const volatile __u32 sleep_fn_count = 0;
@@ -122,6 +122,73 @@ static __always_inline void rts_sleep_classify(void *ctx, struct rts_event *e)
 	__u64 site = 0;
 	e->flags = (__u8)rts_sleep_reason(frames, (int)(n / 8), &site);
 	e->y = site;
+}
+
+/* A task that is not real-time has at most one sleep walked, and one stack taken, a ms. */
+#define RTS_SLEEP_WALK_GAP_NS 1000000ULL
+
+/*
+ * Is a blocking sleep of st at now worth its walk (its reason, and the
+ * stack sample)? The analysis reads a task's sleeps only inside its
+ * windows and just before one: the sleep before a real-time task's wakeup
+ * window names the owner of the PI futex it waited for (every sleep of a
+ * real-time task is walked), and the windows that span sleeps (cycle,
+ * period, jitter, iteration) begin at a timer release or at the arming of
+ * the task's own sleeper timer (cycle_start, arm_ts). Another task is
+ * walked only once one of these began, at most once a ms: a SCHED_OTHER
+ * task at a high switch rate (a load's pipe or futex ping-pong, which may
+ * have slept on a timer once, at its start) would otherwise pay 2-3 us a
+ * sleep (see rts_sleep_classify); measured under stress-ng --switch with
+ * its tasks tracked, the first version of this rule (any timer event,
+ * then every sleep) left sched_switch at 995 ns a run against 1145.
+ */
+static __always_inline bool rts_sleep_named(struct rts_task_state *st, __u64 now)
+{
+	if (st->prio < 100)
+		return true;
+	return (st->cycle_start || st->arm_ts) && now - st->last_stack > RTS_SLEEP_WALK_GAP_NS;
+}
+
+/*
+ * A sleep of st is walked at now: says whether a stack sample is due too
+ * (at most one a ms), and restarts the clock of both limits.
+ */
+static __always_inline bool rts_sleep_walked(struct rts_task_state *st, __u64 now)
+{
+	if (now - st->last_stack <= RTS_SLEEP_WALK_GAP_NS)
+		return false;
+	st->last_stack = now;
+	return true;
+}
+
+/*
+ * A tracked task leaves the CPU voluntarily at now (prev_state: its state):
+ * its RTS_EV_SLEEP event, with, for a blocking sleep (no timer armed: a
+ * timer sleep's reason is known) that rts_sleep_named keeps, its reason
+ * and, at most once a ms, its kernel stack (a stack walk costs 1-20 us).
+ * Both engines' switch hooks call it.
+ */
+static __always_inline void rts_on_sleep(void *ctx, struct rts_cpu_state *cs,
+					 struct rts_task_state *st, __u32 cpu, __u64 now,
+					 __u32 prev_state)
+{
+	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
+	if (!e)
+		return;
+	long sid = -1;
+	e->a = st->tid;
+	e->c = prev_state;
+	e->x = st->armed_expiry;
+	e->y = 0;
+	if (!st->armed_expiry && rts_sleep_named(st, now)) {
+		if (rts_sleep_walked(st, now) && sleep_stacks) {
+			sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+			if (sid < 0)
+				rts_count(RTS_C_STACK_LOST);
+		}
+		rts_sleep_classify(ctx, e);
+	}
+	e->b = (__u32)sid;
 }
 
 #endif

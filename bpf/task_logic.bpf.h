@@ -171,8 +171,13 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	st->resp_start = now;
 	st->release_pending = 0;
 
+	/* Without its stats at hand (a wakeup by a task: rts_on_wakeup looks
+	 * them up for timer releases only), the switch-in that ends this
+	 * wakeup counts it (rts_settle). */
 	if (s)
 		s->wakeups++;
+	else
+		st->wakeup_uncounted = 1;
 	if (!timer_expiry)
 		return;
 
@@ -292,15 +297,40 @@ static __always_inline void rts_clear_waiting(struct rts_task_state *st)
 }
 
 /*
+ * rts_clear_waiting at a switch-in on `cpu`, whose state the caller holds
+ * (here): a woken task usually runs where it waited, and this CPU's slot
+ * needs no bpf_map_lookup_percpu_elem call.
+ */
+static __always_inline void rts_clear_waiting_at(struct rts_task_state *st,
+						 struct rts_cpu_state *here, __u32 cpu)
+{
+	if (st->waiting_cpu < 0)
+		return;
+	if (here && st->waiting_cpu == (__s32)cpu) {
+		if (here->waiting_tid == st->tid)
+			here->waiting_tid = 0;
+		st->waiting_cpu = -1;
+		return;
+	}
+	rts_clear_waiting(st);
+}
+
+/*
  * Remember that a tracked task waits for `cpu`: timer interrupts there then
  * sample the kernel stack of whatever runs instead (the blocking thread).
+ * here: the state of here_cpu, the CPU this runs on (0: not at hand); a
+ * timer release usually wakes its task on its own CPU, which then needs
+ * no bpf_map_lookup_percpu_elem call.
  */
-static __always_inline void rts_mark_waiting(struct rts_task_state *st, __u32 cpu)
+static __always_inline void rts_mark_waiting(struct rts_task_state *st, __u32 cpu,
+					     struct rts_cpu_state *here, __u32 here_cpu)
 {
 	if (!trace_enabled || !sleep_stacks || !waiter_stacks)
 		return;
-	rts_clear_waiting(st);
-	struct rts_cpu_state *cs = bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
+	rts_clear_waiting_at(st, here, here_cpu);
+	struct rts_cpu_state *cs = here && cpu == here_cpu
+					   ? here
+					   : bpf_map_lookup_percpu_elem(&cpus, &(__u32){0}, cpu);
 	if (cs) {
 		cs->waiting_tid = st->tid;
 		cs->waiting_since = rts_wait_start(st);
@@ -314,13 +344,39 @@ static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 	return now >= since && now - since >= stack_min_wait_ns;
 }
 
-/* sched_waking of a tracked task, in the waker's context on `cpu`. */
-static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
-					  __u64 timer_expiry, __u64 cb_entry)
+/*
+ * Add to s (its stats, 0: not found) what st still holds back: a wakeup
+ * that rts_wakeup_core could not count. Called where the stats are looked
+ * up anyway: the switch-in that ends the wakeup, and when the statistics
+ * become final (exit, untracking).
+ */
+static __always_inline void rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
 {
+	if (st->wakeup_uncounted && s) {
+		s->wakeups++;
+		st->wakeup_uncounted = 0;
+	}
+}
+
+/*
+ * sched_waking of a tracked task, in the waker's context on `cpu`.
+ * lower_waker: a task of lower priority wakes this real-time task (a
+ * hygiene count). Its stats are looked up only for a timer release (its
+ * samples) or that count: a wakeup by a task, the common case under a
+ * switch-heavy load, touches the task storage alone, and its switch-in
+ * counts it (one hash lookup less per wakeup).
+ */
+static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
+					  __u64 timer_expiry, __u64 cb_entry, bool lower_waker)
+{
+	struct rts_task_stats *s = 0;
+	if (lower_waker || (st->state == RTS_TS_SLEEPING && timer_expiry))
+		s = rts_stats(st);
+	if (lower_waker && s)
+		s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
 	switch (st->state) {
 	case RTS_TS_SLEEPING:
-		rts_wakeup_core(st, rts_stats(st), now, cpu, timer_expiry, cb_entry);
+		rts_wakeup_core(st, s, now, cpu, timer_expiry, cb_entry);
 		break;
 	case RTS_TS_RUNNING:
 		/*
@@ -375,13 +431,18 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 	st->state = RTS_TS_SLEEPING;
 }
 
-/* The task gets the CPU. Returns true when this ends a wakeup latency window. */
+/*
+ * The task gets the CPU. Returns true when this ends a wakeup latency
+ * window; then *sp is its stats (0 when they could not be found), which the
+ * caller reuses instead of a second lookup (refresh_identity).
+ */
 static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu,
-					     __u64 irq_ns)
+					     __u64 irq_ns, struct rts_task_stats **sp)
 {
 	bool woken = false;
 	/* Stats are needed only when this switch-in ends a wakeup. */
 	struct rts_task_stats *s = 0;
+	*sp = 0;
 
 	st->run_start = now;
 	st->run_irq_ns = irq_ns;
@@ -398,12 +459,14 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 		woken = true;
 		if (!s)
 			s = rts_stats(st);
+		rts_settle(st, s);
 		if (now >= st->wake_ts)
 			rts_record(st, s, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
 				   st->wake_cpu, cpu);
 		if (st->release_pending && now >= st->release_expiry)
 			rts_record(st, s, RTS_M_TIMER_THREAD, now - st->release_expiry,
 				   st->release_expiry, now, st->release_cpu, cpu);
+		*sp = s;
 	}
 	st->state = RTS_TS_RUNNING;
 	st->cpu = cpu;
@@ -611,6 +674,7 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 	st->tid = tid;
 	st->flags = flags & RTS_TF_FOLLOW;
 	st->state = sleeping ? RTS_TS_SLEEPING : RTS_TS_RUNNABLE;
+	st->waiting_cpu = -1; /* marked nowhere (rts_mark_waiting) */
 	rts_notice(RTS_N_TASK_START, 0, id, tid, 0, 0, 0, 0, 0);
 	return 0;
 }

@@ -1,6 +1,7 @@
 # `make bench`: what rtscope costs the machine it watches, against the floor
 # (empty BPF programs on the same hooks), peers (libbpf-tools runqlat, a
-# bpftrace script) and the origin design; prints one table and writes
+# bpftrace script) and the origin design, and how long rtscope's own threads
+# hold a CPU (phase self); prints one table and writes
 # bench/results/DATE-MACHINE.md, then runs make soak (below). Not part of
 # `make test`: about 20 minutes plus the soak's 12 (BENCH_QUICK=1: about 5
 # plus 12). See "Benchmarks" in README.md.

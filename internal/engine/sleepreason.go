@@ -8,8 +8,9 @@ import (
 )
 
 // Sleep reasons (enum rts_sleep_reason), in the flags of an EventSleep: why
-// a tracked task blocked, named in the kernel at every blocking sleep
-// (bpf/sleep_reason.bpf.h). trace names them.
+// a tracked task blocked, named in the kernel at every blocking sleep an
+// analysis can use (rts_sleep_named, bpf/sleep_reason.bpf.h). trace names
+// them.
 const (
 	SleepNone       = uint8(bpfRtsSleepReasonRTS_SR_NONE) // not classified (timer sleep, no walk)
 	SleepWait       = uint8(bpfRtsSleepReasonRTS_SR_WAIT) // a primitive: never an event's reason
@@ -166,7 +167,7 @@ func (t *sleepTable) describe() string {
 	if t.n == 0 {
 		return "from sampled sleep stacks only (at most one a ms per task): kernel symbols are hidden (kptr_restrict)"
 	}
-	s := fmt.Sprintf("every blocking sleep, in the kernel: %d frames walked, %d kernel function ranges known", sleepFrames, t.n)
+	s := fmt.Sprintf("every blocking sleep of a real-time task, one a ms of a task a timer releases or that arms its own sleeper timer (rts_sleep_named), in the kernel: %d frames walked, %d kernel function ranges known", sleepFrames, t.n)
 	if t.dropped > 0 {
 		s += fmt.Sprintf(" (%d more dropped: the table holds %d)", t.dropped, bpfSleepFns)
 	}

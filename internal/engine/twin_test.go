@@ -76,16 +76,26 @@ func b2u(b bool) uint64 {
 }
 
 // switchTo runs a context switch prev -> next at now on cpu (irq_ns: IRQ time so far).
+// A switch-in that ends a wakeup hands its stats back to the hook (for
+// refresh_identity): the twin fails when they are not the task's.
 func (tw *twin) switchTo(now, cpu uint64, prev, next uint32, voluntary bool, irqNs uint64) {
-	tw.run(tw.objs.TestSwitch, now, cpu, uint64(prev), uint64(next), b2u(voluntary), irqNs)
+	tw.t.Helper()
+	if ret := tw.run(tw.objs.TestSwitch, now, cpu, uint64(prev), uint64(next), b2u(voluntary), irqNs); ret != 0 {
+		tw.t.Fatalf("switch %d -> %d at %d: stats handed back are not the task's (%d)", prev, next, now, int32(ret))
+	}
 }
 
 func (tw *twin) wakeup(now, cpu uint64, tid uint32) {
-	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0)
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0, 0)
+}
+
+// lowerWakeup: a wakeup of real-time tid by a task of lower priority.
+func (tw *twin) lowerWakeup(now, cpu uint64, tid uint32) {
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), 0, 0, 1)
 }
 
 func (tw *twin) timerWakeup(now, cpu uint64, tid uint32, expiry, cbEntry uint64) {
-	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), expiry, cbEntry)
+	tw.run(tw.objs.TestWakeup, now, cpu, uint64(tid), expiry, cbEntry, 0)
 }
 
 func (tw *twin) id(tid uint32) uint64 { return uint64(tw.run(tw.objs.TestId, uint64(tid))) }
@@ -693,4 +703,152 @@ func TestTwinHistogramBucket32(t *testing.T) {
 	if got.Count != 1 || got.Hist[b] != 0x10000 {
 		t.Errorf("count %d, bucket of 700 ns %d; want 1 and 65536", got.Count, got.Hist[b])
 	}
+}
+
+// A lower-priority waker is counted whatever the state of the woken task
+// (asleep, running, already runnable), once per wakeup; only the wakeup of a
+// sleeping task is a latency window.
+func TestTwinLowerPrioWaker(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.lowerWakeup(1000, 0, 100)           // asleep: a window opens
+	tw.switchTo(1500, 0, 0, 100, false, 0) // on CPU
+	tw.lowerWakeup(1600, 0, 100)           // running: counted, no window
+	tw.switchTo(2000, 0, 100, 0, false, 0) // preempted
+	tw.lowerWakeup(2100, 0, 100)           // runnable: counted, no window
+	tw.wakeup(2200, 0, 100)                // an equal or higher waker: not counted
+	s := tw.stats(100)
+	if got := s.Hygiene[bpfRtsHygieneRTS_H_LOWER_PRIO_WAKER]; got != 3 {
+		t.Errorf("lower-priority wakers: %d, want 3", got)
+	}
+	if s.Wakeups != 1 {
+		t.Errorf("wakeups: %d, want 1", s.Wakeups)
+	}
+	expect(t, s, metric.Latency, 1, 500, 500)
+}
+
+// A blocking sleep is walked (reason, stack) only where an analysis can use
+// it: every sleep of a real-time task; for another task, once a timer
+// released it or it armed its own sleeper timer, at most one sleep a ms; a
+// SCHED_OTHER task woken by other tasks only, never.
+func TestTwinSleepNamed(t *testing.T) {
+	tw := newTwin(t, nil)
+	named := func(tid uint32, prio int64, now uint64) bool {
+		t.Helper()
+		r := int32(tw.run(tw.objs.TestSleepNamed, uint64(tid), uint64(prio), now))
+		if r < 0 {
+			t.Fatalf("task %d not tracked", tid)
+		}
+		return r == 1
+	}
+	// 100: SCHED_OTHER (prio 120), woken by tasks only.
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	tw.switchTo(1100, 0, 0, 100, false, 0)
+	if named(100, 120, 2_000_000) {
+		t.Error("SCHED_OTHER task woken by tasks only: walked")
+	}
+	// Real-time or deadline: every sleep.
+	if !named(100, 49, 3_000_000) || !named(100, 49, 3_000_100) || !named(100, -1, 3_000_200) {
+		t.Error("real-time or deadline task: a sleep not walked")
+	}
+	tw.switchTo(5_000_000, 0, 100, 0, true, 0)
+	tw.timerWakeup(6_000_000, 0, 100, 5_999_990, 5_999_995) // a timer release starts its cycles
+	tw.switchTo(6_000_100, 0, 0, 100, false, 0)
+	if !named(100, 120, 6_000_200) {
+		t.Error("SCHED_OTHER task released by a timer: not walked")
+	}
+	if named(100, 120, 6_500_000) {
+		t.Error("SCHED_OTHER task: two sleeps walked within a ms")
+	}
+	if !named(100, 120, 7_100_000) {
+		t.Error("SCHED_OTHER task released by a timer: not walked a ms later")
+	}
+	// 200: SCHED_OTHER, arms its own sleeper timer (an iteration starts).
+	tw.track(200, false, false)
+	if named(200, 120, 2_000_000) {
+		t.Error("new SCHED_OTHER task: walked")
+	}
+	tw.arm(3_000_000, 0, 200, 4_000_000, 4_000_000)
+	if !named(200, 120, 3_500_000) {
+		t.Error("SCHED_OTHER task arming its sleeper timer: not walked")
+	}
+}
+
+// A wakeup by a task skips the stats lookup: the switch-in that ends it
+// counts it, or, when the task exits still waiting for a CPU, its exit. A
+// timer release is counted at once (its samples need the stats anyway).
+func TestTwinWakeupCountedOnce(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	tw.wakeup(1000, 0, 100)
+	if s := tw.stats(100); s.Wakeups != 0 {
+		t.Errorf("wakeups before the switch-in: %d, want 0 (held in the task's state)", s.Wakeups)
+	}
+	tw.switchTo(1500, 0, 0, 100, false, 0)
+	tw.switchTo(2000, 0, 100, 0, true, 0)
+	tw.timerWakeup(3000, 0, 100, 2990, 2995)
+	if s := tw.stats(100); s.Wakeups != 2 {
+		t.Errorf("wakeups after a switch-in and a timer release: %d, want 2", s.Wakeups)
+	}
+	tw.switchTo(3500, 0, 0, 100, false, 0)
+	tw.switchTo(4000, 0, 100, 0, true, 0)
+	tw.wakeup(5000, 0, 100) // woken, then exits before it runs
+	id := tw.id(100)
+	tw.run(tw.objs.TestExit, 100)
+	if s := tw.statsID(id); s.Wakeups != 3 {
+		t.Errorf("wakeups at exit: %d, want 3", s.Wakeups)
+	}
+}
+
+// A woken task is marked waiting on its CPU's state, and the mark cleared
+// when it runs or waits elsewhere: through this CPU's state when the hook
+// has it at hand and the CPU is this one, through another CPU's slot
+// (bpf_map_lookup_percpu_elem) otherwise; either way one CPU holds the mark.
+func TestTwinWaitingMark(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := uint64(min(1, ncpu-1))
+	on := func(cpu, want uint64, here, clear bool) {
+		t.Helper()
+		ret, err := tw.objs.TestWaiting.Run(&ebpf.RunOptions{Context: []uint64{100, want, b2u(here), b2u(clear)},
+			CPU: uint32(cpu), Flags: 1 /* BPF_F_TEST_RUN_ON_CPU */})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var per []twinRtsCpuState
+		if err := tw.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+			t.Fatal(err)
+		}
+		marked := -1
+		for c, s := range per {
+			if s.WaitingTid == 100 {
+				if marked >= 0 {
+					t.Fatalf("marked on CPUs %d and %d", marked, c)
+				}
+				marked = c
+			}
+		}
+		if int32(ret) != int32(marked) {
+			t.Fatalf("task says CPU %d, CPU states say %d", int32(ret), marked)
+		}
+		if wantCPU := int(want); !clear && marked != wantCPU {
+			t.Fatalf("mark for CPU %d from CPU %d (here %v): on %d", want, cpu, here, marked)
+		}
+		if clear && marked != -1 {
+			t.Fatalf("cleared from CPU %d (here %v): still on %d", cpu, here, marked)
+		}
+	}
+	on(0, other, true, false) // woken on CPU 0 for the other CPU
+	on(0, 0, true, false)     // migrated to CPU 0: the other CPU's mark goes
+	on(0, 0, true, true)      // runs on CPU 0
+	on(0, other, false, false)
+	on(other, 0, true, false)
+	on(0, 0, false, true) // cleared without CPU 0's state at hand
+	on(0, 0, true, false)
+	on(other, 0, true, true) // runs elsewhere: CPU 0's slot is cleared by lookup
 }
