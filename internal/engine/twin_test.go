@@ -731,6 +731,44 @@ func TestTwinHistogramCarry(t *testing.T) {
 	}
 }
 
+// TestTwinStatsTakesCarries: the engine's Stats takes a carry the
+// kernel queued (a wrap the twin made) and joins it, while Notices hands on
+// every other notice and not the carry.
+func TestTwinStatsTakesCarries(t *testing.T) {
+	tw := newTwin(t, nil)
+	e := &Engine{carries: histCarries{}, notices: noticeReader(t, tw)}
+	e.objs.Stats = tw.objs.Stats
+	tw.track(100, true, false)
+	id := tw.id(100)
+	b := metric.Bucket(700)
+	k := tw.kernelStats(id)
+	k.M[metric.Latency].Count, k.M[metric.Latency].Max = 0xffff, 700
+	k.M[metric.Latency].Hist[b] = 0xffff
+	if err := tw.objs.Stats.Put(id, k); err != nil {
+		t.Fatal(err)
+	}
+	tw.wakeup(10000, 0, 100)
+	tw.switchTo(10700, 0, idle, 100, false, 0) // 700 ns: the bucket wraps
+	s, err := e.Stats(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.M[metric.Latency]; got.Count != 0x10000 || got.Hist[b] != 0x10000 {
+		t.Errorf("count %d, bucket of 700 ns %d; want 65536 and 65536", got.Count, got.Hist[b])
+	}
+	ns, err := e.Notices(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []uint32
+	for _, n := range ns {
+		types = append(types, n.Type)
+	}
+	if !slices.Equal(types, []uint32{NoticeTaskStart}) {
+		t.Errorf("notices of types %v, want only the task start %d (no carry)", types, NoticeTaskStart)
+	}
+}
+
 // TestTwinHistogramCarryLost: a carry the full notice ring cannot take is
 // counted (the metric's hist_lost, and a lost notice), so user space knows
 // how many samples its histogram misses instead of waiting for the carry.
