@@ -888,7 +888,8 @@ func (e *Engine) Forget(id uint64) {
 }
 
 // Notices returns the notices queued until deadline (BPF never wakes us
-// up), histogram carries aside (Stats adds them). Safe for concurrent use.
+// up), histogram carries aside (Stats adds them). Safe for concurrent use;
+// Stats and AllStats wait while it waits for a deadline still to come.
 func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
 	e.noticeMu.Lock()
 	defer e.noticeMu.Unlock()
