@@ -858,13 +858,13 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 	}
 	var out []*TaskStats
 	var id uint64
+	var k bpfRtsTaskStats // one buffer: joined copies it out
 	it := e.objs.Stats.Iterate()
 	for {
-		k := new(bpfRtsTaskStats)
-		if !it.Next(&id, k) {
+		if !it.Next(&id, &k) {
 			break
 		}
-		s, err := e.joined(id, k)
+		s, err := e.joined(id, &k)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			continue // forgotten while its carry was awaited
 		}
