@@ -860,10 +860,7 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 	var id uint64
 	var k bpfRtsTaskStats // one buffer: joined copies it out
 	it := e.objs.Stats.Iterate()
-	for {
-		if !it.Next(&id, &k) {
-			break
-		}
+	for it.Next(&id, &k) {
 		s, err := e.joined(id, &k)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			continue // forgotten while its carry was awaited
