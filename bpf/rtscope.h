@@ -30,11 +30,16 @@ enum rts_metric {
  * RTS_HIST_SUB linear buckets of 128 ns; above, every power of two is split
  * in 2^RTS_HIST_SUB_BITS buckets, so a bucket spans at most 1/8 = 12.5% of
  * its lower bound. Values from 2^RTS_HIST_MAX_SHIFT ns (~17.2 s, above the
- * longest period taken, RTS_MAX_PERIOD) on share the last bucket. 200
- * buckets of 32 bits: 800 bytes a metric, where 272 took 1088 (issue 12,
- * kernel memory). Buckets of 16 bits halved together when one filled were
- * tried and dropped: every later sample then counted 2^folds times, so
- * bucket counts (Prometheus histograms) ran ahead of the samples.
+ * longest period taken, RTS_MAX_PERIOD) on share the last bucket.
+ *
+ * 200 buckets of 16 bits: 400 bytes a metric, where 32 bits took 800 and
+ * 272 buckets 1088 (issue 12, kernel memory). A bucket that wraps sends its
+ * carry (65536 samples) to user space as an RTS_N_HIST_CARRY notice, which
+ * user space adds to its own count of that bucket (engine.histCarries), so
+ * every count stays exact; a carry the full ring cannot take is counted in
+ * hist_lost (and as a lost notice). Buckets halved together when one
+ * filled were tried and dropped: every later sample then counted 2^folds
+ * times, so bucket counts (Prometheus histograms) ran ahead of the samples.
  */
 #define RTS_HIST_SUB_BITS 3
 #define RTS_HIST_SUB (1 << RTS_HIST_SUB_BITS)
@@ -53,7 +58,9 @@ struct rts_metric_stats {
 	__u64 violations;
 	__u64 last;     /* latest sample */
 	__u64 last_end; /* when it completed */
-	__u32 hist[RTS_HIST_BUCKETS];
+	/* Carries of hist that no notice could take (ring full): each is 65536 samples missing from the histogram. */
+	__u32 hist_lost;
+	__u16 hist[RTS_HIST_BUCKETS]; /* the low 16 bits of each bucket's count */
 };
 
 /* Hygiene counters (real-time anti-patterns seen on a tracked task). */
@@ -208,6 +215,7 @@ enum rts_notice_type {
 	RTS_N_NEW_MAX,        /* new maximum of a metric: capture its window */
 	RTS_N_SLO_VIOLATION,  /* a sample over its SLO (not a new maximum): explain its window */
 	RTS_N_CGROUP_ATTACH,  /* a process moved into a wanted cgroup: scan for its other threads */
+	RTS_N_HIST_CARRY,     /* bucket `value` of a metric's histogram wrapped: 65536 samples for user space to add */
 };
 
 /* Notice flags */

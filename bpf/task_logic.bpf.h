@@ -60,14 +60,15 @@ static __always_inline __u32 rts_hist_bucket(__u64 v)
 	       (__u32)((v >> (msb - RTS_HIST_SUB_BITS)) & (RTS_HIST_SUB - 1));
 }
 
-static __always_inline void rts_notice_flags(__u32 type, __u32 metric, __u64 id, __u32 tid,
+/* Queue a notice; false when the ring is full (counted as a lost notice). */
+static __always_inline bool rts_notice_flags(__u32 type, __u32 metric, __u64 id, __u32 tid,
 					     __u64 value, __u64 start, __u64 end,
 					     __u32 cpu_start, __u32 cpu, __u32 flags)
 {
 	struct rts_notice *n = bpf_ringbuf_reserve(&notices, sizeof(*n), 0);
 	if (!n) {
 		rts_count(RTS_C_NOTICE_LOST);
-		return;
+		return false;
 	}
 	n->type = type;
 	n->metric = metric;
@@ -81,6 +82,7 @@ static __always_inline void rts_notice_flags(__u32 type, __u32 metric, __u64 id,
 	n->flags = flags;
 	/* No wakeup: user space polls, so no irq_work lands on a traced CPU. */
 	bpf_ringbuf_submit(n, BPF_RB_NO_WAKEUP);
+	return true;
 }
 
 static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32 tid,
@@ -88,6 +90,32 @@ static __always_inline void rts_notice(__u32 type, __u32 metric, __u64 id, __u32
 				       __u32 cpu_start, __u32 cpu)
 {
 	rts_notice_flags(type, metric, id, tid, value, start, end, cpu_start, cpu, 0);
+}
+
+/*
+ * Send the carry of bucket b of a metric's 16-bit histogram, which just
+ * wrapped: 65536 samples for user space to add (RTS_N_HIST_CARRY), sent
+ * whether tracing is on or not; counted in hist_lost when the ring is
+ * full. Not inlined: the programs keep one copy instead of one per
+ * rts_record (on_sched_switch took 383 more instructions inlined).
+ */
+static __noinline void rts_hist_carry(struct rts_metric_stats *m, __u64 id, __u32 tid,
+				      __u32 metric, __u32 b)
+{
+	if (!rts_notice_flags(RTS_N_HIST_CARRY, metric, id, tid, b, 0, 0, 0, 0, 0))
+		m->hist_lost++;
+}
+
+/*
+ * Count a sample in bucket b (< RTS_HIST_BUCKETS) of a metric's 16-bit
+ * histogram; a bucket that wraps sends its carry, once in 65536 samples of
+ * one bucket, so the notice ring's load does not change.
+ */
+static __always_inline void rts_hist_add(struct rts_task_state *st, struct rts_metric_stats *m,
+					 __u32 metric, __u32 b)
+{
+	if (!++m->hist[b & 255])
+		rts_hist_carry(m, st->id, st->tid, metric, b);
 }
 
 /* Add one sample of a metric; a new maximum asks user space to keep its window. */
@@ -115,7 +143,7 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 	asm volatile(""
 		     : "+r"(b));
 	if (b < RTS_HIST_BUCKETS)
-		m->hist[b & 255]++;
+		rts_hist_add(st, m, metric, b);
 	if (m->count == 1 || value > m->max) {
 		m->max = value;
 		m->max_start = start;

@@ -405,7 +405,7 @@ func (e *Engine) classicTgid(id *classicIdent, trackID uint64, tid uint32) {
 	if err != nil {
 		return
 	}
-	var s TaskStats
+	var s bpfRtsTaskStats
 	if e.objs.Stats.Lookup(trackID, &s) != nil || s.Exited != 0 || s.Tid != tid {
 		return
 	}

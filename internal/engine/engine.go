@@ -27,10 +27,8 @@ import (
 
 // Exported mirrors of the BPF types.
 type (
-	TaskStats   = bpfRtsTaskStats
-	MetricStats = bpfRtsMetricStats
-	Event       = bpfRtsEvent
-	Notice      = bpfRtsNotice
+	Event  = bpfRtsEvent
+	Notice = bpfRtsNotice
 )
 
 // NoticeFlagSLOViolated marks a notice whose sample is over its SLO (new maxima too).
@@ -184,7 +182,13 @@ type Engine struct {
 	reapply  *ebpf.Collection     // reapply_slo, loaded on its own; nil: SLOReapply says why
 	maps     map[string]*ebpf.Map // the core maps by name, which programs loaded later share
 	links    []link.Link
+	// noticeMu guards notices, queued and carries: Stats and AllStats
+	// take the notices queued to find their histograms' carries, which
+	// Notices would otherwise take.
+	noticeMu sync.Mutex
 	notices  *ringbuf.Reader
+	queued   []Notice    // notices taken by Stats, for the next Notices
+	carries  histCarries // histogram carries by tracking id
 	flight   []byte
 	ncpu     int
 	types    *KernelTypes // --btf, else nil
@@ -284,7 +288,7 @@ func Load(cfg Config) (*Engine, error) {
 	if err := features.HaveMapType(ebpf.RingBuf); errors.Is(err, ebpf.ErrNotSupported) {
 		return nil, errors.New("this kernel lacks the BPF ring buffer, which rtscope needs (Linux 5.8 or later)")
 	}
-	e := &Engine{cfg: cfg, ncpu: ncpu, types: types}
+	e := &Engine{cfg: cfg, ncpu: ncpu, types: types, carries: histCarries{}}
 	e.Features.Engine, e.Features.EngineNote = kind, why
 
 	syms, _ := ksym.Kernel()
@@ -829,30 +833,40 @@ func readIter(r io.Reader) error {
 	}
 }
 
-// Stats returns the statistics of tracking id.
+// Stats returns the statistics of tracking id. Safe for concurrent use.
 func (e *Engine) Stats(id uint64) (*TaskStats, error) {
-	var s TaskStats
-	if err := e.objs.Stats.Lookup(id, &s); err != nil {
+	e.noticeMu.Lock()
+	defer e.noticeMu.Unlock()
+	// The carries queued before the statistics are read are theirs.
+	if err := e.takeNotices(time.Now()); err != nil {
 		return nil, err
 	}
-	if e.Features.Engine == EngineClassic {
-		e.classicIdentity(&s)
+	var k bpfRtsTaskStats
+	if err := e.objs.Stats.Lookup(id, &k); err != nil {
+		return nil, err
 	}
-	return &s, nil
+	return e.joined(id, &k)
 }
 
-// AllStats returns the statistics of every tracked task.
+// AllStats returns the statistics of every tracked task. Safe for
+// concurrent use.
 func (e *Engine) AllStats() ([]*TaskStats, error) {
+	e.noticeMu.Lock()
+	defer e.noticeMu.Unlock()
+	if err := e.takeNotices(time.Now()); err != nil {
+		return nil, err
+	}
 	var out []*TaskStats
 	var id uint64
+	var k bpfRtsTaskStats // one buffer: joined copies it out
 	it := e.objs.Stats.Iterate()
-	for {
-		s := new(TaskStats)
-		if !it.Next(&id, s) {
-			break
+	for it.Next(&id, &k) {
+		s, err := e.joined(id, &k)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue // forgotten while its carry was awaited
 		}
-		if e.Features.Engine == EngineClassic {
-			e.classicIdentity(s)
+		if err != nil {
+			return out, err
 		}
 		out = append(out, s)
 	}
@@ -862,32 +876,52 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 // Forget drops a task's statistics after its final report.
 func (e *Engine) Forget(id uint64) {
 	_ = e.objs.Stats.Delete(id)
+	e.noticeMu.Lock()
+	delete(e.carries, id)
+	e.noticeMu.Unlock()
 	e.identMu.Lock()
 	delete(e.ident, id)
 	e.identMu.Unlock()
 }
 
-// Notices returns the notices queued until deadline (BPF never wakes us up).
+// Notices returns the notices queued until deadline (BPF never wakes us
+// up), histogram carries aside (Stats adds them). Safe for concurrent use;
+// Stats and AllStats wait while it waits for a deadline still to come.
 func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
-	var out []Notice
+	e.noticeMu.Lock()
+	defer e.noticeMu.Unlock()
+	err := e.takeNotices(deadline)
+	out := e.queued
+	e.queued = nil
+	return out, err
+}
+
+// takeNotices reads the notices queued until deadline into e.queued, and
+// their histogram carries into e.carries. Called with noticeMu held.
+func (e *Engine) takeNotices(deadline time.Time) error {
 	var rec ringbuf.Record
 	e.notices.SetDeadline(deadline)
 	for {
 		err := e.notices.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		if len(rec.RawSample) < int(unsafe.Sizeof(Notice{})) {
 			continue
 		}
 		n := *(*Notice)(unsafe.Pointer(&rec.RawSample[0]))
-		if n.Type == NoticeTaskStart && e.Features.Engine == EngineClassic {
+		switch {
+		case n.Type == noticeHistCarry:
+			e.carries.add(&n)
+		case n.Type == NoticeTaskStart && e.Features.Engine == EngineClassic:
 			e.classicLearn(n.Id, n.Tid)
+			fallthrough
+		default:
+			e.queued = append(e.queued, n)
 		}
-		out = append(out, n)
 		// Drain what is there without waiting again.
 		e.notices.SetDeadline(time.Now())
 	}

@@ -87,7 +87,7 @@ func TestTwinPageFaults(t *testing.T) {
 	run(9_000, 9_500, 60, 1)   // counters lower (cannot happen): no negative delta
 	run(10_000, 11_000, 70, 1) // from the new baseline: 10 minor
 	id := uint64(onCPU0(t, objs.TestId, 100))
-	var s TaskStats
+	var s bpfRtsTaskStats
 	if err := objs.Stats.Lookup(id, &s); err != nil {
 		t.Fatal(err)
 	}

@@ -105,13 +105,22 @@ func (tw *twin) stats(tid uint32) *TaskStats {
 	return tw.statsID(tw.id(tid))
 }
 
+// statsID: the statistics of tracking id, joined with no carry (tests
+// whose buckets pass 65535 samples join their own: TestTwinHistogramCarry).
 func (tw *twin) statsID(id uint64) *TaskStats {
 	tw.t.Helper()
-	var s TaskStats
-	if err := tw.objs.Stats.Lookup(id, &s); err != nil {
+	s, _ := histCarries{}.join(tw.kernelStats(id))
+	return s
+}
+
+// kernelStats: the stats map's value of tracking id, as the kernel keeps it.
+func (tw *twin) kernelStats(id uint64) *bpfRtsTaskStats {
+	tw.t.Helper()
+	var k bpfRtsTaskStats
+	if err := tw.objs.Stats.Lookup(id, &k); err != nil {
 		tw.t.Fatalf("stats of id %d: %v", id, err)
 	}
-	return &s
+	return &k
 }
 
 // expect checks count and, when count > 0, min and max of a metric.
@@ -684,24 +693,158 @@ func TestTwinReapplySLO(t *testing.T) {
 	}
 }
 
-// TestTwinHistogramBucket32: a sample goes to its bucket, and a bucket
-// past 65535 keeps counting (32-bit buckets: 16-bit ones halved together
-// when one filled made every later sample count twice).
-func TestTwinHistogramBucket32(t *testing.T) {
+// TestTwinHistogramCarry: a sample goes to its bucket, and a bucket
+// counts exactly past 65535: the kernel's 16-bit bucket wraps and sends its
+// carry as a notice, which user space adds back (histCarries), so the
+// histogram still sums to the count (Prometheus's _count). 16-bit buckets
+// halved together when one filled made every later sample count twice.
+func TestTwinHistogramCarry(t *testing.T) {
 	tw := newTwin(t, nil)
+	rd := noticeReader(t, tw)
 	tw.track(100, true, false)
 	id := tw.id(100)
-	s := tw.statsID(id)
 	b := metric.Bucket(700)
-	s.M[metric.Latency].Hist[b] = 0xffff
-	if err := tw.objs.Stats.Put(id, s); err != nil {
+	// As if 65534 samples of 700 ns had been counted.
+	k := tw.kernelStats(id)
+	k.M[metric.Latency].Count, k.M[metric.Latency].Max = 0xfffe, 700
+	k.M[metric.Latency].Hist[b] = 0xfffe
+	if err := tw.objs.Stats.Put(id, k); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(3) {
+		base := 10000 + i*10000
+		tw.wakeup(base, 0, 100)
+		tw.switchTo(base+700, 0, idle, 100, false, 0)
+		tw.switchTo(base+900, 0, 100, idle, true, 0)
+	}
+	k = tw.kernelStats(id)
+	if lo := k.M[metric.Latency].Hist[b]; lo != 1 {
+		t.Errorf("kernel bucket %d, want 1 (65537 wrapped)", lo)
+	}
+	carries := histCarries{}
+	if _, pending := carries.join(k); !pending {
+		t.Error("joined without its carry: not pending")
+	}
+	for _, n := range readNotices(t, rd) {
+		if n.Type == noticeHistCarry {
+			if n.Id != id || n.Metric != uint32(metric.Latency) || n.Value != uint64(b) {
+				t.Errorf("carry notice %+v, want id %d metric %d bucket %d", n, id, metric.Latency, b)
+			}
+			carries.add(&n)
+		}
+	}
+	s, pending := carries.join(k)
+	got := s.M[metric.Latency]
+	if pending || got.Count != 0x10001 || got.Hist[b] != 0x10001 || got.HistLost != 0 {
+		t.Errorf("pending %v, count %d, bucket of 700 ns %d, lost %d; want false, 65537, 65537, 0",
+			pending, got.Count, got.Hist[b], got.HistLost)
+	}
+}
+
+// TestTwinStatsTakesCarries: the engine's Stats takes a carry the
+// kernel queued (a wrap the twin made) and joins it, while Notices hands on
+// every other notice and not the carry.
+func TestTwinStatsTakesCarries(t *testing.T) {
+	tw := newTwin(t, nil)
+	e := &Engine{carries: histCarries{}, notices: noticeReader(t, tw)}
+	e.objs.Stats = tw.objs.Stats
+	tw.track(100, true, false)
+	id := tw.id(100)
+	b := metric.Bucket(700)
+	k := tw.kernelStats(id)
+	k.M[metric.Latency].Count, k.M[metric.Latency].Max = 0xffff, 700
+	k.M[metric.Latency].Hist[b] = 0xffff
+	if err := tw.objs.Stats.Put(id, k); err != nil {
 		t.Fatal(err)
 	}
 	tw.wakeup(10000, 0, 100)
-	tw.switchTo(10700, 0, idle, 100, false, 0)
-	got := tw.statsID(id).M[metric.Latency]
-	if got.Count != 1 || got.Hist[b] != 0x10000 {
-		t.Errorf("count %d, bucket of 700 ns %d; want 1 and 65536", got.Count, got.Hist[b])
+	tw.switchTo(10700, 0, idle, 100, false, 0) // 700 ns: the bucket wraps
+	s, err := e.Stats(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.M[metric.Latency]; got.Count != 0x10000 || got.Hist[b] != 0x10000 {
+		t.Errorf("count %d, bucket of 700 ns %d; want 65536 and 65536", got.Count, got.Hist[b])
+	}
+	ns, err := e.Notices(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []uint32
+	for _, n := range ns {
+		types = append(types, n.Type)
+	}
+	if !slices.Equal(types, []uint32{NoticeTaskStart}) {
+		t.Errorf("notices of types %v, want only the task start %d (no carry)", types, NoticeTaskStart)
+	}
+}
+
+// TestTwinHistogramCarryLost: a carry the full notice ring cannot take is
+// counted (the metric's hist_lost, and a lost notice), so user space knows
+// how many samples its histogram misses instead of waiting for the carry.
+func TestTwinHistogramCarryLost(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	id := tw.id(100)
+	// Fill the ring with new maxima (no reader), until one is lost.
+	lost := func() uint64 {
+		var per []uint64
+		if err := tw.objs.Counters.Lookup(uint32(CounterNoticeLost), &per); err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, v := range per {
+			n += v
+		}
+		return n
+	}
+	var base uint64
+	for i := uint64(0); lost() == 0; i++ {
+		if i == 10000 {
+			t.Fatal("10000 new maxima and no notice lost")
+		}
+		base = 10000 + i*10000
+		tw.wakeup(base, 0, 100)
+		tw.switchTo(base+2000+i, 0, idle, 100, false, 0)
+		tw.switchTo(base+5000, 0, 100, idle, true, 0)
+	}
+	before := lost()
+	b := metric.Bucket(700)
+	k := tw.kernelStats(id)
+	k.M[metric.Latency].Count += 0xffff
+	k.M[metric.Latency].Hist[b] = 0xffff
+	if err := tw.objs.Stats.Put(id, k); err != nil {
+		t.Fatal(err)
+	}
+	base += 10000
+	tw.wakeup(base, 0, 100)
+	tw.switchTo(base+700, 0, idle, 100, false, 0)
+	k = tw.kernelStats(id)
+	if k.M[metric.Latency].HistLost != 1 || lost() != before+1 {
+		t.Errorf("hist_lost %d, lost notices %d more; want 1 and 1", k.M[metric.Latency].HistLost, lost()-before)
+	}
+	s, pending := histCarries{}.join(k)
+	got := s.M[metric.Latency]
+	var total uint64
+	for _, c := range got.Hist {
+		total += uint64(c)
+	}
+	if pending || got.HistLost != 0x10000 || total+got.HistLost != got.Count {
+		t.Errorf("pending %v, lost %d, histogram %d + lost != count %d", pending, got.HistLost, total, got.Count)
+	}
+}
+
+// readNotices drains the notices queued in rd.
+func readNotices(t *testing.T, rd *ringbuf.Reader) []Notice {
+	t.Helper()
+	var out []Notice
+	rd.SetDeadline(time.Now())
+	for {
+		rec, err := rd.Read()
+		if err != nil {
+			return out
+		}
+		out = append(out, *(*Notice)(unsafePointer(rec.RawSample)))
 	}
 }
 

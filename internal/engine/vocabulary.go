@@ -54,6 +54,9 @@ const (
 	// NoticeCgroupAttach: a process moved into a wanted cgroup; its
 	// other threads are tracked by the next Scan.
 	NoticeCgroupAttach = uint32(bpfRtsNoticeTypeRTS_N_CGROUP_ATTACH)
+	// noticeHistCarry: a histogram bucket's carry, which the engine keeps
+	// (histCarries) rather than returning it.
+	noticeHistCarry = uint32(bpfRtsNoticeTypeRTS_N_HIST_CARRY)
 )
 
 // Counters of what was lost or refused (enum rts_counter), indexes of

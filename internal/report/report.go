@@ -172,7 +172,7 @@ type Features struct {
 
 // Lost counts everything that could not be measured or kept.
 type Lost struct {
-	Notices         uint64 `json:"notices"`           // ring buffer full: a new maximum's window was not captured
+	Notices         uint64 `json:"notices"`           // ring buffer full: a new maximum's window was not captured, or a histogram carry (65536 samples) was lost
 	TasksNotTracked uint64 `json:"tasks_not_tracked"` // stats map full or task storage failed
 	Stacks          uint64 `json:"stacks"`
 	TracesTruncated uint64 `json:"traces_truncated"`

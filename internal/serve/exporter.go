@@ -45,8 +45,12 @@ type hist struct {
 	buckets                [metric.Buckets]uint64
 }
 
+// add adds a task's metric. Its count is the samples its buckets hold:
+// a histogram carry lost to a full notice ring (HistLost, counted in
+// rtscope_lost_total) leaves them out, and a native histogram whose count
+// differs from its buckets' is refused by Prometheus.
 func (h *hist) add(ms *engine.MetricStats) {
-	h.count += ms.Count
+	h.count += ms.Count - ms.HistLost
 	h.sum += ms.Sum
 	h.violations += ms.Violations
 	for i, c := range ms.Hist {

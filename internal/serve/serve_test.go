@@ -168,6 +168,27 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
+// A histogram carry lost in the kernel (the notice ring was full) leaves
+// its samples out of the buckets: the exported count is what the buckets
+// hold, so that the native histogram stays valid.
+func TestHistogramCarryLost(t *testing.T) {
+	x := NewExporter()
+	st := task(1, "ctl", 1000, 2000, 3000)
+	m := &st.M[metric.Latency]
+	m.Count += 1 << 16 // 65536 more samples, their carry lost
+	m.HistLost = 1 << 16
+	x.tick([]*engine.TaskStats{st})
+	h := latencyOf(t, x, "ctl")
+	var total, run int64
+	for _, d := range h.PositiveDelta {
+		run += d // deltas: the running sum is each bucket's count
+		total += run
+	}
+	if h.GetSampleCount() != 3 || uint64(total)+h.GetZeroCount() != h.GetSampleCount() {
+		t.Errorf("count %d, native buckets %d; want 3 and 3", h.GetSampleCount(), uint64(total)+h.GetZeroCount())
+	}
+}
+
 // violating returns task stats with v latency violations among n samples.
 func violating(id uint64, comm string, n, v uint64) *engine.TaskStats {
 	st := task(id, comm)
