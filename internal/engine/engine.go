@@ -926,11 +926,15 @@ func (e *Engine) Heads() ([]uint64, error) {
 	return out, nil
 }
 
-// FlightEvent returns a copy of slot i of cpu's ring.
-func (e *Engine) FlightEvent(cpu int, i uint32) Event {
-	idx := uint32(cpu)*e.cfg.FlightPerCPU + i&(e.cfg.FlightPerCPU-1)
-	off := int(idx) * int(unsafe.Sizeof(Event{}))
-	return *(*Event)(unsafe.Pointer(&e.flight[off]))
+// FlightRing returns cpu's ring in place: slot i holds the event of
+// sequence number i modulo FlightPerCPU, or one older or newer. It is the
+// mapped map, which BPF writes while it is read (a reader checks each
+// event's Seq), valid until Close. Reading it in place lets a reader copy
+// slices instead of an event at a time (trace.TakeInto).
+func (e *Engine) FlightRing(cpu int) []Event {
+	n := int(e.cfg.FlightPerCPU)
+	all := unsafe.Slice((*Event)(unsafe.Pointer(&e.flight[0])), len(e.flight)/int(unsafe.Sizeof(Event{})))
+	return all[cpu*n : (cpu+1)*n]
 }
 
 // BTFOptions are the collection options that give another collection
