@@ -189,6 +189,7 @@ type Engine struct {
 	ncpu     int
 	types    *KernelTypes // --btf, else nil
 	Features Features
+	mem      *memoryLayout // MemoryBytes' maps and programs, read once
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
 	ident   map[uint64]classicIdent // by tracking id
@@ -896,15 +897,23 @@ func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
 // Counters returns the lost/refused counters summed over CPUs.
 func (e *Engine) Counters() [counterCount]uint64 {
 	var out [counterCount]uint64
-	for i := range uint32(counterCount) {
-		var per []uint64
-		if err := e.objs.Counters.Lookup(i, &per); err == nil {
-			for _, v := range per {
-				out[i] += v
-			}
-		}
+	for i := range out {
+		out[i] = e.Counter(i)
 	}
 	return out
+}
+
+// Counter returns one counter (Counter*) summed over CPUs (0 when
+// unreadable): one lookup, where Counters takes one per counter.
+func (e *Engine) Counter(i int) uint64 {
+	var per []uint64
+	var sum uint64
+	if err := e.objs.Counters.Lookup(uint32(i), &per); err == nil {
+		for _, v := range per {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // NumCPU is the number of possible CPUs (flight recorder rings).
@@ -962,36 +971,69 @@ func (e *Engine) Stack(id uint32) ([]uint64, error) {
 
 // MemoryBytes is the kernel memory of the engine's maps and programs, as
 // the kernel reports it (memlock). Each map is counted once, although the
-// optional program collections share them.
+// optional program collections share them. Only the hash maps without
+// preallocation grow with their entries (the kernel's map_mem_usage): the
+// rest is read once and remembered, as reading every map's and program's
+// information took 1-4 ms, the agent's largest cost at each tick
+// (BenchmarkAgentReads). Call it on one goroutine at a time.
 func (e *Engine) MemoryBytes() uint64 {
-	var total uint64
+	if e.mem == nil {
+		e.mem = e.memoryLayout()
+	}
+	total := e.mem.fixed
+	for _, m := range e.mem.growing {
+		total += mapMemlock(m)
+	}
+	return total
+}
+
+// memoryLayout is what MemoryBytes reads once: the programs' and fixed
+// maps' memory, and which maps to read again.
+type memoryLayout struct {
+	fixed   uint64
+	growing []*ebpf.Map
+}
+
+func (e *Engine) memoryLayout() *memoryLayout {
+	ml := &memoryLayout{}
 	seen := map[ebpf.MapID]bool{}
-	add := func(m *ebpf.Map) {
+	for _, m := range e.loadedMaps() {
 		info, err := m.Info()
 		if err != nil {
-			return
+			continue
 		}
 		if id, ok := info.ID(); ok {
 			if seen[id] {
-				return
+				continue
 			}
 			seen[id] = true
 		}
-		if v, ok := info.Memlock(); ok {
-			total += v
+		if info.Flags&unix.BPF_F_NO_PREALLOC != 0 && (info.Type == ebpf.Hash || info.Type == ebpf.PerCPUHash) {
+			ml.growing = append(ml.growing, m)
+			continue
 		}
-	}
-	for _, m := range e.loadedMaps() {
-		add(m)
+		if v, ok := info.Memlock(); ok {
+			ml.fixed += v
+		}
 	}
 	for _, p := range e.programs() {
 		if info, err := p.Info(); err == nil {
 			if v, ok := info.Memlock(); ok {
-				total += v
+				ml.fixed += v
 			}
 		}
 	}
-	return total
+	return ml
+}
+
+// mapMemlock is m's kernel memory now (0 when unreadable).
+func mapMemlock(m *ebpf.Map) uint64 {
+	info, err := m.Info()
+	if err != nil {
+		return 0
+	}
+	v, _ := info.Memlock()
+	return v
 }
 
 // CommString converts a kernel comm array to a string.

@@ -765,7 +765,7 @@ func (s *watcher) violations(id uint64, m metric.ID, rm *report.Metric) *report.
 // sweep finds what notices could not say (the notice ring was full): tasks
 // never announced, and exits never announced.
 func (s *watcher) sweep(force bool) error {
-	lost := s.eng.Counters()[engine.CounterNoticeLost]
+	lost := s.eng.Counter(engine.CounterNoticeLost) // every poll: one lookup
 	if lost == s.lostSeen || (!force && time.Since(s.lastSweep) < 500*time.Millisecond) {
 		return nil
 	}
