@@ -183,6 +183,9 @@ type watcher struct {
 	// series of each task and metric (Options.Series)
 	samplers map[uint64]map[metric.ID]*report.Sampler
 	house    *report.Housekeeping // where rtscope's own threads run
+	// the periodic jobs' statistics, and when they were read (stats)
+	statsAll  []*engine.TaskStats
+	statsRead time.Time
 	// windows not cut (snapshot failed) or stale (Metric.SetWorst)
 	windowsLost uint64
 	// decoded windows of exited tasks, bounded (report.WindowKeeper)
@@ -429,6 +432,7 @@ func (s *watcher) Finish(session.End) error {
 		s.cmdExited = true
 	}
 	// Collect what is left: late notices, final statistics of every task.
+	s.statsRead = time.Time{} // read afresh
 	if err := s.poll(); err != nil {
 		return err
 	}
@@ -441,6 +445,7 @@ func (s *watcher) Finish(session.End) error {
 	if err := s.poll(); err != nil {
 		return err
 	}
+	s.statsRead = time.Time{} // after that poll
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
 	}
@@ -833,13 +838,34 @@ func (s *watcher) finish(id uint64) {
 	s.exitedWindows.Keep(t)
 }
 
+// statsShared is how long the statistics read by one periodic job (live
+// table, series, tick, housekeeping) serve the others: at their default
+// period of a second they run at the same wake, and each read copies 7 KB
+// a task out of the kernel (0.7 MB and about 1 ms at 100 tasks,
+// BenchmarkAgentReads), up to four times a second before.
+const statsShared = 100 * time.Millisecond
+
+// stats returns the statistics of every tracked task, read at most
+// statsShared ago (the periodic jobs' shared read; the sweep for lost
+// notices reads its own). The slice is shared: callers do not modify it.
+func (s *watcher) stats() ([]*engine.TaskStats, error) {
+	if s.statsRead.IsZero() || time.Since(s.statsRead) >= statsShared {
+		all, err := s.eng.AllStats()
+		if err != nil {
+			return nil, err
+		}
+		s.statsAll, s.statsRead = all, time.Now()
+	}
+	return s.statsAll, nil
+}
+
 // tick hands the statistics of the live tasks to Hooks.Tick.
 func (s *watcher) tick() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
-	live := all[:0]
+	live := make([]*engine.TaskStats, 0, len(all))
 	for _, st := range all {
 		if !s.final[st.Id] {
 			live = append(live, st)
@@ -850,7 +876,7 @@ func (s *watcher) tick() {
 
 // refresh re-reads the statistics of live tasks.
 func (s *watcher) refresh() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
@@ -1026,7 +1052,7 @@ const seriesInterval = time.Second
 
 // sampleSeries adds a point to the series of every live task.
 func (s *watcher) sampleSeries() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
@@ -1120,7 +1146,7 @@ func (s *watcher) housekeep() {
 	if err != nil {
 		return
 	}
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
