@@ -93,35 +93,47 @@ func TestTakeIntoIncrementalIsWhole(t *testing.T) {
 }
 
 // TestTakeIntoReadsLateSlotsAgain: a slot whose sequence number is taken
-// but not written yet when a Take runs is not skipped for good: the next
-// Take reads it, in order. A slot copied half-written near the head is
-// read again too, so the snapshot keeps what was finally written.
+// but not written yet when a Take runs (its program interrupted by others
+// that wrote many events since) is not skipped for good: the next Take
+// reads it, in order. A slot copied half-written near the head is read
+// again too, so the snapshot keeps what was finally written.
 func TestTakeIntoReadsLateSlotsAgain(t *testing.T) {
-	src := newRingSource(1, 64)
+	const per, after = 256, 2 * reread
+	src := newRingSource(1, per)
 	src.put(0, 1, 2, "a")
 	late := src.reserve(0) // a program between taking the number and writing
-	src.put(0, 3, 4, "c")
+	for i := 0; i < after; i++ {
+		src.put(0, 3, 4, "c")
+	}
 	sn, err := Take(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := seqsOf(sn.cpus[0]); !slices.Equal(got, []uint64{0}) {
-		t.Fatalf("before the late slot is written: %v, want [0] (what follows it waits for it)", got)
+	if got := len(sn.cpus[0]); got != 1+after {
+		t.Fatalf("before the late slot is written: %d events, want the %d written", got, 1+after)
 	}
 	src.fill(0, late, 5, 6, "b")
-	src.slots[2].B = 0 // seq 2 copied half-written: its next task not set yet
+	torn := src.heads[0] - 1
+	src.slots[torn].B = 0 // copied half-written: its next task not set yet
 	if sn, err = TakeInto(src, sn); err != nil {
 		t.Fatal(err)
 	}
-	src.slots[2].B = 4
+	src.slots[torn].B = 4
 	src.put(0, 7, 8, "d")
 	if sn, err = TakeInto(src, sn); err != nil {
 		t.Fatal(err)
 	}
-	if got := seqsOf(sn.cpus[0]); !slices.Equal(got, []uint64{0, 1, 2, 3}) {
-		t.Fatalf("after it is written: %v, want [0 1 2 3]", got)
+	want := make([]uint64, 0, after+3)
+	for seq := uint64(0); seq < after+3; seq++ {
+		want = append(want, seq)
 	}
-	if b := sn.cpus[0][2].B; b != 4 {
+	if got := seqsOf(sn.cpus[0]); !slices.Equal(got, want) {
+		t.Fatalf("after it is written: %v, want 0 to %d in order", got, after+2)
+	}
+	if b := sn.cpus[0][late].B; b != 6 {
+		t.Errorf("the late slot holds next task %d, want 6", b)
+	}
+	if b := sn.cpus[0][torn].B; b != 4 {
 		t.Errorf("the slot copied half-written kept next task %d, want 4 as finally written", b)
 	}
 }

@@ -158,12 +158,14 @@ type raw struct {
 	seq uint64
 }
 
-// inFlight is how close to a CPU's head a slot may still be being written:
-// BPF takes the sequence number, then fills the slot, and on one CPU only
-// a program in task context, one in IRQ context and one in NMI context can
-// be between the two. The last inFlight slots a Take reads are read again
-// by the next one, so that an event copied half-written is not kept.
-const inFlight = 8
+// reread is how many of the last slots before a CPU's head each Take
+// reads again at the next one. BPF takes a slot's sequence number, then
+// fills the slot, and a program interrupted between the two (by an IRQ
+// whose programs write events of their own) can leave a slot half-written
+// behind newer ones: a copy of it is not kept for good. A slot still
+// holding an older sequence number is read again from there, however far
+// behind the head.
+const reread = 64
 
 // Snapshot is a copy of every CPU's ring, oldest event first, used to cut
 // any number of windows. It is kept up to date incrementally (TakeInto):
@@ -247,15 +249,14 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 		evs = append(sn.buf[cpu][:0], evs...)
 	}
 	ring := src.FlightRing(cpu)
-	next := max(first, head-min(head, inFlight))
+	next := max(first, head-min(head, reread))
 	for seq := from; seq < head; seq++ {
 		ev := ring[seq&(n-1)] // copied, then checked: BPF may be rewriting the slot
-		if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
-			if head-seq <= inFlight {
-				next = min(next, seq) // not written yet: read it next time
-				break
+		if d := int32(ev.Seq - uint32(seq)); d != 0 || ev.Type == 0 {
+			if d <= 0 {
+				next = min(next, seq) // not written yet: read it again next time
 			}
-			continue // overwritten by a newer event while copying
+			continue // or overwritten by a newer event while copying
 		}
 		evs = append(evs, raw{ev, seq})
 	}
