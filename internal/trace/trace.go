@@ -119,7 +119,14 @@ type Trace struct {
 	// Monitor lists rtscope's own threads (the watching process's) when the
 	// window was analysed: the analysis names them as the monitor.
 	Monitor []uint32 `json:"monitor_tids,omitempty"`
-	Events  []Event  `json:"events"`
+	// SparseUntil: before this time (relative to the window start) the
+	// window holds only the task's own events (its switches, wakeups,
+	// sleeps, timer arming), not what else ran: the rings no longer held
+	// it (the task's events are kept beyond them, Snapshot.Track), or the
+	// window has more events than Window.MaxEvents. Not truncated: none
+	// of the task's events is missing.
+	SparseUntil *int64  `json:"sparse_until_t_ns,omitempty"`
+	Events      []Event `json:"events"`
 }
 
 // Source is where events come from: the engine, or a fake in tests.
@@ -142,8 +149,10 @@ type Window struct {
 	CPUEnd   int
 	// StealClock: the engine reads hypervisor steal (Trace.StealClock).
 	StealClock bool
-	// MaxEvents bounds the events kept (0: no bound); the ones nearest the
-	// window's end, where the maximum was reached, are kept.
+	// MaxEvents bounds the events kept (0: no bound): the task's own
+	// across the window, the others nearest its end, where the maximum was
+	// reached (Trace.SparseUntil); when the task's own are more, the last
+	// MaxEvents, truncated.
 	MaxEvents int
 }
 
@@ -165,7 +174,7 @@ type raw struct {
 // behind newer ones: a copy of it is not kept for good. A slot still
 // holding an older sequence number is read again from there, however far
 // behind the head.
-const reread = 64
+const reread = 64 // a quarter of the ring at most
 
 // Snapshot is a copy of every CPU's ring, oldest event first, used to cut
 // any number of windows. It is kept up to date incrementally (TakeInto):
@@ -181,6 +190,7 @@ type Snapshot struct {
 	next    []uint64 // per CPU: the sequence number the next Take reads from
 	learnt  []int    // per CPU: cpus[cpu][learnt:] is not Learnt yet
 	wrapped []bool   // the ring has been overwritten at least once
+	own     ownLog   // the tracked tasks' own events (Track)
 	// scratch of Cut, reused: a window's events are copied out of it, and
 	// a fresh pair per cut was most of the monitor's garbage (perf, 1000
 	// tracked threads)
@@ -204,7 +214,12 @@ func TakeInto(src Source, sn *Snapshot) (*Snapshot, error) {
 	n := uint64(src.FlightPerCPU())
 	ncpu := min(len(heads), src.NumCPU())
 	if sn == nil || sn.per != n || len(sn.cpus) != ncpu {
-		sn = &Snapshot{per: n}
+		var own ownLog
+		if sn != nil {
+			own = sn.own // tasks tracked before the first copy
+		}
+		sn = &Snapshot{per: n, own: own}
+		sn.own.resize(ncpu)
 		sn.cpus = make([][]raw, ncpu)
 		sn.buf = make([][]raw, ncpu)
 		sn.next = make([]uint64, ncpu)
@@ -225,7 +240,8 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 		first = head - n
 	}
 	evs, from := sn.cpus[cpu], sn.next[cpu]
-	if head < from {
+	restart := head < from
+	if restart {
 		from = 0 // another recorder (a new engine): start again
 		evs = evs[:0]
 	}
@@ -249,7 +265,7 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 		evs = append(sn.buf[cpu][:0], evs...)
 	}
 	ring := src.FlightRing(cpu)
-	next := max(first, head-min(head, reread))
+	next := max(first, head-min(head, reread, n/4))
 	for seq := from; seq < head; seq++ {
 		ev := ring[seq&(n-1)] // copied, then checked: BPF may be rewriting the slot
 		if d := int32(ev.Seq - uint32(seq)); d != 0 || ev.Type == 0 {
@@ -262,6 +278,16 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 	}
 	sn.cpus[cpu], sn.next[cpu] = evs, next
 	sn.wrapped[cpu] = head > n
+	// The tracked tasks' own events: those below next are final.
+	o := &sn.own
+	gap := restart || o.fed[cpu] < first // events lost before they were fed
+	if gap {
+		o.fed[cpu] = from
+	}
+	lo := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= o.fed[cpu] })
+	hi := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= next })
+	o.feed(cpu, evs[lo:max(lo, hi)], gap)
+	o.fed[cpu] = max(o.fed[cpu], next)
 }
 
 // Learn feeds the names of the tasks seen in the events copied since the
@@ -287,9 +313,10 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 
 // Cut extracts a window: every CPU's events in [Start, End], plus context back
 // to the last switch before Start; the CPUs the task used or was woken from
-// are kept, and on other CPUs only the events naming the task. A ring that no
-// longer reaches back to the window start makes the trace truncated, with a
-// note saying so.
+// are kept, and on other CPUs only the events naming the task. Where a ring
+// no longer reaches back to the window start, the task's own events kept
+// beyond it (Track) fill the window, sparse there (Trace.SparseUntil);
+// without them the trace is truncated, with a note saying so.
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
@@ -324,6 +351,20 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			}
 		}
 	}
+	// Where a ring no longer reaches the start, the task's own events kept
+	// beyond it (Track) make the window whole, sparse there.
+	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start)
+	var sparse uint64
+	if own {
+		for _, cpu := range missing {
+			reach := w.End
+			if evs := sn.cpus[cpu]; len(evs) > 0 {
+				reach = min(reach, evs[0].Ts)
+			}
+			all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
+			sparse = max(sparse, reach)
+		}
+	}
 	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
 	for _, r := range all {
 		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
@@ -335,7 +376,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	}
 	sort.Ints(tr.CPUs)
 	for _, cpu := range missing {
-		if involved[cpu] {
+		if involved[cpu] && !own {
 			tr.Truncated = true
 			tr.Note = "the flight recorder of CPU " + itoa(cpu) +
 				" was overwritten before the window could be read: its first events are missing (raise --trace-events)"
@@ -357,6 +398,27 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	sn.all, sn.kept = all[:0], kept[:0] // before kept loses its front
+	if w.MaxEvents > 0 && len(kept) > w.MaxEvents && ownCount(kept, w.TID) < w.MaxEvents {
+		// The task's own events across the window, the others' nearest its
+		// end, where the value was reached.
+		drop := len(kept) - w.MaxEvents
+		out := kept[:0]
+		for _, r := range kept {
+			if drop > 0 && !ownEvent(&r, w.TID) {
+				drop--
+				sparse = max(sparse, r.Ts+1)
+				continue
+			}
+			out = append(out, r)
+		}
+		kept = out
+	}
+	if sparse > w.Start && !tr.Truncated {
+		t := int64(sparse - w.Start)
+		tr.SparseUntil = &t
+		tr.Note = fmt.Sprintf("until %s us after its start the window holds only the task's own events (switches, wakeups, sleeps, timer arming), kept as they were written: "+
+			"what else ran then had been overwritten in the flight recorder or is beyond --trace-max-events", strconv.FormatFloat(float64(t)/1e3, 'f', 1, 64))
+	}
 	if w.MaxEvents > 0 && len(kept) > w.MaxEvents {
 		drop := len(kept) - w.MaxEvents
 		tr.Truncated = true
@@ -405,6 +467,23 @@ func (r *Raw) Decode(names *Names) *Trace {
 		tr.Events = append(tr.Events, names.decode(e, r.meta.Start))
 	}
 	return &tr
+}
+
+// ownEvent tells whether r names task tid as its subject (steal, which
+// every task's window keeps, is context).
+func ownEvent(r *raw, tid uint32) bool {
+	return r.Type != evSteal && mentions(r.Event, tid)
+}
+
+// ownCount counts the events of evs that name task tid.
+func ownCount(evs []raw, tid uint32) int {
+	n := 0
+	for i := range evs {
+		if ownEvent(&evs[i], tid) {
+			n++
+		}
+	}
+	return n
 }
 
 func mentions(e engine.Event, tid uint32) bool {

@@ -159,7 +159,14 @@ type watcher struct {
 	lostSeen  uint64                              // lost notices already swept for
 	lastSweep time.Time                           // sweeps are full scans: at most two a second
 	snap      *trace.Snapshot                     // ring copy, reused every poll
-	started   time.Time
+	// longWindows: a tracked task is released by a timer (a notice of a
+	// periodic metric was seen): its windows of a period outlast the
+	// rings under load, so the rings are copied at every poll from then
+	// on, and the snapshot keeps the tracked tasks' own events beyond
+	// them (trace.Snapshot.Track). Until then they are copied only for a
+	// window: the agent watching busy, untimed tasks copies no more.
+	longWindows bool
+	started     time.Time
 	// SLO violations explained so far, per task and metric, and this
 	// second's explanation budget.
 	viol        map[uint64]map[metric.ID]*report.Violations
@@ -567,10 +574,12 @@ func (s *watcher) handle(ns []engine.Notice) error {
 			if _, ok := s.tasks[n.Id]; !ok {
 				s.tasks[n.Id] = report.Placeholder(n.Id, n.Tid)
 			}
+			s.trackOwn(n.Tid)
 			if s.o.Hooks.Start != nil {
 				s.o.Hooks.Start(n.Id, n.Tid)
 			}
 		case engine.NoticeNewMax:
+			s.longWindows = s.longWindows || periodic(metric.ID(n.Metric))
 			k := key{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
 				order = append(order, k)
@@ -615,7 +624,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		order = cut
 	}
 	var first *explained
-	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
+	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0 || s.longWindows) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err != nil {
 			// Not silently: these windows are lost, and the maxima keep no
@@ -655,6 +664,30 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// periodic tells whether m is measured only for tasks released by a
+// timer, whose windows of a period (or a loop iteration) outlast the
+// rings under load.
+func periodic(m metric.ID) bool {
+	switch m {
+	case metric.TimerIRQ, metric.TimerThread, metric.TimerUser, metric.Cycle, metric.Period, metric.Jitter, metric.Iteration:
+		return true
+	}
+	return false
+}
+
+// trackOwn keeps the flight recorder events of tid beyond the rings' reach
+// (trace.Snapshot.Track): its windows longer than the rings hold stay
+// whole, sparse, while the rings are copied every poll (longWindows).
+func (s *watcher) trackOwn(tid uint32) {
+	if !s.eng.Tracing() {
+		return
+	}
+	if s.snap == nil {
+		s.snap = new(trace.Snapshot)
+	}
+	s.snap.Track(tid)
 }
 
 // markNotKept records whether the window of task id's maximum of m was
@@ -784,6 +817,7 @@ func (s *watcher) sweep(force bool) error {
 			t := report.FromStats(st)
 			s.slackOf(t)
 			s.tasks[st.Id] = t
+			s.trackOwn(st.Tid)
 		}
 		if st.Exited != 0 && !s.final[st.Id] {
 			s.finish(st.Id)
@@ -800,6 +834,9 @@ func (s *watcher) finish(id uint64) {
 	st, err := s.eng.Stats(id)
 	if err != nil {
 		return
+	}
+	if s.snap != nil {
+		s.snap.Untrack(st.Tid)
 	}
 	if s.o.Hooks.Exit != nil {
 		s.o.Hooks.Exit(st)
