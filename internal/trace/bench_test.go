@@ -48,10 +48,22 @@ func (r *ringSource) write(n, tasks int) {
 // polls each CPU writes 2000 events (200,000 a second and 10 ms polls: the
 // load of the scaling bench), a quarter of its 8192-event ring.
 func BenchmarkPollSnapshot(b *testing.B) {
+	b.Run("untracked", func(b *testing.B) { benchPoll(b, false) })
+	// Every task of the load tracked: their own events kept (Track).
+	b.Run("tracked", func(b *testing.B) { benchPoll(b, true) })
+}
+
+func benchPoll(b *testing.B, track bool) {
 	src := newRingSource(2, engine.DefaultFlightPerCPU)
 	src.write(engine.DefaultFlightPerCPU, 100)
 	names := NewNames(nil, nil)
-	var sn *Snapshot
+	sn := new(Snapshot)
+	if track {
+		for tid := uint32(1000); tid < 1100; tid++ {
+			sn.Track(tid)
+		}
+		sn.KeepOwn()
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		src.write(2000, 100)

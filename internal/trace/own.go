@@ -27,6 +27,9 @@ type ownLog struct {
 	// after a gap until an event is copied.
 	since []uint64
 	last  uint64 // the latest event time fed
+	// keep: events are kept (KeepOwn); until then only the bookkeeping
+	// runs, and no window is covered.
+	keep bool
 }
 
 // ownRing is one task's own events, oldest first from start.
@@ -64,6 +67,27 @@ func (sn *Snapshot) Track(tid uint32) {
 	o.bits[tid/64] |= 1 << (tid % 64)
 }
 
+// KeepOwn starts keeping the tracked tasks' own events: a window is whole
+// beyond the rings only if it opened after this and every Take since came
+// before the rings wrapped. Copying them costs 30-40 ns an event naming a
+// tracked task (BenchmarkPollSnapshot): a session turns it on once it has
+// windows longer than the rings reach, not for busy tasks' short ones.
+func (sn *Snapshot) KeepOwn() {
+	o := &sn.own
+	if o.keep {
+		return
+	}
+	o.keep = true
+	for cpu := range o.since {
+		// Every event after the latest fed is kept from now on (the
+		// bookkeeping ran all along).
+		o.since[cpu] = max(o.since[cpu], o.last+1)
+	}
+	for _, t := range o.tasks {
+		t.from = o.last
+	}
+}
+
 // Untrack forgets tid's own events (it exited, or is no longer watched).
 func (sn *Snapshot) Untrack(tid uint32) {
 	o := &sn.own
@@ -83,6 +107,12 @@ func (o *ownLog) feed(cpu int, evs []raw, gap bool) {
 	}
 	if len(evs) > 0 && o.since[cpu] == math.MaxUint64 {
 		o.since[cpu] = evs[0].Ts
+	}
+	if !o.keep {
+		if len(evs) > 0 {
+			o.last = max(o.last, evs[len(evs)-1].Ts)
+		}
+		return
 	}
 	for i := range evs {
 		r := &evs[i]
@@ -118,7 +148,7 @@ func (o *ownLog) add(tid uint32, r *raw) {
 // covers tells whether every event of tid from start on was kept.
 func (o *ownLog) covers(tid uint32, start uint64) bool {
 	t := o.tasks[tid]
-	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) {
+	if !o.keep || t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) {
 		return false
 	}
 	for _, s := range o.since {

@@ -64,6 +64,7 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	sn.Track(7)
+	sn.KeepOwn()
 	start := src.period(7)
 	sn = src.busy(t, 500, sn) // 8 rings' worth on each CPU
 	src.putEv(0, evWakeup, 7, 0)
@@ -98,8 +99,8 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 
 // TestTrackedTaskWindowTruncatedWhenNotWhole: the task's events are not
 // claimed whole when the copy missed some: a ring wrapped between two
-// Takes, the task was tracked after the window opened, or it wrote more
-// events than it keeps.
+// Takes, the task was tracked after the window opened, it wrote more
+// events than it keeps, or they were not kept at all.
 func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 	cut := func(src *ringSource, sn *Snapshot, start uint64) *Trace {
 		src.putEv(0, evWakeup, 7, 0)
@@ -114,13 +115,20 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 		name string
 		run  func(src *ringSource, sn *Snapshot) (*Snapshot, uint64)
 	}{
+		{"own events not kept (KeepOwn)", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
+			sn.Track(7)
+			start := src.period(7)
+			return src.busy(t, 200, sn), start
+		}},
 		{"a ring wrapped between Takes", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
 			sn.Track(7)
+			sn.KeepOwn()
 			start := src.period(7)
 			src.busy(t, 200, nil)
 			return sn, start
 		}},
 		{"tracked after the window opened", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
+			sn.KeepOwn()
 			start := src.period(7)
 			sn = src.busy(t, 20, sn)
 			sn.Track(7)
@@ -128,6 +136,7 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 		}},
 		{"more events than kept", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
 			sn.Track(7)
+			sn.KeepOwn()
 			start := src.period(7)
 			for i := 0; i < OwnPerTask; i++ {
 				src.putEv(1, evMigrate, 7, 1)

@@ -589,6 +589,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 				viols = append(viols, n)
 			}
 		case engine.NoticeSLOViolation:
+			s.longWindows = s.longWindows || periodic(metric.ID(n.Metric))
 			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
@@ -624,6 +625,9 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		order = cut
 	}
 	var first *explained
+	if s.longWindows && s.snap != nil {
+		s.snap.KeepOwn()
+	}
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0 || s.longWindows) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err != nil {
