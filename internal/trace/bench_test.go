@@ -49,7 +49,7 @@ func (r *ringSource) write(n, tasks int) {
 // load of the scaling bench), a quarter of its 8192-event ring.
 func BenchmarkPollSnapshot(b *testing.B) {
 	b.Run("untracked", func(b *testing.B) { benchPoll(b, false) })
-	// Every task of the load tracked: their own events kept (Track).
+	// Every task of the load's own events kept (KeepOwn).
 	b.Run("tracked", func(b *testing.B) { benchPoll(b, true) })
 }
 
@@ -60,9 +60,8 @@ func benchPoll(b *testing.B, track bool) {
 	sn := new(Snapshot)
 	if track {
 		for tid := uint32(1000); tid < 1100; tid++ {
-			sn.Track(tid)
+			sn.KeepOwn(tid)
 		}
-		sn.KeepOwn()
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,40 +4,38 @@ import (
 	"math"
 )
 
-// OwnPerTask is how many of its own events (those naming it) a tracked
-// task keeps beyond the rings' reach (Snapshot.Track): a task waking once
-// a second writes 5 to 10 an activation (wakeup, switches, timer arming,
-// sleep), so a window of a second or two is whole; a busier task keeps
-// less time, and its long windows stay truncated. 56 bytes an event: 7 KB
-// a task, 7 MB at 1000 tracked threads.
+// OwnPerTask is how many of its own events (those naming it) a task kept
+// by KeepOwn holds beyond the rings' reach: a task waking once a second
+// writes 5 to 10 an activation (wakeup, switches, timer arming, sleep), so
+// a window of a second or two is whole; a busier task holds less time,
+// and its long windows stay truncated. 56 bytes an event: 7 KB a task,
+// 7 MB at 1000 periodic threads.
 const OwnPerTask = 128
 
-// ownLog keeps each tracked task's own events as the snapshot copies them,
-// beyond the rings' reach: a window longer than the rings hold (a period
-// of a second under load) keeps the task's events across its whole span,
-// and the other tasks' only where the rings still held them. It is whole
-// only while the snapshot is brought up to date before the rings wrap (a
-// TakeInto every poll): a gap in the copy is remembered (since).
+// ownLog keeps the own events of some tasks (KeepOwn) as the snapshot
+// copies them, beyond the rings' reach: a window longer than the rings
+// hold (a period of a second under load) keeps the task's events across
+// its whole span, and the other tasks' only where the rings still held
+// them. It is whole only while the snapshot is brought up to date before
+// the rings wrap (a TakeInto every poll): a gap in the copy is remembered
+// (since).
 type ownLog struct {
 	tasks map[uint32]*ownRing
-	bits  []uint64 // tracked tids, a bit each: most events name none
+	bits  []uint64 // the tids of tasks, a bit each: most events name none
 	fed   []uint64 // per CPU: the events below this sequence number were fed
 	// since is, per CPU, the time from which the copy has no gap: 0 while
 	// it holds every event since the recorder started, math.MaxUint64
 	// after a gap until an event is copied.
 	since []uint64
 	last  uint64 // the latest event time fed
-	// keep: events are kept (KeepOwn); until then only the bookkeeping
-	// runs, and no window is covered.
-	keep bool
 }
 
 // ownRing is one task's own events, oldest first from start.
 type ownRing struct {
 	evs   []raw
 	start int
-	// from: every event of the task after this time is fed (its tracking
-	// was known from then); evicted: the newest event dropped for room.
+	// from: every event of the task after this time is kept (KeepOwn);
+	// evicted: the newest event dropped for room.
 	from, evicted uint64
 }
 
@@ -46,13 +44,18 @@ func (o *ownLog) resize(ncpu int) {
 	o.since = make([]uint64, ncpu)
 }
 
-func (o *ownLog) tracked(tid uint32) bool {
+func (o *ownLog) kept(tid uint32) bool {
 	i := int(tid / 64)
 	return i < len(o.bits) && o.bits[i]&(1<<(tid%64)) != 0
 }
 
-// Track starts keeping tid's own events, those copied from now on.
-func (sn *Snapshot) Track(tid uint32) {
+// KeepOwn starts keeping tid's own events beyond the rings' reach, those
+// copied from now on: its windows that open from now on are whole while
+// every Take comes before the rings wrap. Copying them costs 30-40 ns an
+// event naming a kept task (BenchmarkPollSnapshot): a session keeps the
+// tasks whose windows outlast the rings (periodic ones), not busy tasks
+// whose windows are short.
+func (sn *Snapshot) KeepOwn(tid uint32) {
 	o := &sn.own
 	if o.tasks == nil {
 		o.tasks = map[uint32]*ownRing{}
@@ -67,29 +70,8 @@ func (sn *Snapshot) Track(tid uint32) {
 	o.bits[tid/64] |= 1 << (tid % 64)
 }
 
-// KeepOwn starts keeping the tracked tasks' own events: a window is whole
-// beyond the rings only if it opened after this and every Take since came
-// before the rings wrapped. Copying them costs 30-40 ns an event naming a
-// tracked task (BenchmarkPollSnapshot): a session turns it on once it has
-// windows longer than the rings reach, not for busy tasks' short ones.
-func (sn *Snapshot) KeepOwn() {
-	o := &sn.own
-	if o.keep {
-		return
-	}
-	o.keep = true
-	for cpu := range o.since {
-		// Every event after the latest fed is kept from now on (the
-		// bookkeeping ran all along).
-		o.since[cpu] = max(o.since[cpu], o.last+1)
-	}
-	for _, t := range o.tasks {
-		t.from = o.last
-	}
-}
-
-// Untrack forgets tid's own events (it exited, or is no longer watched).
-func (sn *Snapshot) Untrack(tid uint32) {
+// ForgetOwn drops tid's own events (it exited, or is no longer watched).
+func (sn *Snapshot) ForgetOwn(tid uint32) {
 	o := &sn.own
 	if _, ok := o.tasks[tid]; !ok {
 		return
@@ -99,36 +81,33 @@ func (sn *Snapshot) Untrack(tid uint32) {
 }
 
 // feed adds the events evs of cpu, whose sequence numbers are at least
-// fed, to the tasks they name; gap: events of the CPU were lost before
-// them.
+// fed, to the kept tasks they name; gap: events of the CPU were lost
+// before them.
 func (o *ownLog) feed(cpu int, evs []raw, gap bool) {
 	if gap {
 		o.since[cpu] = math.MaxUint64
 	}
-	if len(evs) > 0 && o.since[cpu] == math.MaxUint64 {
+	if len(evs) == 0 {
+		return
+	}
+	if o.since[cpu] == math.MaxUint64 {
 		o.since[cpu] = evs[0].Ts
 	}
-	if !o.keep {
-		if len(evs) > 0 {
-			o.last = max(o.last, evs[len(evs)-1].Ts)
-		}
+	o.last = max(o.last, evs[len(evs)-1].Ts)
+	if len(o.tasks) == 0 {
 		return
 	}
 	for i := range evs {
 		r := &evs[i]
-		o.last = max(o.last, r.Ts)
-		if len(o.tasks) == 0 {
-			continue
-		}
 		switch r.Type {
 		case evSteal, evStack:
 			continue // kept as context: they name no task of their own
 		case evSwitch:
-			if r.B != r.A && o.tracked(r.B) {
+			if r.B != r.A && o.kept(r.B) {
 				o.add(r.B, r)
 			}
 		}
-		if mentions(r.Event, r.A) && o.tracked(r.A) {
+		if o.kept(r.A) && mentions(r.Event, r.A) {
 			o.add(r.A, r)
 		}
 	}
@@ -148,7 +127,7 @@ func (o *ownLog) add(tid uint32, r *raw) {
 // covers tells whether every event of tid from start on was kept.
 func (o *ownLog) covers(tid uint32, start uint64) bool {
 	t := o.tasks[tid]
-	if !o.keep || t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) {
+	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) {
 		return false
 	}
 	for _, s := range o.since {

@@ -54,7 +54,7 @@ func ownTypes(tr *Trace, tid uint32) string {
 }
 
 // TestTrackedTaskLongWindowWhole: a period far longer than the rings reach
-// keeps the task's own events across its whole span when the snapshot is
+// keeps the task's own events (KeepOwn) across its whole span when the snapshot is
 // brought up to date before the rings wrap: not truncated, sparse (only
 // the task's events) until the rings' reach, full context after.
 func TestTrackedTaskLongWindowWhole(t *testing.T) {
@@ -63,8 +63,7 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn.Track(7)
-	sn.KeepOwn()
+	sn.KeepOwn(7)
 	start := src.period(7)
 	sn = src.busy(t, 500, sn) // 8 rings' worth on each CPU
 	src.putEv(0, evWakeup, 7, 0)
@@ -99,8 +98,8 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 
 // TestTrackedTaskWindowTruncatedWhenNotWhole: the task's events are not
 // claimed whole when the copy missed some: a ring wrapped between two
-// Takes, the task was tracked after the window opened, it wrote more
-// events than it keeps, or they were not kept at all.
+// Takes, the task was kept after the window opened, it wrote more events
+// than it keeps, or they were not kept at all.
 func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 	cut := func(src *ringSource, sn *Snapshot, start uint64) *Trace {
 		src.putEv(0, evWakeup, 7, 0)
@@ -116,27 +115,23 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 		run  func(src *ringSource, sn *Snapshot) (*Snapshot, uint64)
 	}{
 		{"own events not kept (KeepOwn)", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
-			sn.Track(7)
 			start := src.period(7)
 			return src.busy(t, 200, sn), start
 		}},
 		{"a ring wrapped between Takes", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
-			sn.Track(7)
-			sn.KeepOwn()
+			sn.KeepOwn(7)
 			start := src.period(7)
 			src.busy(t, 200, nil)
 			return sn, start
 		}},
-		{"tracked after the window opened", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
-			sn.KeepOwn()
+		{"kept after the window opened", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
 			start := src.period(7)
 			sn = src.busy(t, 20, sn)
-			sn.Track(7)
+			sn.KeepOwn(7)
 			return src.busy(t, 200, sn), start
 		}},
 		{"more events than kept", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
-			sn.Track(7)
-			sn.KeepOwn()
+			sn.KeepOwn(7)
 			start := src.period(7)
 			for i := 0; i < OwnPerTask; i++ {
 				src.putEv(1, evMigrate, 7, 1)

@@ -122,7 +122,7 @@ type Trace struct {
 	// SparseUntil: before this time (relative to the window start) the
 	// window holds only the task's own events (its switches, wakeups,
 	// sleeps, timer arming), not what else ran: the rings no longer held
-	// it (the task's events are kept beyond them, Snapshot.Track), or the
+	// it (the task's events are kept beyond them, Snapshot.KeepOwn), or the
 	// window has more events than Window.MaxEvents. Not truncated: none
 	// of the task's events is missing.
 	SparseUntil *int64  `json:"sparse_until_t_ns,omitempty"`
@@ -190,7 +190,7 @@ type Snapshot struct {
 	next    []uint64 // per CPU: the sequence number the next Take reads from
 	learnt  []int    // per CPU: cpus[cpu][learnt:] is not Learnt yet
 	wrapped []bool   // the ring has been overwritten at least once
-	own     ownLog   // the tracked tasks' own events (Track)
+	own     ownLog   // some tasks' own events (KeepOwn)
 	// scratch of Cut, reused: a window's events are copied out of it, and
 	// a fresh pair per cut was most of the monitor's garbage (perf, 1000
 	// tracked threads)
@@ -216,7 +216,7 @@ func TakeInto(src Source, sn *Snapshot) (*Snapshot, error) {
 	if sn == nil || sn.per != n || len(sn.cpus) != ncpu {
 		var own ownLog
 		if sn != nil {
-			own = sn.own // tasks tracked before the first copy
+			own = sn.own // tasks kept before the first copy
 		}
 		sn = &Snapshot{per: n, own: own}
 		sn.own.resize(ncpu)
@@ -278,7 +278,7 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 	}
 	sn.cpus[cpu], sn.next[cpu] = evs, next
 	sn.wrapped[cpu] = head > n
-	// The tracked tasks' own events: those below next are final.
+	// The kept tasks' own events: those below next are final.
 	o := &sn.own
 	gap := restart || o.fed[cpu] < first // events lost before they were fed
 	if gap {
@@ -315,7 +315,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 // to the last switch before Start; the CPUs the task used or was woken from
 // are kept, and on other CPUs only the events naming the task. Where a ring
 // no longer reaches back to the window start, the task's own events kept
-// beyond it (Track) fill the window, sparse there (Trace.SparseUntil);
+// beyond it (KeepOwn) fill the window, sparse there (Trace.SparseUntil);
 // without them the trace is truncated, with a note saying so.
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
@@ -352,7 +352,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		}
 	}
 	// Where a ring no longer reaches the start, the task's own events kept
-	// beyond it (Track) make the window whole, sparse there.
+	// beyond it (KeepOwn) make the window whole, sparse there.
 	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start)
 	var sparse uint64
 	if own {

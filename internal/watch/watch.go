@@ -162,9 +162,9 @@ type watcher struct {
 	// longWindows: a tracked task is released by a timer (a notice of a
 	// periodic metric was seen): its windows of a period outlast the
 	// rings under load, so the rings are copied at every poll from then
-	// on, and the snapshot keeps the tracked tasks' own events beyond
-	// them (trace.Snapshot.Track). Until then they are copied only for a
-	// window: the agent watching busy, untimed tasks copies no more.
+	// on, and the snapshot keeps such tasks' own events beyond them
+	// (keepOwn). Until then they are copied only for a window: the agent
+	// watching busy, untimed tasks copies no more.
 	longWindows bool
 	started     time.Time
 	// SLO violations explained so far, per task and metric, and this
@@ -574,12 +574,11 @@ func (s *watcher) handle(ns []engine.Notice) error {
 			if _, ok := s.tasks[n.Id]; !ok {
 				s.tasks[n.Id] = report.Placeholder(n.Id, n.Tid)
 			}
-			s.trackOwn(n.Tid)
 			if s.o.Hooks.Start != nil {
 				s.o.Hooks.Start(n.Id, n.Tid)
 			}
 		case engine.NoticeNewMax:
-			s.longWindows = s.longWindows || periodic(metric.ID(n.Metric))
+			s.keepOwn(n)
 			k := key{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
 				order = append(order, k)
@@ -589,7 +588,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 				viols = append(viols, n)
 			}
 		case engine.NoticeSLOViolation:
-			s.longWindows = s.longWindows || periodic(metric.ID(n.Metric))
+			s.keepOwn(n)
 			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
@@ -625,9 +624,6 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		order = cut
 	}
 	var first *explained
-	if s.longWindows && s.snap != nil {
-		s.snap.KeepOwn()
-	}
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0 || s.longWindows) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err != nil {
@@ -681,17 +677,19 @@ func periodic(m metric.ID) bool {
 	return false
 }
 
-// trackOwn keeps the flight recorder events of tid beyond the rings' reach
-// (trace.Snapshot.Track): its windows longer than the rings hold stay
-// whole, sparse, while the rings are copied every poll (longWindows).
-func (s *watcher) trackOwn(tid uint32) {
-	if !s.eng.Tracing() {
+// keepOwn keeps the flight recorder events of notice n's task beyond the
+// rings' reach (trace.Snapshot.KeepOwn) when it is released by a timer:
+// its windows of a period stay whole, sparse, while the rings are copied
+// every poll (longWindows).
+func (s *watcher) keepOwn(n engine.Notice) {
+	if !s.eng.Tracing() || !periodic(metric.ID(n.Metric)) {
 		return
 	}
 	if s.snap == nil {
 		s.snap = new(trace.Snapshot)
 	}
-	s.snap.Track(tid)
+	s.snap.KeepOwn(n.Tid)
+	s.longWindows = true
 }
 
 // markNotKept records whether the window of task id's maximum of m was
@@ -821,7 +819,6 @@ func (s *watcher) sweep(force bool) error {
 			t := report.FromStats(st)
 			s.slackOf(t)
 			s.tasks[st.Id] = t
-			s.trackOwn(st.Tid)
 		}
 		if st.Exited != 0 && !s.final[st.Id] {
 			s.finish(st.Id)
@@ -840,7 +837,7 @@ func (s *watcher) finish(id uint64) {
 		return
 	}
 	if s.snap != nil {
-		s.snap.Untrack(st.Tid)
+		s.snap.ForgetOwn(st.Tid)
 	}
 	if s.o.Hooks.Exit != nil {
 		s.o.Hooks.Exit(st)
