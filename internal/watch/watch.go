@@ -1056,6 +1056,9 @@ func (s *watcher) build() *report.Report {
 			if m.Worst != nil && m.Worst.Truncated {
 				rep.Lost.TracesTruncated++
 			}
+			if m.Worst != nil && m.Worst.SparseUntil != nil {
+				rep.Lost.TracesSparse++
+			}
 		}
 	}
 	return rep
@@ -1065,6 +1068,10 @@ func (s *watcher) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.TracesSparse > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder holds, with the task's own events across them and the others' near their end\n",
+			l.TracesSparse)
+	}
 	if l.LiveWindowsNotKept > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d new maxima left without a window: while tasks run, each metric keeps the windows of its %d largest (statistics and verdicts are whole)\n",
 			l.LiveWindowsNotKept, s.live.PerMetric)
