@@ -1069,7 +1069,7 @@ func (s *watcher) summary(rep *report.Report) {
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
 	if l.TracesSparse > 0 {
-		fmt.Fprintf(s.o.Out, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder holds, with the task's own events across them and the others' near their end\n",
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder or --trace-max-events holds, with their task's own events across them and the others' near their end\n",
 			l.TracesSparse)
 	}
 	if l.LiveWindowsNotKept > 0 {
