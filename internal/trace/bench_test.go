@@ -48,21 +48,38 @@ func (r *ringSource) write(n, tasks int) {
 // polls each CPU writes 2000 events (200,000 a second and 10 ms polls: the
 // load of the scaling bench), a quarter of its 8192-event ring.
 func BenchmarkPollSnapshot(b *testing.B) {
-	b.Run("untracked", func(b *testing.B) { benchPoll(b, false) })
-	// Every task of the load's own events kept (KeepOwn).
-	b.Run("tracked", func(b *testing.B) { benchPoll(b, true) })
+	b.Run("cut", benchPoll)
+	// The poll of a session keeping periodic tasks' own events: every
+	// event read in place (Follow), those of 10 of the 100 tasks kept.
+	b.Run("follow", func(b *testing.B) {
+		src := newRingSource(2, engine.DefaultFlightPerCPU)
+		src.write(engine.DefaultFlightPerCPU, 100)
+		sn := new(Snapshot)
+		for tid := uint32(1000); tid < 1100; tid += 10 {
+			sn.KeepOwn(tid)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			src.write(2000, 100)
+			if err := sn.Follow(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Writing the events alone, to subtract.
+	b.Run("write", func(b *testing.B) {
+		src := newRingSource(2, engine.DefaultFlightPerCPU)
+		for b.Loop() {
+			src.write(2000, 100)
+		}
+	})
 }
 
-func benchPoll(b *testing.B, track bool) {
+func benchPoll(b *testing.B) {
 	src := newRingSource(2, engine.DefaultFlightPerCPU)
 	src.write(engine.DefaultFlightPerCPU, 100)
 	names := NewNames(nil, nil)
-	sn := new(Snapshot)
-	if track {
-		for tid := uint32(1000); tid < 1100; tid++ {
-			sn.KeepOwn(tid)
-		}
-	}
+	var sn *Snapshot
 	b.ReportAllocs()
 	for b.Loop() {
 		src.write(2000, 100)

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"math"
+
+	"github.com/rtscope/rtscope/internal/engine"
 )
 
 // OwnPerTask is how many of its own events (those naming it) a task kept
@@ -16,18 +18,17 @@ const OwnPerTask = 128
 // copies them, beyond the rings' reach: a window longer than the rings
 // hold (a period of a second under load) keeps the task's events across
 // its whole span, and the other tasks' only where the rings still held
-// them. It is whole only while the snapshot is brought up to date before
-// the rings wrap (a TakeInto every poll): a gap in the copy is remembered
-// (since).
+// them. It is whole only while Follow reads the rings before they wrap
+// (every poll): a gap is remembered (since).
 type ownLog struct {
 	tasks map[uint32]*ownRing
 	bits  []uint64 // the tids of tasks, a bit each: most events name none
-	fed   []uint64 // per CPU: the events below this sequence number were fed
+	fed   []uint64 // per CPU: the events below this sequence number were read (Follow)
 	// since is, per CPU, the time from which the copy has no gap: 0 while
 	// it holds every event since the recorder started, math.MaxUint64
 	// after a gap until an event is copied.
 	since []uint64
-	last  uint64 // the latest event time fed
+	last  uint64 // the latest event time read
 }
 
 // ownRing is one task's own events, oldest first from start.
@@ -50,11 +51,10 @@ func (o *ownLog) kept(tid uint32) bool {
 }
 
 // KeepOwn starts keeping tid's own events beyond the rings' reach, those
-// copied from now on: its windows that open from now on are whole while
-// every Take comes before the rings wrap. Copying them costs 30-40 ns an
-// event naming a kept task (BenchmarkPollSnapshot): a session keeps the
+// read from now on (Follow): its windows that open from now on are whole
+// while every Follow comes before the rings wrap. A session keeps the
 // tasks whose windows outlast the rings (periodic ones), not busy tasks
-// whose windows are short.
+// whose windows are short: each event kept is a copy and a lookup.
 func (sn *Snapshot) KeepOwn(tid uint32) {
 	o := &sn.own
 	if o.tasks == nil {
@@ -80,37 +80,86 @@ func (sn *Snapshot) ForgetOwn(tid uint32) {
 	o.bits[tid/64] &^= 1 << (tid % 64)
 }
 
-// feed adds the events evs of cpu, whose sequence numbers are at least
-// fed, to the kept tasks they name; gap: events of the CPU were lost
-// before them.
-func (o *ownLog) feed(cpu int, evs []raw, gap bool) {
-	if gap {
+// Follow reads the events written since the last Follow in place, in
+// the mapped rings, and keeps those naming the tasks of KeepOwn: at every
+// poll, so that their windows stay whole beyond the rings. It copies
+// nothing else (the snapshot is brought up to date by TakeInto, for the
+// windows cut): about 15 ns an event where a copy with its names costs
+// about 45 (BenchmarkPollSnapshot); copying at every poll made the agent
+// at 300,000 switches a second take 4.8% of a CPU instead of 1.3. The last slots before a head
+// and a slot still holding an older sequence number are read again at
+// the next Follow, as TakeInto does (reread).
+func (sn *Snapshot) Follow(src Source) error {
+	heads, err := src.Heads()
+	if err != nil {
+		return err
+	}
+	n := uint64(src.FlightPerCPU())
+	ncpu := min(len(heads), src.NumCPU())
+	o := &sn.own
+	if sn.per == 0 {
+		sn.per = n // TakeInto sizes the rest at its first copy
+	}
+	if sn.per != n {
+		return nil // another recorder: TakeInto starts again
+	}
+	if len(o.fed) != ncpu {
+		o.resize(ncpu)
+	}
+	for cpu := 0; cpu < ncpu; cpu++ {
+		o.follow(src.FlightRing(cpu), cpu, heads[cpu], n)
+	}
+	return nil
+}
+
+// follow reads cpu's ring from its cursor to the reread tail before head.
+func (o *ownLog) follow(ring []engine.Event, cpu int, head, n uint64) {
+	first := uint64(0)
+	if head > n {
+		first = head - n
+	}
+	from := o.fed[cpu]
+	if head < from || from < first {
+		// Events were overwritten before they were read (or the recorder
+		// started again): no window before the next event is whole.
 		o.since[cpu] = math.MaxUint64
+		from = first
 	}
-	if len(evs) == 0 {
-		return
-	}
-	if o.since[cpu] == math.MaxUint64 {
-		o.since[cpu] = evs[0].Ts
-	}
-	o.last = max(o.last, evs[len(evs)-1].Ts)
-	if len(o.tasks) == 0 {
-		return
-	}
-	for i := range evs {
-		r := &evs[i]
-		switch r.Type {
-		case evSteal, evStack:
-			continue // kept as context: they name no task of their own
-		case evSwitch:
-			if r.B != r.A && o.kept(r.B) {
-				o.add(r.B, r)
-			}
+	stop := max(from, head-min(head, reread, n/4))
+	for seq := from; seq < stop; seq++ {
+		e := &ring[seq&(n-1)]
+		d := int32(e.Seq - uint32(seq))
+		if d < 0 || (d == 0 && e.Type == 0) {
+			stop = seq // not written yet: read it, and what follows, again next time
+			break
 		}
-		if o.kept(r.A) && mentions(r.Event, r.A) {
-			o.add(r.A, r)
+		if d > 0 {
+			continue // overwritten by a newer event while read
+		}
+		ts := e.Ts
+		if o.since[cpu] == math.MaxUint64 {
+			o.since[cpu] = ts
+		}
+		o.last = max(o.last, ts)
+		if len(o.tasks) == 0 {
+			continue
+		}
+		a, b, typ := e.A, e.B, e.Type
+		if typ == evSteal || typ == evStack || (!o.kept(a) && !(typ == evSwitch && o.kept(b))) {
+			continue // names no kept task: most events
+		}
+		r := raw{*e, seq} // copied, then checked: BPF may be rewriting the slot
+		if r.Seq != uint32(seq) {
+			continue
+		}
+		if typ == evSwitch && b != a && o.kept(b) {
+			o.add(b, &r)
+		}
+		if o.kept(a) && mentions(r.Event, a) {
+			o.add(a, &r)
 		}
 	}
+	o.fed[cpu] = stop
 }
 
 func (o *ownLog) add(tid uint32, r *raw) {
@@ -124,15 +173,17 @@ func (o *ownLog) add(tid uint32, r *raw) {
 	t.start = (t.start + 1) % len(t.evs)
 }
 
-// covers tells whether every event of tid from start on was kept.
-func (o *ownLog) covers(tid uint32, start uint64) bool {
+// covers tells whether every event of tid from start on was kept, up to
+// where the snapshot's copy of each ring begins (copied[cpu]: its oldest
+// sequence number, 0 when it holds every event of the CPU).
+func (o *ownLog) covers(tid uint32, start uint64, copied []uint64) bool {
 	t := o.tasks[tid]
-	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) {
+	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) || len(o.since) != len(copied) {
 		return false
 	}
-	for _, s := range o.since {
-		if s > start {
-			return false
+	for cpu, s := range o.since {
+		if s > start || o.fed[cpu] < copied[cpu] {
+			return false // a gap before start, or between the read and the copy
 		}
 	}
 	return true

@@ -26,7 +26,7 @@ func (r *ringSource) period(tid uint32) uint64 {
 	return start
 }
 
-// busy writes n switches between untracked tasks on every CPU, a Take
+// busy writes n switches between untracked tasks on every CPU, a Follow
 // every 10 (polls that keep up) when sn is not nil.
 func (r *ringSource) busy(t *testing.T, n int, sn *Snapshot) *Snapshot {
 	for i := 0; i < n; i++ {
@@ -34,8 +34,7 @@ func (r *ringSource) busy(t *testing.T, n int, sn *Snapshot) *Snapshot {
 			r.putEv(cpu, evSwitch, 50, 51)
 		}
 		if sn != nil && i%10 == 9 {
-			var err error
-			if sn, err = TakeInto(r, sn); err != nil {
+			if err := sn.Follow(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -54,8 +53,8 @@ func ownTypes(tr *Trace, tid uint32) string {
 }
 
 // TestTrackedTaskLongWindowWhole: a period far longer than the rings reach
-// keeps the task's own events (KeepOwn) across its whole span when the snapshot is
-// brought up to date before the rings wrap: not truncated, sparse (only
+// keeps the task's own events (KeepOwn) across its whole span when Follow
+// reads the rings before they wrap: not truncated, sparse (only
 // the task's events) until the rings' reach, full context after.
 func TestTrackedTaskLongWindowWhole(t *testing.T) {
 	src := newRingSource(2, 64)
@@ -97,8 +96,8 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 }
 
 // TestTrackedTaskWindowTruncatedWhenNotWhole: the task's events are not
-// claimed whole when the copy missed some: a ring wrapped between two
-// Takes, the task was kept after the window opened, it wrote more events
+// claimed whole when some were missed: a ring wrapped between two
+// Follows, the task was kept after the window opened, it wrote more events
 // than it keeps, or they were not kept at all.
 func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 	cut := func(src *ringSource, sn *Snapshot, start uint64) *Trace {
@@ -118,7 +117,7 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 			start := src.period(7)
 			return src.busy(t, 200, sn), start
 		}},
-		{"a ring wrapped between Takes", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
+		{"a ring wrapped between Follows", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
 			sn.KeepOwn(7)
 			start := src.period(7)
 			src.busy(t, 200, nil)

@@ -219,7 +219,9 @@ func TakeInto(src Source, sn *Snapshot) (*Snapshot, error) {
 			own = sn.own // tasks kept before the first copy
 		}
 		sn = &Snapshot{per: n, own: own}
-		sn.own.resize(ncpu)
+		if len(sn.own.fed) != ncpu {
+			sn.own.resize(ncpu)
+		}
 		sn.cpus = make([][]raw, ncpu)
 		sn.buf = make([][]raw, ncpu)
 		sn.next = make([]uint64, ncpu)
@@ -240,8 +242,7 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 		first = head - n
 	}
 	evs, from := sn.cpus[cpu], sn.next[cpu]
-	restart := head < from
-	if restart {
+	if head < from {
 		from = 0 // another recorder (a new engine): start again
 		evs = evs[:0]
 	}
@@ -278,16 +279,22 @@ func (sn *Snapshot) update(src Source, cpu int, head uint64) {
 	}
 	sn.cpus[cpu], sn.next[cpu] = evs, next
 	sn.wrapped[cpu] = head > n
-	// The kept tasks' own events: those below next are final.
-	o := &sn.own
-	gap := restart || o.fed[cpu] < first // events lost before they were fed
-	if gap {
-		o.fed[cpu] = from
+}
+
+// copied returns the oldest sequence number of each CPU's copy (0: it
+// holds every event since the recorder started; the head: none).
+func (sn *Snapshot) copied() []uint64 {
+	out := make([]uint64, len(sn.cpus))
+	for cpu, evs := range sn.cpus {
+		switch {
+		case !sn.wrapped[cpu]:
+		case len(evs) > 0:
+			out[cpu] = evs[0].seq
+		default:
+			out[cpu] = sn.next[cpu]
+		}
 	}
-	lo := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= o.fed[cpu] })
-	hi := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= next })
-	o.feed(cpu, evs[lo:max(lo, hi)], gap)
-	o.fed[cpu] = max(o.fed[cpu], next)
+	return out
 }
 
 // Learn feeds the names of the tasks seen in the events copied since the
@@ -353,7 +360,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	}
 	// Where a ring no longer reaches the start, the task's own events kept
 	// beyond it (KeepOwn) make the window whole, sparse there.
-	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start)
+	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start, sn.copied())
 	var sparse uint64
 	if own {
 		for _, cpu := range missing {

@@ -161,10 +161,9 @@ type watcher struct {
 	snap      *trace.Snapshot                     // ring copy, reused every poll
 	// longWindows: a tracked task is released by a timer (a notice of a
 	// periodic metric was seen): its windows of a period outlast the
-	// rings under load, so the rings are copied at every poll from then
-	// on, and the snapshot keeps such tasks' own events beyond them
-	// (keepOwn). Until then they are copied only for a window: the agent
-	// watching busy, untimed tasks copies no more.
+	// rings under load, so the rings are read at every poll from then on
+	// (trace.Snapshot.Follow, in place) and such tasks' own events kept
+	// beyond them (keepOwn). The rings are copied only for a window.
 	longWindows bool
 	started     time.Time
 	// SLO violations explained so far, per task and metric, and this
@@ -624,7 +623,11 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		order = cut
 	}
 	var first *explained
-	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0 || s.longWindows) {
+	if s.longWindows {
+		// A failed read is a gap: the windows it spans are truncated.
+		_ = s.snap.Follow(s.eng)
+	}
+	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err != nil {
 			// Not silently: these windows are lost, and the maxima keep no
@@ -679,7 +682,7 @@ func periodic(m metric.ID) bool {
 
 // keepOwn keeps the flight recorder events of notice n's task beyond the
 // rings' reach (trace.Snapshot.KeepOwn) when it is released by a timer:
-// its windows of a period stay whole, sparse, while the rings are copied
+// its windows of a period stay whole, sparse, while the rings are read
 // every poll (longWindows).
 func (s *watcher) keepOwn(n engine.Notice) {
 	if !s.eng.Tracing() || !periodic(metric.ID(n.Metric)) {
