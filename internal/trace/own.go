@@ -29,6 +29,10 @@ type ownLog struct {
 	// after a gap until an event is copied.
 	since []uint64
 	last  uint64 // the latest event time read
+	// pending: tasks kept since the last Follow, whose events the rings
+	// still hold are read back first (pbits: their tids, a bit each).
+	pending []uint32
+	pbits   []uint64
 }
 
 // ownRing is one task's own events, oldest first from start.
@@ -50,9 +54,10 @@ func (o *ownLog) kept(tid uint32) bool {
 	return i < len(o.bits) && o.bits[i]&(1<<(tid%64)) != 0
 }
 
-// KeepOwn starts keeping tid's own events beyond the rings' reach, those
-// read from now on (Follow): its windows that open from now on are whole
-// while every Follow comes before the rings wrap. A session keeps the
+// KeepOwn starts keeping tid's own events beyond the rings' reach, from
+// the oldest the rings still hold at the next Follow: its windows that
+// open from then on are whole while every Follow comes before the rings
+// wrap. A session keeps the
 // tasks whose windows outlast the rings (periodic ones), not busy tasks
 // whose windows are short: each event kept is a copy and a lookup.
 func (sn *Snapshot) KeepOwn(tid uint32) {
@@ -63,11 +68,14 @@ func (sn *Snapshot) KeepOwn(tid uint32) {
 	if _, ok := o.tasks[tid]; ok {
 		return
 	}
-	o.tasks[tid] = &ownRing{from: o.last}
+	o.tasks[tid] = &ownRing{from: math.MaxUint64} // set by the next Follow
 	for int(tid/64) >= len(o.bits) {
 		o.bits = append(o.bits, 0)
+		o.pbits = append(o.pbits, 0)
 	}
 	o.bits[tid/64] |= 1 << (tid % 64)
+	o.pbits[tid/64] |= 1 << (tid % 64)
+	o.pending = append(o.pending, tid)
 }
 
 // ForgetOwn drops tid's own events (it exited, or is no longer watched).
@@ -78,6 +86,7 @@ func (sn *Snapshot) ForgetOwn(tid uint32) {
 	}
 	delete(o.tasks, tid)
 	o.bits[tid/64] &^= 1 << (tid % 64)
+	o.pbits[tid/64] &^= 1 << (tid % 64) // if pending, read back for nothing
 }
 
 // Follow reads the events written since the last Follow in place, in
@@ -107,10 +116,66 @@ func (sn *Snapshot) Follow(src Source) error {
 	if len(o.fed) != ncpu {
 		o.resize(ncpu)
 	}
+	if len(o.pending) > 0 {
+		o.readBack(src, heads, n)
+	}
 	for cpu := 0; cpu < ncpu; cpu++ {
 		o.follow(src.FlightRing(cpu), cpu, heads[cpu], n)
 	}
 	return nil
+}
+
+// readBack keeps the events of the tasks kept since the last Follow that
+// the rings still hold, before those Follow reads: a task is kept at its
+// first timer notice, after the wakeup that opened its first period
+// (under load, often more than the last read back). Their events are
+// whole from the oldest time every ring still reaches.
+func (o *ownLog) readBack(src Source, heads []uint64, n uint64) {
+	from := uint64(0)
+	for cpu := range o.fed {
+		ring, head := src.FlightRing(cpu), heads[cpu]
+		first := uint64(0)
+		if head > n {
+			first = head - n
+		}
+		lost := first > 0 // events before first are gone: whole from the next one
+		for seq := first; seq < min(o.fed[cpu], head); seq++ {
+			e := &ring[seq&(n-1)]
+			if e.Seq != uint32(seq) {
+				lost = true // overwritten while read (or never written)
+				continue
+			}
+			if lost {
+				from, lost = max(from, e.Ts), false
+			}
+			a, b, typ := e.A, e.B, e.Type
+			if typ == evSteal || typ == evStack || (!o.pendingTID(a) && !(typ == evSwitch && o.pendingTID(b))) {
+				continue
+			}
+			r := raw{*e, seq}
+			if r.Seq != uint32(seq) {
+				continue
+			}
+			if typ == evSwitch && b != a && o.pendingTID(b) {
+				o.add(b, &r)
+			}
+			if o.pendingTID(a) && mentions(r.Event, a) {
+				o.add(a, &r)
+			}
+		}
+	}
+	for _, tid := range o.pending {
+		if t := o.tasks[tid]; t != nil && o.pendingTID(tid) {
+			t.from = max(from, 1) - 1 // kept: every event at from or later
+		}
+		o.pbits[tid/64] &^= 1 << (tid % 64)
+	}
+	o.pending = o.pending[:0]
+}
+
+func (o *ownLog) pendingTID(tid uint32) bool {
+	i := int(tid / 64)
+	return i < len(o.pbits) && o.pbits[i]&(1<<(tid%64)) != 0
 }
 
 // follow reads cpu's ring from its cursor to the reread tail before head.

@@ -97,7 +97,8 @@ func TestTrackedTaskLongWindowWhole(t *testing.T) {
 
 // TestTrackedTaskWindowTruncatedWhenNotWhole: the task's events are not
 // claimed whole when some were missed: a ring wrapped between two
-// Follows, the task was kept after the window opened, it wrote more events
+// Follows, the task was kept once the rings no longer held the window's
+// start, it wrote more events
 // than it keeps, or they were not kept at all.
 func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 	cut := func(src *ringSource, sn *Snapshot, start uint64) *Trace {
@@ -123,9 +124,9 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 			src.busy(t, 200, nil)
 			return sn, start
 		}},
-		{"kept after the window opened", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
+		{"kept once the rings no longer held the window's start", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
 			start := src.period(7)
-			sn = src.busy(t, 20, sn)
+			sn = src.busy(t, 100, sn)
 			sn.KeepOwn(7)
 			return src.busy(t, 200, sn), start
 		}},
@@ -176,5 +177,32 @@ func TestMaxEventsKeepsTheTasksEvents(t *testing.T) {
 	if tr.SparseUntil == nil || *tr.SparseUntil <= tr.Events[4].T || *tr.SparseUntil > tr.Events[5].T {
 		t.Errorf("sparse until %v, want after the task's switch-out (%d), at most the first other event kept (%d)",
 			tr.SparseUntil, tr.Events[4].T, tr.Events[5].T)
+	}
+}
+
+// TestKeptLateReadsBack: a task kept after its window opened (its first
+// timer notice comes after the wakeup that opened its first period) gets
+// the events the rings still hold read back: the window is whole.
+func TestKeptLateReadsBack(t *testing.T) {
+	src := newRingSource(2, 64)
+	sn, err := Take(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := src.period(7)
+	sn = src.busy(t, 20, sn) // read by Follow, not kept: 7 is not kept yet
+	sn.KeepOwn(7)
+	sn = src.busy(t, 500, sn)
+	src.putEv(0, evWakeup, 7, 0)
+	end := src.ts
+	if sn, err = TakeInto(src, sn); err != nil {
+		t.Fatal(err)
+	}
+	tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end}, nil).Decode(nil)
+	if tr.Truncated || tr.SparseUntil == nil {
+		t.Fatalf("truncated %v, sparse until %v: %s", tr.Truncated, tr.SparseUntil, tr.Note)
+	}
+	if got, want := ownTypes(tr, 7), "wakeup switch timer_arm sleep switch wakeup"; got != want {
+		t.Errorf("the task's events %q, want %q", got, want)
 	}
 }
