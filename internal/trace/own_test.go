@@ -135,9 +135,25 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 			start := src.period(7)
 			for i := 0; i < OwnPerTask; i++ {
 				src.putEv(1, evMigrate, 7, 1)
+				src.ts += ownMinSpan / OwnPerTask // not a busy task
 				if i%10 == 9 {
 					sn = src.busy(t, 10, sn)
 				}
+			}
+			return src.busy(t, 200, sn), start
+		}},
+		{"a busy task, no longer kept", func(src *ringSource, sn *Snapshot) (*Snapshot, uint64) {
+			sn.KeepOwn(7)
+			start := src.period(7)
+			for i := 0; i < 2*OwnPerTask; i++ {
+				src.putEv(1, evMigrate, 7, 1)
+				if i%10 == 9 {
+					sn = src.busy(t, 10, sn)
+				}
+			}
+			sn.KeepOwn(7) // refused: busy
+			if sn.own.tasks[7] != nil {
+				t.Error("a busy task is kept again")
 			}
 			return src.busy(t, 200, sn), start
 		}},
