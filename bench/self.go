@@ -128,6 +128,16 @@ type rings interface {
 	FlightEvent(cpu int, i uint32) engine.Event
 }
 
+// engineRings gives an engine's mapped rings (Engine.FlightRing) the
+// slot-by-slot reads of rings.
+type engineRings struct{ *engine.Engine }
+
+// FlightEvent returns a copy of slot i of cpu's ring.
+func (r engineRings) FlightEvent(cpu int, i uint32) engine.Event {
+	ring := r.FlightRing(cpu)
+	return ring[i&uint32(len(ring)-1)]
+}
+
 // flightReader reads an engine's flight recorder rings as they fill.
 type flightReader struct {
 	e    rings
@@ -287,7 +297,7 @@ func (b *bench) selfRun(c monitor, probe bool, win time.Duration) (*selfRow, err
 	if err := e.Attach(); err != nil {
 		return nil, fmt.Errorf("attaching the measuring engine: %w", err)
 	}
-	fr, err := newFlightReader(e)
+	fr, err := newFlightReader(engineRings{e})
 	if err != nil {
 		return nil, err
 	}

@@ -381,6 +381,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}
+	if tr.SparseUntil != nil {
+		res.Notes = append(res.Notes, "sparse trace: "+tr.Note+"; the task's running time until then may include interrupts, which were not kept")
+	}
 	s, note := effective(tr, s)
 	if note != "" {
 		res.Notes = append(res.Notes, note)

@@ -634,6 +634,27 @@ func TestOwnExecution(t *testing.T) {
 	wantCause(t, r, "execution", "own execution", "995.0 us", "ruled out")
 }
 
+// A sparse trace (only the task's own events before SparseUntil) is
+// explained from the task's events, and the explanation says what the
+// sparse part cannot tell.
+func TestSparseTraceSaid(t *testing.T) {
+	tr := window("response", control, us1(1000),
+		wakeTimer(0, 1, control, 0),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(1000), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(1000), 1, control, "S", idle),
+	)
+	sparse := us1(600)
+	tr.SparseUntil = &sparse
+	tr.Note = "until 600.0 us after its start the window holds only the task's own events"
+	r := explain(tr, subject(control, "response"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "own execution", "995.0 us")
+	if notes := strings.Join(r.Notes, " "); !strings.Contains(notes, "sparse trace: until 600.0 us") || !strings.Contains(notes, "may include interrupts") {
+		t.Errorf("notes %q do not say the trace is sparse and what that hides", notes)
+	}
+}
+
 // Lost events: the task runs with no recorded wakeup; the gap is said, not guessed.
 func TestMissedEvents(t *testing.T) {
 	tr := window("cycle", control, us1(3000),

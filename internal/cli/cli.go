@@ -52,6 +52,12 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "rtscope: unknown command %q (run 'rtscope help')\n", args[0])
 		return 1
 	}
+	stop, err := startCPUProfile(os.Getenv(CPUProfileEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rtscope: %v\n", err)
+		return 1
+	}
+	defer stop()
 	return c.Run(args[1:])
 }
 

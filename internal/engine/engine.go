@@ -193,6 +193,7 @@ type Engine struct {
 	ncpu     int
 	types    *KernelTypes // --btf, else nil
 	Features Features
+	mem      *memoryLayout // MemoryBytes' maps and programs, read once
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
 	ident   map[uint64]classicIdent // by tracking id
@@ -899,6 +900,12 @@ func (e *Engine) Notices(deadline time.Time) ([]Notice, error) {
 // takeNotices reads the notices queued until deadline into e.queued, and
 // their histogram carries into e.carries. Called with noticeMu held.
 func (e *Engine) takeNotices(deadline time.Time) error {
+	if !time.Now().Before(deadline) && e.notices.AvailableBytes() == 0 {
+		// Nothing queued and no wait: read from the mapped ring's
+		// positions, without the epoll call a read makes (a hundred polls
+		// a second).
+		return nil
+	}
 	var rec ringbuf.Record
 	e.notices.SetDeadline(deadline)
 	for {
@@ -930,15 +937,23 @@ func (e *Engine) takeNotices(deadline time.Time) error {
 // Counters returns the lost/refused counters summed over CPUs.
 func (e *Engine) Counters() [counterCount]uint64 {
 	var out [counterCount]uint64
-	for i := range uint32(counterCount) {
-		var per []uint64
-		if err := e.objs.Counters.Lookup(i, &per); err == nil {
-			for _, v := range per {
-				out[i] += v
-			}
-		}
+	for i := range out {
+		out[i] = e.Counter(i)
 	}
 	return out
+}
+
+// Counter returns one counter (Counter*) summed over CPUs (0 when
+// unreadable): one lookup, where Counters takes one per counter.
+func (e *Engine) Counter(i int) uint64 {
+	var per []uint64
+	var sum uint64
+	if err := e.objs.Counters.Lookup(uint32(i), &per); err == nil {
+		for _, v := range per {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // NumCPU is the number of possible CPUs (flight recorder rings).
@@ -960,11 +975,15 @@ func (e *Engine) Heads() ([]uint64, error) {
 	return out, nil
 }
 
-// FlightEvent returns a copy of slot i of cpu's ring.
-func (e *Engine) FlightEvent(cpu int, i uint32) Event {
-	idx := uint32(cpu)*e.cfg.FlightPerCPU + i&(e.cfg.FlightPerCPU-1)
-	off := int(idx) * int(unsafe.Sizeof(Event{}))
-	return *(*Event)(unsafe.Pointer(&e.flight[off]))
+// FlightRing returns cpu's ring in place: slot i holds the event of
+// sequence number i modulo FlightPerCPU, or one older or newer. It is the
+// mapped map, which BPF writes while it is read (a reader checks each
+// event's Seq), valid until Close. Reading it in place lets a reader copy
+// slices instead of an event at a time (trace.TakeInto).
+func (e *Engine) FlightRing(cpu int) []Event {
+	n := int(e.cfg.FlightPerCPU)
+	all := unsafe.Slice((*Event)(unsafe.Pointer(&e.flight[0])), len(e.flight)/int(unsafe.Sizeof(Event{})))
+	return all[cpu*n : (cpu+1)*n]
 }
 
 // BTFOptions are the collection options that give another collection
@@ -992,36 +1011,69 @@ func (e *Engine) Stack(id uint32) ([]uint64, error) {
 
 // MemoryBytes is the kernel memory of the engine's maps and programs, as
 // the kernel reports it (memlock). Each map is counted once, although the
-// optional program collections share them.
+// optional program collections share them. Only the hash maps without
+// preallocation grow with their entries (the kernel's map_mem_usage): the
+// rest is read once and remembered, as reading every map's and program's
+// information took 1-4 ms, the agent's largest cost at each tick
+// (BenchmarkAgentReads). Call it on one goroutine at a time.
 func (e *Engine) MemoryBytes() uint64 {
-	var total uint64
+	if e.mem == nil {
+		e.mem = e.memoryLayout()
+	}
+	total := e.mem.fixed
+	for _, m := range e.mem.growing {
+		total += mapMemlock(m)
+	}
+	return total
+}
+
+// memoryLayout is what MemoryBytes reads once: the programs' and fixed
+// maps' memory, and which maps to read again.
+type memoryLayout struct {
+	fixed   uint64
+	growing []*ebpf.Map
+}
+
+func (e *Engine) memoryLayout() *memoryLayout {
+	ml := &memoryLayout{}
 	seen := map[ebpf.MapID]bool{}
-	add := func(m *ebpf.Map) {
+	for _, m := range e.loadedMaps() {
 		info, err := m.Info()
 		if err != nil {
-			return
+			continue
 		}
 		if id, ok := info.ID(); ok {
 			if seen[id] {
-				return
+				continue
 			}
 			seen[id] = true
 		}
-		if v, ok := info.Memlock(); ok {
-			total += v
+		if info.Flags&unix.BPF_F_NO_PREALLOC != 0 && (info.Type == ebpf.Hash || info.Type == ebpf.PerCPUHash) {
+			ml.growing = append(ml.growing, m)
+			continue
 		}
-	}
-	for _, m := range e.loadedMaps() {
-		add(m)
+		if v, ok := info.Memlock(); ok {
+			ml.fixed += v
+		}
 	}
 	for _, p := range e.programs() {
 		if info, err := p.Info(); err == nil {
 			if v, ok := info.Memlock(); ok {
-				total += v
+				ml.fixed += v
 			}
 		}
 	}
-	return total
+	return ml
+}
+
+// mapMemlock is m's kernel memory now (0 when unreadable).
+func mapMemlock(m *ebpf.Map) uint64 {
+	info, err := m.Info()
+	if err != nil {
+		return 0
+	}
+	v, _ := info.Memlock()
+	return v
 }
 
 // CommString converts a kernel comm array to a string.

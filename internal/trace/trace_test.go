@@ -23,15 +23,14 @@ func (f *fakeRings) Heads() ([]uint64, error) {
 	return h, nil
 }
 
-// FlightEvent returns what the ring slot holds now: the latest event written there.
-func (f *fakeRings) FlightEvent(cpu int, i uint32) engine.Event {
-	evs := f.evs[cpu]
-	slot := uint64(i) & uint64(f.per-1)
-	var last engine.Event
-	for seq := slot; seq < uint64(len(evs)); seq += uint64(f.per) {
-		last = evs[seq]
+// FlightRing returns what the ring slots hold now: the latest event
+// written to each.
+func (f *fakeRings) FlightRing(cpu int) []engine.Event {
+	ring := make([]engine.Event, f.per)
+	for seq, e := range f.evs[cpu] {
+		ring[uint32(seq)&(f.per-1)] = e
 	}
-	return last
+	return ring
 }
 
 func (f *fakeRings) add(cpu int, ts uint64, typ uint8, a, b uint32, comm string) {

@@ -89,7 +89,7 @@ const (
 	ReasonPoll             Reason = "poll/select wait"
 	ReasonEventfd          Reason = "eventfd read"
 	ReasonPipe             Reason = "pipe"
-	// Named by the kernel at every blocking sleep (SleepReasons).
+	// Named by the kernel at the blocking sleeps it walks (SleepReasons, rts_sleep_named).
 	ReasonPipeWrite     Reason = "pipe write (pipe full)"
 	ReasonPipeRead      Reason = "pipe read (pipe empty)"
 	ReasonSockSend      Reason = "socket send (buffer full)"

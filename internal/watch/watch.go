@@ -159,7 +159,13 @@ type watcher struct {
 	lostSeen  uint64                              // lost notices already swept for
 	lastSweep time.Time                           // sweeps are full scans: at most two a second
 	snap      *trace.Snapshot                     // ring copy, reused every poll
-	started   time.Time
+	// longWindows: a tracked task is released by a timer (a notice of a
+	// periodic metric was seen): its windows of a period outlast the
+	// rings under load, so the rings are read at every poll from then on
+	// (trace.Snapshot.Follow, in place) and such tasks' own events kept
+	// beyond them (keepOwn). The rings are copied only for a window.
+	longWindows bool
+	started     time.Time
 	// SLO violations explained so far, per task and metric, and this
 	// second's explanation budget.
 	viol        map[uint64]map[metric.ID]*report.Violations
@@ -183,6 +189,9 @@ type watcher struct {
 	// series of each task and metric (Options.Series)
 	samplers map[uint64]map[metric.ID]*report.Sampler
 	house    *report.Housekeeping // where rtscope's own threads run
+	// the periodic jobs' statistics, and when they were read (stats)
+	statsAll  []*engine.TaskStats
+	statsRead time.Time
 	// windows not cut (snapshot failed) or stale (Metric.SetWorst)
 	windowsLost uint64
 	// decoded windows of exited tasks, bounded (report.WindowKeeper)
@@ -429,6 +438,7 @@ func (s *watcher) Finish(session.End) error {
 		s.cmdExited = true
 	}
 	// Collect what is left: late notices, final statistics of every task.
+	s.statsRead = time.Time{} // read afresh
 	if err := s.poll(); err != nil {
 		return err
 	}
@@ -441,6 +451,7 @@ func (s *watcher) Finish(session.End) error {
 	if err := s.poll(); err != nil {
 		return err
 	}
+	s.statsRead = time.Time{} // after that poll
 	if o.Series {
 		s.sampleSeries() // the last, partial interval
 	}
@@ -566,6 +577,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 				s.o.Hooks.Start(n.Id, n.Tid)
 			}
 		case engine.NoticeNewMax:
+			s.keepOwn(n)
 			k := key{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
 				order = append(order, k)
@@ -575,6 +587,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 				viols = append(viols, n)
 			}
 		case engine.NoticeSLOViolation:
+			s.keepOwn(n)
 			viols = append(viols, n)
 		case engine.NoticeTaskExit:
 			exits = append(exits, n)
@@ -610,6 +623,10 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		order = cut
 	}
 	var first *explained
+	if s.longWindows {
+		// A failed read is a gap: the windows it spans are truncated.
+		_ = s.snap.Follow(s.eng)
+	}
 	if s.eng.Tracing() && (len(order) > 0 || len(viols) > 0) {
 		snap, err := trace.TakeInto(s.eng, s.snap)
 		if err != nil {
@@ -650,6 +667,32 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// periodic tells whether m is measured only for tasks released by a
+// timer, whose windows of a period (or a loop iteration) outlast the
+// rings under load.
+func periodic(m metric.ID) bool {
+	switch m {
+	case metric.TimerIRQ, metric.TimerThread, metric.TimerUser, metric.Cycle, metric.Period, metric.Jitter, metric.Iteration:
+		return true
+	}
+	return false
+}
+
+// keepOwn keeps the flight recorder events of notice n's task beyond the
+// rings' reach (trace.Snapshot.KeepOwn) when it is released by a timer:
+// its windows of a period stay whole, sparse, while the rings are read
+// every poll (longWindows).
+func (s *watcher) keepOwn(n engine.Notice) {
+	if !s.eng.Tracing() || !periodic(metric.ID(n.Metric)) {
+		return
+	}
+	if s.snap == nil {
+		s.snap = new(trace.Snapshot)
+	}
+	s.snap.KeepOwn(n.Tid)
+	s.longWindows = true
 }
 
 // markNotKept records whether the window of task id's maximum of m was
@@ -781,7 +824,7 @@ func (s *watcher) violations(id uint64, m metric.ID, rm *report.Metric) *report.
 // sweep finds what notices could not say (the notice ring was full): tasks
 // never announced, and exits never announced.
 func (s *watcher) sweep(force bool) error {
-	lost := s.eng.Counters()[engine.CounterNoticeLost]
+	lost := s.eng.Counter(engine.CounterNoticeLost) // every poll: one lookup
 	if lost == s.lostSeen || (!force && time.Since(s.lastSweep) < 500*time.Millisecond) {
 		return nil
 	}
@@ -811,6 +854,9 @@ func (s *watcher) finish(id uint64) {
 	st, err := s.eng.Stats(id)
 	if err != nil {
 		return
+	}
+	if s.snap != nil {
+		s.snap.ForgetOwn(st.Tid)
 	}
 	if s.o.Hooks.Exit != nil {
 		s.o.Hooks.Exit(st)
@@ -849,13 +895,34 @@ func (s *watcher) finish(id uint64) {
 	s.exitedWindows.Keep(t)
 }
 
+// statsShared is how long the statistics read by one periodic job (live
+// table, series, tick, housekeeping) serve the others: at their default
+// period of a second they run at the same wake, and each read copies 7 KB
+// a task out of the kernel (0.7 MB and about 1 ms at 100 tasks,
+// BenchmarkAgentReads), up to four times a second before.
+const statsShared = 100 * time.Millisecond
+
+// stats returns the statistics of every tracked task, read at most
+// statsShared ago (the periodic jobs' shared read; the sweep for lost
+// notices reads its own). The slice is shared: callers do not modify it.
+func (s *watcher) stats() ([]*engine.TaskStats, error) {
+	if s.statsRead.IsZero() || time.Since(s.statsRead) >= statsShared {
+		all, err := s.eng.AllStats()
+		if err != nil {
+			return nil, err
+		}
+		s.statsAll, s.statsRead = all, time.Now()
+	}
+	return s.statsAll, nil
+}
+
 // tick hands the statistics of the live tasks to Hooks.Tick.
 func (s *watcher) tick() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
-	live := all[:0]
+	live := make([]*engine.TaskStats, 0, len(all))
 	for _, st := range all {
 		if !s.final[st.Id] {
 			live = append(live, st)
@@ -866,7 +933,7 @@ func (s *watcher) tick() {
 
 // refresh re-reads the statistics of live tasks.
 func (s *watcher) refresh() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
@@ -1011,6 +1078,9 @@ func (s *watcher) build() *report.Report {
 			if m.Worst != nil && m.Worst.Truncated {
 				rep.Lost.TracesTruncated++
 			}
+			if m.Worst != nil && m.Worst.SparseUntil != nil {
+				rep.Lost.TracesSparse++
+			}
 		}
 	}
 	return rep
@@ -1020,6 +1090,10 @@ func (s *watcher) summary(rep *report.Report) {
 	l := rep.Lost
 	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.TracesSparse > 0 {
+		fmt.Fprintf(s.o.Out, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder or --trace-max-events holds, with their task's own events across them and the others' near their end\n",
+			l.TracesSparse)
+	}
 	if l.LiveWindowsNotKept > 0 {
 		fmt.Fprintf(s.o.Out, "rtscope watch: %d new maxima left without a window: while tasks run, each metric keeps the windows of its %d largest (statistics and verdicts are whole)\n",
 			l.LiveWindowsNotKept, s.live.PerMetric)
@@ -1045,7 +1119,7 @@ const seriesInterval = time.Second
 
 // sampleSeries adds a point to the series of every live task.
 func (s *watcher) sampleSeries() {
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}
@@ -1139,7 +1213,7 @@ func (s *watcher) housekeep() {
 	if err != nil {
 		return
 	}
-	all, err := s.eng.AllStats()
+	all, err := s.stats()
 	if err != nil {
 		return
 	}

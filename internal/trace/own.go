@@ -1,0 +1,297 @@
+package trace
+
+import (
+	"math"
+
+	"github.com/rtscope/rtscope/internal/engine"
+)
+
+// OwnPerTask is how many of its own events (those naming it) a task kept
+// by KeepOwn holds beyond the rings' reach: a task waking once a second
+// writes 5 to 10 an activation (wakeup, switches, timer arming, sleep), so
+// a window of a second or two is whole; a busier task holds less time,
+// and its long windows stay truncated. 56 bytes an event: 7 KB a task,
+// 7 MB at 1000 periodic threads.
+const OwnPerTask = 128
+
+// ownLog keeps the own events of some tasks (KeepOwn) as the snapshot
+// copies them, beyond the rings' reach: a window longer than the rings
+// hold (a period of a second under load) keeps the task's events across
+// its whole span, and the other tasks' only where the rings still held
+// them. It is whole only while Follow reads the rings before they wrap
+// (every poll): a gap is remembered (since).
+type ownLog struct {
+	tasks map[uint32]*ownRing
+	bits  []uint64 // the tids of tasks, a bit each: most events name none
+	fed   []uint64 // per CPU: the events below this sequence number were read (Follow)
+	// since is, per CPU, the time from which the copy has no gap: 0 while
+	// it holds every event since the recorder started, math.MaxUint64
+	// after a gap until an event is copied.
+	since []uint64
+	last  uint64 // the latest event time read
+	// pending: tasks kept since the last Follow, whose events the rings
+	// still hold are read back first (pbits: their tids, a bit each).
+	pending []uint32
+	pbits   []uint64
+	// busy: tasks no longer kept (ownMinSpan), not kept again
+	busy map[uint32]bool
+}
+
+// ownMinSpan is the least time OwnPerTask events of a kept task must span:
+// a busier task is no longer kept (its windows longer than the rings
+// would outlast its own events too, and copying all of them is what
+// keeping costs: 102 busy tasks kept took the agent at 300,000 switches
+// a second from 1.9% to 3.9% of a CPU).
+const ownMinSpan = 100_000_000
+
+// ownRing is one task's own events, oldest first from start.
+type ownRing struct {
+	evs   []raw
+	start int
+	// from: every event of the task after this time is kept (KeepOwn);
+	// evicted: the newest event dropped for room.
+	from, evicted uint64
+}
+
+func (o *ownLog) resize(ncpu int) {
+	o.fed = make([]uint64, ncpu)
+	o.since = make([]uint64, ncpu)
+}
+
+func (o *ownLog) kept(tid uint32) bool {
+	i := int(tid / 64)
+	return i < len(o.bits) && o.bits[i]&(1<<(tid%64)) != 0
+}
+
+// KeepOwn starts keeping tid's own events beyond the rings' reach, from
+// the oldest the rings still hold at the next Follow: its windows that
+// open from then on are whole while every Follow comes before the rings
+// wrap. A session keeps the
+// tasks whose windows outlast the rings (periodic ones), not busy tasks
+// whose windows are short: each event kept is a copy and a lookup.
+func (sn *Snapshot) KeepOwn(tid uint32) {
+	o := &sn.own
+	if o.tasks == nil {
+		o.tasks = map[uint32]*ownRing{}
+	}
+	if _, ok := o.tasks[tid]; ok || o.busy[tid] {
+		return
+	}
+	o.tasks[tid] = &ownRing{from: math.MaxUint64} // set by the next Follow
+	for int(tid/64) >= len(o.bits) {
+		o.bits = append(o.bits, 0)
+		o.pbits = append(o.pbits, 0)
+	}
+	o.bits[tid/64] |= 1 << (tid % 64)
+	o.pbits[tid/64] |= 1 << (tid % 64)
+	o.pending = append(o.pending, tid)
+}
+
+// ForgetOwn drops tid's own events (it exited, or is no longer watched).
+func (sn *Snapshot) ForgetOwn(tid uint32) {
+	o := &sn.own
+	delete(o.busy, tid)
+	o.forget(tid)
+}
+
+func (o *ownLog) forget(tid uint32) {
+	if _, ok := o.tasks[tid]; !ok {
+		return
+	}
+	delete(o.tasks, tid)
+	o.bits[tid/64] &^= 1 << (tid % 64)
+	o.pbits[tid/64] &^= 1 << (tid % 64) // if pending, read back for nothing
+}
+
+// Follow reads the events written since the last Follow in place, in
+// the mapped rings, and keeps those naming the tasks of KeepOwn: at every
+// poll, so that their windows stay whole beyond the rings. It copies
+// nothing else (the snapshot is brought up to date by TakeInto, for the
+// windows cut): nothing an event while no task is kept, about 12 ns with
+// a tenth of the events' tasks kept, where a copy with its names costs
+// about 45 (BenchmarkPollSnapshot); copying at every poll made the agent
+// at 300,000 switches a second take 4.8% of a CPU instead of 1.3. The last slots before a head
+// and a slot still holding an older sequence number are read again at
+// the next Follow, as TakeInto does (reread).
+func (sn *Snapshot) Follow(src Source) error {
+	heads, err := src.Heads()
+	if err != nil {
+		return err
+	}
+	n := uint64(src.FlightPerCPU())
+	ncpu := min(len(heads), src.NumCPU())
+	o := &sn.own
+	if sn.per == 0 {
+		sn.per = n // TakeInto sizes the rest at its first copy
+	}
+	if sn.per != n {
+		return nil // another recorder: TakeInto starts again
+	}
+	if len(o.fed) != ncpu {
+		o.resize(ncpu)
+	}
+	if len(o.pending) > 0 {
+		o.readBack(src, heads, n)
+	}
+	for cpu := 0; cpu < ncpu; cpu++ {
+		o.follow(src.FlightRing(cpu), cpu, heads[cpu], n)
+	}
+	return nil
+}
+
+// readBack keeps the events of the tasks kept since the last Follow that
+// the rings still hold, before those Follow reads: a task is kept at its
+// first timer notice, after the wakeup that opened its first period
+// (under load, often more than the last read back). Their events are
+// whole from the oldest time every ring still reaches.
+func (o *ownLog) readBack(src Source, heads []uint64, n uint64) {
+	from := uint64(0)
+	for cpu := range o.fed {
+		ring, head := src.FlightRing(cpu), heads[cpu]
+		first := uint64(0)
+		if head > n {
+			first = head - n
+		}
+		lost := first > 0 // events before first are gone: whole from the next one
+		for seq := first; seq < min(o.fed[cpu], head); seq++ {
+			e := &ring[seq&(n-1)]
+			if e.Seq != uint32(seq) {
+				lost = true // overwritten while read (or never written)
+				continue
+			}
+			if lost {
+				from, lost = max(from, e.Ts), false
+			}
+			a, b, typ := e.A, e.B, e.Type
+			if typ == evSteal || typ == evStack || (!o.pendingTID(a) && !(typ == evSwitch && o.pendingTID(b))) {
+				continue
+			}
+			r := raw{*e, seq}
+			if r.Seq != uint32(seq) {
+				continue
+			}
+			if typ == evSwitch && b != a && o.pendingTID(b) {
+				o.add(b, &r)
+			}
+			if o.pendingTID(a) && mentions(r.Event, a) {
+				o.add(a, &r)
+			}
+		}
+	}
+	for _, tid := range o.pending {
+		if t := o.tasks[tid]; t != nil && o.pendingTID(tid) {
+			t.from = max(from, 1) - 1 // kept: every event at from or later
+		}
+		o.pbits[tid/64] &^= 1 << (tid % 64)
+	}
+	o.pending = o.pending[:0]
+}
+
+func (o *ownLog) pendingTID(tid uint32) bool {
+	i := int(tid / 64)
+	return i < len(o.pbits) && o.pbits[i]&(1<<(tid%64)) != 0
+}
+
+// follow reads cpu's ring from its cursor to the reread tail before head.
+func (o *ownLog) follow(ring []engine.Event, cpu int, head, n uint64) {
+	first := uint64(0)
+	if head > n {
+		first = head - n
+	}
+	from := o.fed[cpu]
+	if head < from || from < first {
+		// Events were overwritten before they were read (or the recorder
+		// started again): no window before the next event is whole.
+		o.since[cpu] = math.MaxUint64
+		from = first
+	}
+	stop := max(from, head-min(head, reread, n/4))
+	if stop == from {
+		return
+	}
+	if e := &ring[from&(n-1)]; o.since[cpu] == math.MaxUint64 && e.Seq == uint32(from) {
+		o.since[cpu] = e.Ts // else at the next Follow
+	}
+	o.last = max(o.last, ring[(stop-1)&(n-1)].Ts)
+	if len(o.tasks) == 0 {
+		o.fed[cpu] = stop // no task kept: nothing to read but the cursor
+		return
+	}
+	for seq := from; seq < stop; seq++ {
+		e := &ring[seq&(n-1)]
+		d := int32(e.Seq - uint32(seq))
+		if d < 0 || (d == 0 && e.Type == 0) {
+			stop = seq // not written yet: read it, and what follows, again next time
+			break
+		}
+		if d > 0 {
+			continue // overwritten by a newer event while read
+		}
+		a, b, typ := e.A, e.B, e.Type
+		if typ == evSteal || typ == evStack || (!o.kept(a) && !(typ == evSwitch && o.kept(b))) {
+			continue // names no kept task: most events
+		}
+		r := raw{*e, seq} // copied, then checked: BPF may be rewriting the slot
+		if r.Seq != uint32(seq) {
+			continue
+		}
+		if typ == evSwitch && b != a && o.kept(b) {
+			o.add(b, &r)
+		}
+		if o.kept(a) && mentions(r.Event, a) {
+			o.add(a, &r)
+		}
+	}
+	o.fed[cpu] = stop
+}
+
+func (o *ownLog) add(tid uint32, r *raw) {
+	t := o.tasks[tid]
+	if len(t.evs) < OwnPerTask {
+		t.evs = append(t.evs, *r)
+		return
+	}
+	if old := t.evs[t.start].Ts; r.Ts < old+ownMinSpan {
+		if o.busy == nil {
+			o.busy = map[uint32]bool{}
+		}
+		o.busy[tid] = true
+		o.forget(tid)
+		return
+	}
+	t.evicted = max(t.evicted, t.evs[t.start].Ts)
+	t.evs[t.start] = *r
+	t.start = (t.start + 1) % len(t.evs)
+}
+
+// covers tells whether every event of tid from start on was kept, up to
+// where the snapshot's copy of each ring begins (copied[cpu]: its oldest
+// sequence number, 0 when it holds every event of the CPU).
+func (o *ownLog) covers(tid uint32, start uint64, copied []uint64) bool {
+	t := o.tasks[tid]
+	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) || len(o.since) != len(copied) {
+		return false
+	}
+	for cpu, s := range o.since {
+		if s > start || o.fed[cpu] < copied[cpu] {
+			return false // a gap before start, or between the read and the copy
+		}
+	}
+	return true
+}
+
+// events returns tid's own events on cpu in [from, to), oldest first.
+func (o *ownLog) events(tid uint32, cpu int, from, to uint64) []raw {
+	t := o.tasks[tid]
+	if t == nil {
+		return nil
+	}
+	var out []raw
+	for i := range t.evs {
+		r := t.evs[(t.start+i)%len(t.evs)]
+		if int(r.Cpu) == cpu && r.Ts >= from && r.Ts < to {
+			out = append(out, r)
+		}
+	}
+	return out
+}
