@@ -109,7 +109,7 @@ func TestMemoryBytesFollowsEntries(t *testing.T) {
 	}
 	defer e.Close()
 	before := e.MemoryBytes()
-	var zero TaskStats
+	var zero bpfRtsTaskStats // the kernel's layout (TaskStats is user space's)
 	for id := uint64(1); id <= 100; id++ {
 		if err := e.objs.Stats.Put(id, &zero); err != nil {
 			t.Fatal(err)
