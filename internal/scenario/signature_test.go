@@ -430,11 +430,13 @@ func TestSignaturePriorityInversion(t *testing.T) {
 		pi := metric(t, watchScenarioWith(t, "priority-inversion", withSLO, "--pi")["task-H"], "cycle")
 		plainInv, plainViol := inversions(t, "plain", plain)
 		piInv, _ := inversions(t, "PI", pi)
-		// About 29 critical sections of L in 3 s, each an inversion; a stall
-		// only adds violations of other causes.
-		if plainInv < 10 || ns(plain.MaxNs) < 9*ms {
-			return fmt.Errorf("plain mutex: %d of H's %d cycle violations explained as priority inversion by task-M, max %s; want at least 10 and about the 10 ms burst",
-				plainInv, plainViol, Us(ns(plain.MaxNs)))
+		// About 30 critical sections of L in 3 s, each an inversion (30 of
+		// 30 natively); a stall only adds violations of other causes. Under
+		// TCG, L gets the CPU less often: 7, 7 and 5 inversions (of 7, 9
+		// and 7 violations) in three attempts of the PREEMPT_RT guest.
+		if want := uint64(allow(10, 3)); plainInv < want || ns(plain.MaxNs) < 9*ms {
+			return fmt.Errorf("plain mutex: %d of H's %d cycle violations explained as priority inversion by task-M, max %s; want at least %d and about the 10 ms burst",
+				plainInv, plainViol, Us(ns(plain.MaxNs)), want)
 		}
 		if piInv > 0 {
 			return fmt.Errorf("PI mutex: %d of H's cycle violations explained as priority inversion; want none", piInv)
