@@ -263,8 +263,12 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	struct rts_task_state *st = tracked(tid);
 	if (!st)
 		return;
-	if (rts_track_init(st, tid, tgid, target, flags, sleeping)) {
+	int err = rts_track_init(st, tid, tgid, target, flags, sleeping);
+	if (err) {
 		bpf_map_delete_elem(&tasks, &tid);
+		/* No retry queue here: a passing refusal (RTS_E2BIG) is counted. */
+		if (err != -RTS_E2BIG)
+			rts_count(RTS_C_STORAGE_FAIL);
 		return;
 	}
 	if (comm && comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')

@@ -32,6 +32,21 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
 #define RTS_STORAGE_BUSY_RETRY 1 /* see track_retry in maps.bpf.h */
 
 /*
+ * RTS_E2BIG: the statistics hash refuses an insertion with -E2BIG only when
+ * it holds max_entries (kernel/bpf/hashtab.c, alloc_htab_elem()). Its other
+ * refusals pass: -ENOMEM when the per-CPU cache of a map without
+ * preallocation is empty (bpf_mem_alloc, Linux 6.1, commit fba1a1c6c912
+ * "bpf: Convert hash map to bpf_mem_alloc."), refilled by an irq_work that
+ * PREEMPT_RT runs in a thread real-time tasks can starve; -EBUSY while the
+ * CPU's map_locked slot is held (htab_lock_bucket(), since Linux 5.12,
+ * commit 20b6cc34ea74 "bpf: Avoid hashtab deadlock with map_locked"). Seen
+ * in the emulated PREEMPT_RT guest: 8 threads of a launched scenario never
+ * tracked. rts_track_init() returns the error; track() queues the task in
+ * track_retry for those, as for a busy task storage.
+ */
+#define RTS_E2BIG 7
+
+/*
  * bpf_map_lookup_percpu_elem() (another CPU's slot of a per-CPU map) came in
  * Linux 5.19, commit 07343110b293 ("bpf: add bpf_map_lookup_percpu_elem for
  * percpu map"). rtscope uses it only to mark, on the CPU a tracked task waits

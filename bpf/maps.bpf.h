@@ -24,6 +24,9 @@ const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, n
 /* Tests only: the first N task-storage creations of track() fail as if busy. */
 const volatile __u32 test_storage_busy = 0;
 __u32 test_storage_busy_done = 0;
+/* Tests only: the first N statistics insertions fail as if out of memory. */
+const volatile __u32 test_stats_nomem = 0;
+__u32 test_stats_nomem_done = 0;
 
 /* Last tracking id handed out; ids are never reused. */
 __u64 next_id = 0;

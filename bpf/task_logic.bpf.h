@@ -14,6 +14,7 @@
 #define RTSCOPE_TASK_LOGIC_BPF_H
 
 #include "maps.bpf.h"
+#include "compat.bpf.h"
 
 enum rts_task_run_state {
 	RTS_TS_RUNNABLE = 0, /* on a run queue but not woken by us: new or preempted */
@@ -684,9 +685,16 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 	struct rts_task_stats *z = bpf_map_lookup_elem(&stats_zero, &zero);
 	if (!z)
 		return -1;
-	if (bpf_map_update_elem(&stats, &id, z, BPF_NOEXIST)) {
-		rts_count(RTS_C_STATS_FULL);
-		return -1;
+	long err;
+	if (test_stats_nomem && __sync_fetch_and_add(&test_stats_nomem_done, 1) < test_stats_nomem)
+		err = -12; /* tests only: -ENOMEM */
+	else
+		err = bpf_map_update_elem(&stats, &id, z, BPF_NOEXIST);
+	if (err) {
+		/* Full: lost. Else passing (RTS_E2BIG, compat.bpf.h): the caller retries. */
+		if (err == -RTS_E2BIG)
+			rts_count(RTS_C_STATS_FULL);
+		return err;
 	}
 	struct rts_task_stats *s = bpf_map_lookup_elem(&stats, &id);
 	if (!s)

@@ -53,6 +53,11 @@ type Config struct {
 	// fail as if the kernel's task-storage lock were busy, which
 	// preemptible kernels do at random (rts_storage_busy, compat.bpf.h).
 	TestStorageBusy uint32
+	// TestStatsNoMem (tests only): the first N insertions into the
+	// statistics hash fail as if its per-CPU cache were empty, which a
+	// PREEMPT_RT kernel does when real-time tasks starve its refill
+	// (RTS_E2BIG, compat.bpf.h).
+	TestStatsNoMem uint32
 	// TestNoPercpuLookup (tests only) loads as on a kernel without
 	// bpf_map_lookup_percpu_elem (before 5.19).
 	TestNoPercpuLookup bool
@@ -305,6 +310,7 @@ func Load(cfg Config) (*Engine, error) {
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
 		"test_storage_busy": cfg.TestStorageBusy,
+		"test_stats_nomem":  cfg.TestStatsNoMem,
 	}
 	sleeps := newSleepTable(syms)
 	sleeps.vars(vars)
