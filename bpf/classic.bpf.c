@@ -263,11 +263,11 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	struct rts_task_state *st = tracked(tid);
 	if (!st)
 		return;
-	int err = rts_track_init(st, tid, tgid, target, flags, sleeping);
-	if (err) {
+	int r = rts_track_init(st, tid, tgid, target, flags, sleeping);
+	if (r != RTS_TRACKED) {
 		bpf_map_delete_elem(&tasks, &tid);
-		/* No retry queue here: a passing refusal (RTS_E2BIG) is counted. */
-		if (err != -RTS_E2BIG)
+		/* No retry queue here: a passing refusal is counted as lost. */
+		if (r == RTS_TRACK_RETRY)
 			rts_count(RTS_C_STORAGE_FAIL);
 		return;
 	}

@@ -41,8 +41,8 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  * CPU's map_locked slot is held (htab_lock_bucket(), since Linux 5.12,
  * commit 20b6cc34ea74 "bpf: Avoid hashtab deadlock with map_locked"). Seen
  * in the emulated PREEMPT_RT guest: 8 threads of a launched scenario never
- * tracked. rts_track_init() returns the error; track() queues the task in
- * track_retry for those, as for a busy task storage.
+ * tracked. rts_track_init() returns RTS_TRACK_RETRY for those; track()
+ * queues the task in track_retry, as for a busy task storage.
  */
 #define RTS_E2BIG 7
 

@@ -140,11 +140,10 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	if (st->id)
 		return;
 	bool sleeping = rts_task_state(t) != 0 && !BPF_CORE_READ(t, on_cpu);
-	int err = rts_track_init(st, tid, BPF_CORE_READ(t, tgid), target, flags, sleeping);
-	if (err) {
+	int r = rts_track_init(st, tid, BPF_CORE_READ(t, tgid), target, flags, sleeping);
+	if (r != RTS_TRACKED) {
 		bpf_task_storage_delete(&tasks, t);
-		/* A passing refusal of the statistics hash (RTS_E2BIG): retried. */
-		if (err != -RTS_E2BIG && err != -1)
+		if (r == RTS_TRACK_RETRY)
 			defer_track(tid, target, flags);
 		return;
 	}

@@ -677,6 +677,13 @@ static __always_inline bool rts_sched_seen(struct rts_task_state *st, struct rts
 	return true;
 }
 
+/* What rts_track_init() did; the caller drops the task's state unless tracked. */
+enum rts_track_result {
+	RTS_TRACKED = 0,
+	RTS_TRACK_LOST,  /* counted: the statistics map is full */
+	RTS_TRACK_RETRY, /* a passing refusal of the statistics hash (RTS_E2BIG) */
+};
+
 static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, __u32 pid,
 					  __u32 target, __u32 flags, bool sleeping)
 {
@@ -684,21 +691,21 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 	__u32 zero = 0;
 	struct rts_task_stats *z = bpf_map_lookup_elem(&stats_zero, &zero);
 	if (!z)
-		return -1;
+		return RTS_TRACK_LOST;
 	long err;
 	if (test_stats_nomem && __sync_fetch_and_add(&test_stats_nomem_done, 1) < test_stats_nomem)
 		err = -12; /* tests only: -ENOMEM */
 	else
 		err = bpf_map_update_elem(&stats, &id, z, BPF_NOEXIST);
-	if (err) {
-		/* Full: lost. Else passing (RTS_E2BIG, compat.bpf.h): the caller retries. */
-		if (err == -RTS_E2BIG)
-			rts_count(RTS_C_STATS_FULL);
-		return err;
+	if (err == -RTS_E2BIG) {
+		rts_count(RTS_C_STATS_FULL);
+		return RTS_TRACK_LOST;
 	}
+	if (err)
+		return RTS_TRACK_RETRY;
 	struct rts_task_stats *s = bpf_map_lookup_elem(&stats, &id);
 	if (!s)
-		return -1;
+		return RTS_TRACK_LOST;
 	s->id = id;
 	s->tid = tid;
 	s->pid = pid;
