@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,6 +115,13 @@ var platformCauses = map[string]bool{"hypervisor": true, "cpu-unavailable": true
 // cause; and the rest are the platform's (steal, a CPU that did not run),
 // inconclusive with their evidence, or at most 10% (15%) other tasks of a shared
 // machine (a daemon's non-preemptible kernel section is a real delay).
+//
+// Under emulation a window that names the injector with another cause
+// counts with the other tasks: the guest's timer callbacks run slowly
+// there, and a PREEMPT_RT guest under TCG explained one of
+// misconfigured-priority's as "hard-IRQ noise: timer callback
+// hrtimer_wakeup waking background", which names the injector only as
+// the callback's wakee.
 func attributed(t *testing.T, m *report.Metric, spins uint64, cause, culprit string) error {
 	t.Helper()
 	v := m.ViolationCauses
@@ -127,7 +135,7 @@ func attributed(t *testing.T, m *report.Metric, spins uint64, cause, culprit str
 		switch {
 		case (cause == "" || c.Cause == cause) && strings.Contains(c.Culprit, culprit):
 			hit += c.Count
-		case strings.Contains(c.Culprit, culprit):
+		case strings.Contains(c.Culprit, culprit) && !emulated:
 			wrong = append(wrong, fmt.Sprintf("%d x %s: %s", c.Count, c.Cause, c.Culprit))
 		case platformCauses[c.Cause]:
 			platform += c.Count
@@ -164,8 +172,8 @@ func attributed(t *testing.T, m *report.Metric, spins uint64, cause, culprit str
 	return nil
 }
 
-// watchScenario runs a scenario for 3 s under watch and returns the report
-// of its threads by name.
+// watchScenario runs a scenario for 3 s (unless flags say --duration)
+// under watch and returns the report of its threads by name.
 func watchScenario(t *testing.T, name string, flags ...string) map[string]*report.Task {
 	t.Helper()
 	return watchScenarioWith(t, name, nil, flags...)
@@ -186,7 +194,10 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := append([]string{exe, childArg, name, "--duration", "3s"}, flags...)
+	argv := append([]string{exe, childArg, name}, flags...)
+	if !slices.Contains(flags, "--duration") {
+		argv = append(argv, "--duration", "3s")
+	}
 	o := watch.Options{
 		Targets:  target.Spec{Command: argv},
 		Duration: 20 * time.Second, // the child ends first
@@ -355,22 +366,28 @@ func ns(p *uint64) int64 {
 // Each 2 ms FIFO 90 burst, every 10 ms, starts just before a control
 // deadline and delays that wakeup: one control wakeup in five is about 2 ms
 // late, an SLO violation explained as interference by "background".
+// The background task's 100 bursts a second are twice the analysis budget
+// (watch.ViolationBudget), and a PREEMPT_RT guest under TCG explained only
+// 40-72 of a 3 s run's 213-303 violations, 0-8 of them blaming other
+// tasks: on 25-32 windows, 5 such made an attempt fail. Emulation runs 6 s
+// for a sample twice as large.
 func TestSignatureMisconfiguredPriority(t *testing.T) {
+	secs := allow(3, 6)
 	twice(t, func() error {
 		tasks := watchScenarioWith(t, "misconfigured-priority", func(o *watch.Options) {
 			b, _ := slo.Parse("latency=1ms")
 			o.SLO = slo.Build([]slo.Bound{b})
 			o.Explain = explain.ForViolation
-		})
+		}, "--duration", fmt.Sprintf("%ds", secs))
 		lat := metric(t, tasks["control"], "latency")
 		// Percentiles and a lower bound on the maximum: a stall of the VM
 		// only raises them.
 		if ns(lat.MaxNs) < 1700*us || ns(lat.P90Ns) < 1200*us {
 			return fmt.Errorf("control's wakeup latency p90 %s max %s; want about the 2 ms background burst", Us(ns(lat.P90Ns)), Us(ns(lat.MaxNs)))
 		}
-		// 300 bursts in 3 s; at least 200 of them counted (start-up and
-		// the end of the run take some).
-		return attributed(t, lat, 200, "interference", "background")
+		// 100 bursts a second; at least two thirds of them counted
+		// (start-up and the end of the run take some).
+		return attributed(t, lat, uint64(200*secs/3), "interference", "background")
 	})
 }
 
