@@ -8,7 +8,13 @@
 
 /* Settings, written by user space before load (CollectionSpec.Variables). */
 const volatile bool trace_enabled = true; /* flight recorder and new-max notices */
-const volatile bool sleep_stacks = true;  /* kernel stack of each tracked sleep */
+/*
+ * SLO-violation notices (rate-limited, RTS_VIOL_NOTICE_GAP_NS): always with
+ * the flight recorder (their windows are explained); without it only for
+ * on-threshold actions, which would otherwise never hear of a violation.
+ */
+const volatile bool violation_notices = true;
+const volatile bool sleep_stacks = true; /* kernel stack of each tracked sleep */
 /* The kernel has bpf_map_lookup_percpu_elem (5.19+; compat.bpf.h). */
 const volatile bool waiter_stacks = true;
 /*

@@ -150,13 +150,16 @@ static __always_inline void rts_record(struct rts_task_state *st, struct rts_tas
 		m->max_start = start;
 		m->max_end = end;
 		if (trace_enabled) {
+			/* Its notice says a violation too (flags). */
 			rts_notice_flags(RTS_N_NEW_MAX, metric, st->id, st->tid, value, start, end,
 					 cpu_start, cpu, flags);
 			if (flags)
 				st->viol_notice_ts = end;
+			return;
 		}
-	} else if (flags && trace_enabled && end - st->viol_notice_ts >= RTS_VIOL_NOTICE_GAP_NS) {
-		/* Every violation is explained, not only the worst (rate-limited). */
+	}
+	if (flags && violation_notices && end - st->viol_notice_ts >= RTS_VIOL_NOTICE_GAP_NS) {
+		/* Every violation is noticed, not only the worst (rate-limited). */
 		st->viol_notice_ts = end;
 		rts_notice_flags(RTS_N_SLO_VIOLATION, metric, st->id, st->tid, value, start, end,
 				 cpu_start, cpu, flags);

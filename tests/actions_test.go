@@ -104,6 +104,29 @@ func TestOnThresholdStops(t *testing.T) {
 	t.Logf("first violation noticed %v after it ended", time.Duration(th.Noticed))
 }
 
+// TestOnThresholdWithoutFlightRecorder: with --no-trace there are no
+// windows to explain, but the kernel still notices the violations for the
+// actions (violation_notices): the first fires them and watching stops,
+// the document saying why it holds no verdict. They used to never fire.
+func TestOnThresholdWithoutFlightRecorder(t *testing.T) {
+	d := t.TempDir()
+	r, text := watch(t, "-d", "60s", "--no-trace", "--slo", "latency=1ns",
+		"--on-threshold", "trace,file="+d+"/v.json",
+		"--", "sh", "-c", "while :; do sleep 0.01; done")
+	if r.Command == nil || !r.Command.StoppedByRtscope || r.DurationNs >= uint64(60*time.Second) {
+		t.Fatalf("watch --no-trace did not stop at the violation (command %+v, %v)\n%s", r.Command, time.Duration(r.DurationNs), text)
+	}
+	if r.Features["trace"] != false || r.Actions == nil || r.Actions.ThresholdFired != 1 {
+		t.Errorf("trace %v, actions %+v; want no flight recorder and fired once", r.Features["trace"], r.Actions)
+	}
+	th := readThreshold(t, d+"/v.json")
+	if th.Metric != "latency" || th.ThresholdNs != 1 || th.ValueNs <= 1 || th.Window != nil ||
+		!strings.Contains(th.Verdict, "not explained") || !strings.Contains(th.Verdict, "--no-trace") {
+		t.Errorf("threshold document: %+v", th)
+	}
+	t.Logf("first violation noticed %v after it ended: %s", time.Duration(th.Noticed), th.Verdict)
+}
+
 func safe(f []string, i int) string {
 	if i < len(f) {
 		return f[i]

@@ -49,6 +49,10 @@ type Config struct {
 	FlightPerCPU uint32                          // events kept per CPU, power of two
 	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
 	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
+	// ViolationNotices: notice SLO violations without the flight recorder
+	// too (rate-limited, as with it), for on-threshold actions. Trace
+	// implies them: their windows are explained.
+	ViolationNotices bool
 	// TestStorageBusy (tests only): the first N task-storage creations
 	// fail as if the kernel's task-storage lock were busy, which
 	// preemptible kernels do at random (rts_storage_busy, compat.bpf.h).
@@ -303,6 +307,7 @@ func Load(cfg Config) (*Engine, error) {
 	e.Features.WaiterStacks = probePercpuLookup(cfg.TestNoPercpuLookup)
 	vars := map[string]any{
 		"trace_enabled":     cfg.Trace,
+		"violation_notices": cfg.Trace || cfg.ViolationNotices,
 		"sleep_stacks":      cfg.SleepStacks && cfg.Trace,
 		"waiter_stacks":     e.Features.WaiterStacks == nil,
 		"flight_per_cpu":    cfg.FlightPerCPU,

@@ -5,6 +5,7 @@ package engine
 // metric values. The twins run task_logic.bpf.h, the engine's own code.
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -27,22 +28,27 @@ func newTwin(t *testing.T, slo map[metric.ID]uint64) *twin {
 // newTwinStack: twins whose stacks wait stackMinWait ns (stack_min_wait_ns).
 func newTwinStack(t *testing.T, slo map[metric.ID]uint64, stackMinWait uint64) *twin {
 	t.Helper()
+	return newTwinWith(t, slo, map[string]any{"stack_min_wait_ns": stackMinWait})
+}
+
+// newTwinWith: twins with these load-time settings, beside the flight
+// recorder on (trace_enabled, unless vars say otherwise) and the SLO.
+func newTwinWith(t *testing.T, slo map[metric.ID]uint64, vars map[string]any) *twin {
+	t.Helper()
 	spec, err := loadTwin()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := spec.Variables["stack_min_wait_ns"].Set(stackMinWait); err != nil {
 		t.Fatal(err)
 	}
 	var bounds [metric.Count]uint64
 	for m, v := range slo {
 		bounds[m] = v
 	}
-	if err := spec.Variables["slo_default"].Set(bounds); err != nil {
-		t.Fatal(err)
-	}
-	if err := spec.Variables["trace_enabled"].Set(true); err != nil {
-		t.Fatal(err)
+	all := map[string]any{"slo_default": bounds, "trace_enabled": true}
+	maps.Copy(all, vars)
+	for name, v := range all {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	tw := &twin{t: t}
 	if err := spec.LoadAndAssign(&tw.objs, nil); err != nil {
@@ -470,6 +476,52 @@ func TestTwinSLOAndNewMaxNotices(t *testing.T) {
 	}
 	if total != 5 || s.M[metric.Latency].Hist[metric.Bucket(700)] != 1 {
 		t.Errorf("histogram total %d", total)
+	}
+}
+
+// Without the flight recorder there are no new-maximum notices, but an
+// on-threshold action must still hear of each violation: with
+// violation_notices, every violation is noticed (rate-limited,
+// RTS_VIOL_NOTICE_GAP_NS apart), the new maxima among them too; without
+// it, none is.
+func TestTwinViolationNoticesWithoutTrace(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		tw := newTwinWith(t, map[metric.ID]uint64{metric.Latency: 400}, map[string]any{"trace_enabled": false, "violation_notices": on})
+		rd := noticeReader(t, tw)
+		tw.track(100, true, false)
+		// 500 (a new max), 450, 700 (a new max) and 900 violate; the 450,
+		// 0.5 ms after the 500, and the 900, 0.5 ms after the 700, fall
+		// within the gap.
+		for _, w := range []struct{ at, lat uint64 }{{1_000_000, 300}, {2_000_000, 500}, {2_500_000, 450}, {4_000_000, 700}, {4_500_000, 900}, {6_000_000, 100}} {
+			tw.wakeup(w.at, 0, 100)
+			tw.switchTo(w.at+w.lat, 0, idle, 100, false, 0)
+			tw.switchTo(w.at+w.lat+10, 0, 100, idle, true, 0)
+		}
+		if got := tw.stats(100).M[metric.Latency]; got.Violations != 4 || got.Max != 900 {
+			t.Errorf("violation_notices %v: latency violations %d max %d, want 4 and 900", on, got.Violations, got.Max)
+		}
+		var viols []uint64
+		rd.SetDeadline(time.Now())
+		for {
+			rec, err := rd.Read()
+			if err != nil {
+				break // deadline: drained
+			}
+			n := *(*Notice)(unsafePointer(rec.RawSample))
+			switch n.Type {
+			case NoticeNewMax:
+				t.Errorf("violation_notices %v: a new-maximum notice (%d ns) without the flight recorder", on, n.Value)
+			case NoticeSLOViolation:
+				viols = append(viols, n.Value)
+			}
+		}
+		want := []uint64{500, 700}
+		if !on {
+			want = nil
+		}
+		if !slices.Equal(viols, want) {
+			t.Errorf("violation_notices %v: violation notices %v, want %v", on, viols, want)
+		}
 	}
 }
 
