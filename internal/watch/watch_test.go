@@ -97,20 +97,33 @@ func TestExitedTasksWindowsBounded(t *testing.T) {
 	}
 	const n = 1000
 	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do sleep 0.001 & i=$((i+1)); if [ $((i %% 50)) -eq 0 ]; then wait; fi; done; wait", n)
-	rep, err := Run(context.Background(), Options{
-		Targets: target.Spec{Command: []string{"sh", "-c", script}},
-		Quiet:   true, Out: io.Discard, SLO: slo.Set{Default: [metric.Count]uint64{metric.Latency: 1}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := heldWindows(t, rep)
 	bound := int(metric.Count) * ExitedWindowsPerMetric
-	t.Logf("%d tasks, %d windows held, %d dropped, lost %+v", len(rep.Tasks), held, rep.Lost.ExitedWindowsDropped, rep.Lost)
-	if held > bound {
-		t.Errorf("the report holds %d windows of exited tasks, above the bound of %d", held, bound)
-	}
-	if uint64(held)+rep.Lost.ExitedWindowsDropped <= uint64(bound) {
-		t.Errorf("only %d windows cut for %d tasks that each slept: the bound was not exercised", uint64(held)+rep.Lost.ExitedWindowsDropped, n)
+	// A loaded machine (make test runs packages in parallel) can leave
+	// the reader so far behind that most notices are lost and too few
+	// windows are cut to reach the bound: that run cannot judge it, and
+	// is repeated with the reason. Above the bound fails at once.
+	for attempt := 1; ; attempt++ {
+		rep, err := Run(context.Background(), Options{
+			Targets: target.Spec{Command: []string{"sh", "-c", script}},
+			Quiet:   true, Out: io.Discard, SLO: slo.Set{Default: [metric.Count]uint64{metric.Latency: 1}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := heldWindows(t, rep)
+		t.Logf("%d tasks, %d windows held, %d dropped, lost %+v", len(rep.Tasks), held, rep.Lost.ExitedWindowsDropped, rep.Lost)
+		if held > bound {
+			t.Fatalf("the report holds %d windows of exited tasks, above the bound of %d", held, bound)
+		}
+		cut := uint64(held) + rep.Lost.ExitedWindowsDropped
+		if cut > uint64(bound) {
+			return
+		}
+		why := fmt.Sprintf("only %d windows cut for %d tasks that each slept (%d tasks reported, %d notices lost): the bound of %d was not exercised",
+			cut, n, len(rep.Tasks), rep.Lost.Notices, bound)
+		if attempt == 3 {
+			t.Fatal(why)
+		}
+		t.Logf("attempt %d of 3: %s; running again", attempt, why)
 	}
 }
