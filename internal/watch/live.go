@@ -53,6 +53,12 @@ func (l *liveWindows) admit(id uint64, m metric.ID, v uint64) (cut bool, evicted
 	return true, minID, true
 }
 
+// holds tells whether task id's maximum of m holds a window.
+func (l *liveWindows) holds(id uint64, m metric.ID) bool {
+	_, in := l.held[m][id]
+	return in
+}
+
 // forget drops task id (it exited: its windows are decoded into its report).
 func (l *liveWindows) forget(id uint64) {
 	for _, h := range l.held {

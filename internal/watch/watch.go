@@ -570,12 +570,8 @@ func (s *watcher) poll() error {
 // Statistics are read only for exiting tasks here; the live table and the
 // periodic sweep read the others.
 func (s *watcher) handle(ns []engine.Notice) error {
-	type key struct {
-		id uint64
-		m  uint32
-	}
-	latest := map[key]engine.Notice{}
-	var order []key
+	latest := map[maxKey]engine.Notice{}
+	var order []maxKey
 	var exits, viols []engine.Notice
 	rescan := false
 	for _, n := range ns {
@@ -589,7 +585,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 			}
 		case engine.NoticeNewMax:
 			s.keepOwn(n)
-			k := key{n.Id, n.Metric}
+			k := maxKey{n.Id, n.Metric}
 			if _, ok := latest[k]; !ok {
 				order = append(order, k)
 			}
@@ -614,24 +610,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		}
 	}
 	if s.eng.Tracing() {
-		// Only the windows users read are cut (LiveWindowsPerMetric).
-		cut := order[:0]
-		for _, k := range order {
-			m := metric.ID(k.m)
-			ok, ev, evicted := s.live.admit(k.id, m, latest[k].Value)
-			if evicted {
-				delete(s.traces[ev], m)
-				s.markNotKept(ev, m, true)
-			}
-			s.markNotKept(k.id, m, !ok)
-			if !ok {
-				// A stale window of an earlier maximum must not stay.
-				delete(s.traces[k.id], m)
-				continue
-			}
-			cut = append(cut, k)
-		}
-		order = cut
+		order = s.admitWindows(order, latest)
 	}
 	var first *explained
 	if s.longWindows {
@@ -678,6 +657,43 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// maxKey is a task's metric: one new maximum of it a poll is handled,
+// the latest.
+type maxKey struct {
+	id uint64
+	m  uint32
+}
+
+// admitWindows returns the new maxima of one poll (order, values in
+// latest) whose windows are cut: only the windows users read
+// (LiveWindowsPerMetric), those still held once every maximum of the poll
+// was admitted. A window admitted, then released for a larger maximum of
+// the same poll is not cut: at 1000 threads starting together, one poll
+// brings dozens of first maxima of a metric, and all of them were cut for
+// at most 16 kept, each kept to the end.
+func (s *watcher) admitWindows(order []maxKey, latest map[maxKey]engine.Notice) []maxKey {
+	for _, k := range order {
+		m := metric.ID(k.m)
+		ok, ev, evicted := s.live.admit(k.id, m, latest[k].Value)
+		if evicted {
+			delete(s.traces[ev], m)
+			s.markNotKept(ev, m, true)
+		}
+		s.markNotKept(k.id, m, !ok)
+		if !ok {
+			// A stale window of an earlier maximum must not stay.
+			delete(s.traces[k.id], m)
+		}
+	}
+	cut := order[:0]
+	for _, k := range order {
+		if s.live.holds(k.id, metric.ID(k.m)) {
+			cut = append(cut, k)
+		}
+	}
+	return cut
 }
 
 // periodic tells whether m is measured only for tasks released by a
