@@ -24,12 +24,24 @@ func uintptrOf[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
 func (t *Thread) SleepUntil(deadline int64) {
 	t.ts = unix.NsecToTimespec(deadline)
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+		_, e := syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 			uintptr(unsafe.Pointer(&t.ts)), 0, 0, 0)
 		if e != unix.EINTR {
 			return
 		}
 	}
+}
+
+// syscall6 makes a system call that may block or run long, in the
+// system-call state without a P (entersyscallblock): unix.Syscall6 keeps
+// the P. Every call of a workload thread that can block goes through it.
+//
+//go:nosplit
+func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
+	entersyscallblock()
+	r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+	exitsyscall()
+	return r, e
 }
 
 // Sleep sleeps for d (relative).
@@ -46,15 +58,15 @@ func (t *Thread) CPUTime() int64 {
 // preempted: it finishes later instead of shorter, which is what makes
 // preemption and priority inversion visible. Call it on the thread itself.
 //
-// The spin runs in the Go runtime's system-call state. The runtime asks a
-// goroutine that has held its P for 10 ms to yield, and a goroutine locked
-// to its thread yields by sleeping on a futex until another thread hands it
-// back: a voluntary sleep in the middle of the work, that a scheduler
-// monitor would rightly report. A goroutine in a system call holds no P, so
-// nothing asks it to yield.
+// The spin runs in the Go runtime's system-call state, its P given up
+// (entersyscallblock). The runtime asks a goroutine that has held its P for 10 ms to
+// yield, and a goroutine locked to its thread yields by sleeping on a futex
+// until another thread hands it back: a voluntary sleep in the middle of
+// the work, that a scheduler monitor would rightly report. A goroutine in a
+// system call holds no P, so nothing asks it to yield.
 func (t *Thread) Work(d time.Duration) {
 	end := t.CPUTime() + int64(d)
-	entersyscall()
+	entersyscallblock()
 	spinUntil(&t.ts, end)
 	exitsyscall()
 }
@@ -64,13 +76,13 @@ func (t *Thread) Work(d time.Duration) {
 // state, like Work.
 func (t *Thread) Spin(d time.Duration) {
 	end := Now() + int64(d)
-	entersyscall()
+	entersyscallblock()
 	spinUntilClock(&t.ts, unix.CLOCK_MONOTONIC, end)
 	exitsyscall()
 }
 
-// spinUntil runs between entersyscall and exitsyscall, where the stack must
-// not grow: nosplit, and it calls only nosplit code.
+// spinUntil runs between entersyscallblock and exitsyscall, where the
+// stack must not grow: nosplit, and it calls only nosplit code.
 //
 //go:nosplit
 func spinUntil(ts *unix.Timespec, end int64) {
@@ -87,8 +99,20 @@ func spinUntilClock(ts *unix.Timespec, clock uintptr, end int64) {
 	}
 }
 
-//go:linkname entersyscall runtime.entersyscall
-func entersyscall()
+// entersyscallblock enters the runtime's system-call state and gives up
+// the P at once, as a call expected to block does. entersyscall keeps the
+// P, and since Go 1.26 a thread that takes such a P back holds the
+// goroutine's scan bit meanwhile (runtime.setBlockOnExitSyscall): the
+// goroutine cannot leave its system call until that thread is done. A
+// thread exiting its own call does that to steal its old P back, and an
+// RT thread of lower priority preempted there, on the CPU of the thread it
+// blocks, never finished: the blocked one, of higher priority, spun in
+// exitsyscall at its priority (casgstatus, sched_yield) and RT throttling
+// stopped both (PREEMPT_RT guest under TCG, priority-inversion: two of
+// three boots hung). Without a P, nobody takes anything from the goroutine.
+//
+//go:linkname entersyscallblock runtime.entersyscallblock
+func entersyscallblock()
 
 //go:linkname exitsyscall runtime.exitsyscall
 func exitsyscall()

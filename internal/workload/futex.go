@@ -18,7 +18,7 @@ const (
 )
 
 func futex(addr *int32, op int, val int32) unix.Errno {
-	_, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op|futexPrivate),
+	_, e := syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op|futexPrivate),
 		uintptr(val), 0, 0, 0)
 	return e
 }
@@ -156,7 +156,7 @@ func NewEventFD() (*EventFD, error) {
 // Signal adds n to the counter (one thread signals; another waits).
 func (e *EventFD) Signal(n uint64) {
 	*(*uint64)(unsafe.Pointer(&e.sigbuf[0])) = n
-	unix.Syscall(unix.SYS_WRITE, uintptr(e.fd), uintptr(unsafe.Pointer(&e.sigbuf[0])), 8) //nolint:errcheck // an eventfd write of 8 bytes cannot fail while it is open
+	syscall6(unix.SYS_WRITE, uintptr(e.fd), uintptr(unsafe.Pointer(&e.sigbuf[0])), 8, 0, 0, 0) //nolint:errcheck // an eventfd write of 8 bytes cannot fail while it is open
 }
 
 // Wait blocks for events and returns how many arrived since the last Wait;
@@ -166,7 +166,7 @@ func (e *EventFD) Wait() uint64 {
 		if e.closed.Load() {
 			return 0
 		}
-		_, _, errno := unix.Syscall(unix.SYS_READ, uintptr(e.fd), uintptr(unsafe.Pointer(&e.buf[0])), 8)
+		_, errno := syscall6(unix.SYS_READ, uintptr(e.fd), uintptr(unsafe.Pointer(&e.buf[0])), 8, 0, 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}
