@@ -163,14 +163,14 @@ func init() {
 			work := e.v.D("work")
 			if err := e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) {
 				t.Work(work)
-				sem.Wait()
+				sem.Wait(t)
 			}); err != nil {
 				return err
 			}
 			// FIFO 1: below the loop, but its posts are not delayed by
 			// whatever else the machine runs on that CPU.
 			return e.loop(e.fifo("notifier", 1), e.v.D("post-every"), e.v.D("post-every"),
-				func(*workload.Thread) { sem.Post() })
+				func(t *workload.Thread) { sem.Post(t) })
 		},
 	})
 
@@ -421,7 +421,7 @@ func runEventDriven(e *env) error {
 		return err
 	}
 	var sem workload.Sem
-	sem.Post() // a binary semaphore, free
+	sem.Post(nil) // a binary semaphore, free
 	e.g.OnStop(func() { sem.Close(); efd.Close() })
 	e.after = append(e.after, efd.Release) // once no thread can touch the fd
 	work := e.v.D("work")
@@ -435,7 +435,7 @@ func runEventDriven(e *env) error {
 	})
 	if _, err := e.g.Go(e.fifo("event", e.v.I("prio")), func(t *workload.Thread) {
 		for {
-			n := efd.Wait()
+			n := efd.Wait(t)
 			if n == 0 || t.Stopping() {
 				return
 			}
@@ -449,10 +449,10 @@ func runEventDriven(e *env) error {
 			batches++
 			maxBatch = max(maxBatch, int64(n))
 			// The accidental blocking: a semaphore another thread holds at times.
-			if !sem.Wait() {
+			if !sem.Wait(t) {
 				return
 			}
-			sem.Post()
+			sem.Post(t)
 			blocked.Add(workload.Now() - end)
 		}
 	}); err != nil {
@@ -465,7 +465,7 @@ func runEventDriven(e *env) error {
 		for !t.Stopping() {
 			next += lo + int64(r.next()%uint64(span))
 			t.SleepUntil(next)
-			efd.Signal(1)
+			efd.Signal(t, 1)
 		}
 	}); err != nil {
 		return err
@@ -473,9 +473,9 @@ func runEventDriven(e *env) error {
 	every, hold := e.v.D("block-every"), e.v.D("hold")
 	spec := workload.Spec{Name: "blocker", CPU: e.other, Policy: workload.FIFO, Priority: 50}
 	return e.loop(spec, every, every, func(t *workload.Thread) {
-		if sem.Wait() {
+		if sem.Wait(t) {
 			t.Sleep(hold)
-			sem.Post()
+			sem.Post(t)
 		}
 	})
 }

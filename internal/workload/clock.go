@@ -24,7 +24,7 @@ func uintptrOf[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
 func (t *Thread) SleepUntil(deadline int64) {
 	t.ts = unix.NsecToTimespec(deadline)
 	for {
-		_, e := syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+		_, e := t.call6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 			uintptr(unsafe.Pointer(&t.ts)), 0, 0, 0)
 		if e != unix.EINTR {
 			return
@@ -32,12 +32,36 @@ func (t *Thread) SleepUntil(deadline int64) {
 	}
 }
 
-// syscall6 makes a system call that may block or run long, in the
-// system-call state without a P (entersyscallblock): unix.Syscall6 keeps
-// the P. Every call of a workload thread that can block goes through it.
+// call6 makes a system call that may block or run long from thread t
+// (nil: not a workload thread), in the runtime's system-call state.
+//
+// The highest-priority thread of its CPU keeps its P there
+// (entersyscall, as unix.Syscall6): leaving the call is then a single
+// compare-and-swap. A thread below another one of its CPU gives the P up
+// first (entersyscallblock), and pays a runtime lock when it leaves. Since
+// Go 1.26, a thread that takes back a P held in a system call holds that
+// goroutine's scan bit meanwhile (runtime.setBlockOnExitSyscall), which
+// keeps it from leaving the call; a thread leaving its own call does that
+// to steal its old P back, from whichever goroutine got it. A thread of
+// lower priority preempted while doing so, on the CPU of the one it
+// holds, never finished: the held one spun in exitsyscall at its higher
+// priority (casgstatus, sched_yield) and RT throttling stopped both (the
+// PREEMPT_RT guest under TCG, priority-inversion: 2 boots of 3 hung). A
+// thread without a P has no old P to steal, and giving up the P in every
+// call made the highest threads sleep on the runtime's lock behind the
+// lower ones (hidden-blocking: response p50 43 us instead of 1 ms).
+func (t *Thread) call6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
+	if t != nil && t.yieldsP.Load() {
+		return blockingCall6(trap, a1, a2, a3, a4, a5, a6)
+	}
+	r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+	return r, e
+}
+
+// blockingCall6 is a system call without the P (entersyscallblock).
 //
 //go:nosplit
-func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
+func blockingCall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
 	entersyscallblock()
 	r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
 	exitsyscall()
@@ -58,15 +82,19 @@ func (t *Thread) CPUTime() int64 {
 // preempted: it finishes later instead of shorter, which is what makes
 // preemption and priority inversion visible. Call it on the thread itself.
 //
-// The spin runs in the Go runtime's system-call state, its P given up
-// (entersyscallblock). The runtime asks a goroutine that has held its P for 10 ms to
+// The spin runs in the Go runtime's system-call state (see call6 for
+// the P). The runtime asks a goroutine that has held its P for 10 ms to
 // yield, and a goroutine locked to its thread yields by sleeping on a futex
 // until another thread hands it back: a voluntary sleep in the middle of
 // the work, that a scheduler monitor would rightly report. A goroutine in a
-// system call holds no P, so nothing asks it to yield.
+// system call is not asked to yield.
 func (t *Thread) Work(d time.Duration) {
 	end := t.CPUTime() + int64(d)
-	entersyscallblock()
+	if t.yieldsP.Load() {
+		entersyscallblock()
+	} else {
+		entersyscall()
+	}
 	spinUntil(&t.ts, end)
 	exitsyscall()
 }
@@ -76,13 +104,18 @@ func (t *Thread) Work(d time.Duration) {
 // state, like Work.
 func (t *Thread) Spin(d time.Duration) {
 	end := Now() + int64(d)
-	entersyscallblock()
+	if t.yieldsP.Load() {
+		entersyscallblock()
+	} else {
+		entersyscall()
+	}
 	spinUntilClock(&t.ts, unix.CLOCK_MONOTONIC, end)
 	exitsyscall()
 }
 
-// spinUntil runs between entersyscallblock and exitsyscall, where the
-// stack must not grow: nosplit, and it calls only nosplit code.
+// spinUntil runs between entersyscall (or entersyscallblock) and
+// exitsyscall, where the stack must not grow: nosplit, and it calls only
+// nosplit code.
 //
 //go:nosplit
 func spinUntil(ts *unix.Timespec, end int64) {
@@ -99,18 +132,9 @@ func spinUntilClock(ts *unix.Timespec, clock uintptr, end int64) {
 	}
 }
 
-// entersyscallblock enters the runtime's system-call state and gives up
-// the P at once, as a call expected to block does. entersyscall keeps the
-// P, and since Go 1.26 a thread that takes such a P back holds the
-// goroutine's scan bit meanwhile (runtime.setBlockOnExitSyscall): the
-// goroutine cannot leave its system call until that thread is done. A
-// thread exiting its own call does that to steal its old P back, and an
-// RT thread of lower priority preempted there, on the CPU of the thread it
-// blocks, never finished: the blocked one, of higher priority, spun in
-// exitsyscall at its priority (casgstatus, sched_yield) and RT throttling
-// stopped both (PREEMPT_RT guest under TCG, priority-inversion: two of
-// three boots hung). Without a P, nobody takes anything from the goroutine.
-//
+//go:linkname entersyscall runtime.entersyscall
+func entersyscall()
+
 //go:linkname entersyscallblock runtime.entersyscallblock
 func entersyscallblock()
 

@@ -17,8 +17,9 @@ const (
 	futexPrivate  = 128
 )
 
-func futex(addr *int32, op int, val int32) unix.Errno {
-	_, e := syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op|futexPrivate),
+// futex calls futex(2) from thread t (nil: not a workload thread).
+func futex(t *Thread, addr *int32, op int, val int32) unix.Errno {
+	_, e := t.call6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op|futexPrivate),
 		uintptr(val), 0, 0, 0)
 	return e
 }
@@ -32,17 +33,19 @@ type Sem struct {
 	closed  atomic.Bool
 }
 
-// Post adds one to the semaphore and wakes one waiter.
-func (s *Sem) Post() {
+// Post adds one to the semaphore and wakes one waiter; t is the calling
+// thread (nil: not a workload thread).
+func (s *Sem) Post(t *Thread) {
 	s.count.Add(1)
 	if s.waiters.Load() > 0 {
-		futex((*int32)(unsafe.Pointer(&s.count)), futexWake, 1)
+		futex(t, (*int32)(unsafe.Pointer(&s.count)), futexWake, 1)
 	}
 }
 
-// Wait takes one from the semaphore, blocking while it is zero. It returns
-// false, without taking anything, once the semaphore is closed.
-func (s *Sem) Wait() bool {
+// Wait takes one from the semaphore for thread t, blocking while it is
+// zero. It returns false, without taking anything, once the semaphore is
+// closed.
+func (s *Sem) Wait(t *Thread) bool {
 	for {
 		if s.closed.Load() {
 			return false
@@ -55,7 +58,7 @@ func (s *Sem) Wait() bool {
 		}
 		s.waiters.Add(1)
 		if !s.closed.Load() {
-			futex((*int32)(unsafe.Pointer(&s.count)), futexWait, 0)
+			futex(t, (*int32)(unsafe.Pointer(&s.count)), futexWait, 0)
 		}
 		s.waiters.Add(-1)
 	}
@@ -65,7 +68,7 @@ func (s *Sem) Wait() bool {
 func (s *Sem) Close() {
 	s.closed.Store(true)
 	s.count.Add(1) // so a waiter about to sleep on 0 sees a change
-	futex((*int32)(unsafe.Pointer(&s.count)), futexWake, 1<<30)
+	futex(nil, (*int32)(unsafe.Pointer(&s.count)), futexWake, 1<<30)
 }
 
 // Locker is a mutex taken and released by a given thread (the PI mutex
@@ -83,21 +86,21 @@ type Mutex struct{ v atomic.Int32 }
 
 func (m *Mutex) word() *int32 { return (*int32)(unsafe.Pointer(&m.v)) }
 
-// Lock takes the mutex.
-func (m *Mutex) Lock(*Thread) {
+// Lock takes the mutex for thread t.
+func (m *Mutex) Lock(t *Thread) {
 	if m.v.CompareAndSwap(0, 1) {
 		return
 	}
 	for m.v.Swap(2) != 0 {
-		futex(m.word(), futexWait, 2)
+		futex(t, m.word(), futexWait, 2)
 	}
 }
 
 // Unlock releases the mutex and wakes one waiter if there may be one.
-func (m *Mutex) Unlock(*Thread) {
+func (m *Mutex) Unlock(t *Thread) {
 	if m.v.Add(-1) != 0 {
 		m.v.Store(0)
-		futex(m.word(), futexWake, 1)
+		futex(t, m.word(), futexWake, 1)
 	}
 }
 
@@ -114,7 +117,7 @@ func (m *PIMutex) Lock(t *Thread) {
 		return
 	}
 	for {
-		switch e := futex(m.word(), futexLockPI, 0); e {
+		switch e := futex(t, m.word(), futexLockPI, 0); e {
 		case 0:
 			return
 		case unix.EINTR, unix.EAGAIN:
@@ -130,7 +133,7 @@ func (m *PIMutex) Unlock(t *Thread) {
 	if m.v.CompareAndSwap(int32(t.Tid), 0) {
 		return
 	}
-	if e := futex(m.word(), futexUnlockPI, 0); e != 0 {
+	if e := futex(t, m.word(), futexUnlockPI, 0); e != 0 {
 		panic(fmt.Sprintf("FUTEX_UNLOCK_PI: %v", e))
 	}
 }
@@ -153,20 +156,21 @@ func NewEventFD() (*EventFD, error) {
 	return &EventFD{fd: fd}, nil
 }
 
-// Signal adds n to the counter (one thread signals; another waits).
-func (e *EventFD) Signal(n uint64) {
+// Signal adds n to the counter from thread t (one thread signals; another
+// waits).
+func (e *EventFD) Signal(t *Thread, n uint64) {
 	*(*uint64)(unsafe.Pointer(&e.sigbuf[0])) = n
-	syscall6(unix.SYS_WRITE, uintptr(e.fd), uintptr(unsafe.Pointer(&e.sigbuf[0])), 8, 0, 0, 0) //nolint:errcheck // an eventfd write of 8 bytes cannot fail while it is open
+	t.call6(unix.SYS_WRITE, uintptr(e.fd), uintptr(unsafe.Pointer(&e.sigbuf[0])), 8, 0, 0, 0) //nolint:errcheck // an eventfd write of 8 bytes cannot fail while it is open
 }
 
-// Wait blocks for events and returns how many arrived since the last Wait;
-// 0 once the eventfd is closed.
-func (e *EventFD) Wait() uint64 {
+// Wait blocks thread t for events and returns how many arrived since the
+// last Wait; 0 once the eventfd is closed.
+func (e *EventFD) Wait(t *Thread) uint64 {
 	for {
 		if e.closed.Load() {
 			return 0
 		}
-		_, errno := syscall6(unix.SYS_READ, uintptr(e.fd), uintptr(unsafe.Pointer(&e.buf[0])), 8, 0, 0, 0)
+		_, errno := t.call6(unix.SYS_READ, uintptr(e.fd), uintptr(unsafe.Pointer(&e.buf[0])), 8, 0, 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}

@@ -64,6 +64,10 @@ type Thread struct {
 	group *Group
 	done  chan struct{}
 	ts    unix.Timespec // scratch for syscalls: lives on the heap, so passing it allocates nothing
+	// yieldsP: another thread of the group can preempt it on its CPU (a
+	// higher real-time priority there): its calls give up the runtime's P
+	// (Thread.call6). Group.Go keeps it up to date.
+	yieldsP atomic.Bool
 }
 
 // Stopping tells the thread's loop to return; checked once per iteration.
@@ -122,7 +126,33 @@ func (g *Group) Go(s Spec, fn func(t *Thread)) (*Thread, error) {
 		return nil, fmt.Errorf("thread %s: %w", s.Name, err)
 	}
 	g.threads = append(g.threads, t)
+	g.rank()
 	return t, nil
+}
+
+// rank marks the threads that a thread of higher real-time priority can
+// preempt on their CPU (Thread.yieldsP): the same CPU, or either of them
+// not pinned. A thread started later may change an earlier one's mark.
+func (g *Group) rank() {
+	for _, t := range g.threads {
+		below := false
+		for _, u := range g.threads {
+			shared := t.CPU < 0 || u.CPU < 0 || t.CPU == u.CPU
+			if u != t && shared && u.rtPriority() > t.rtPriority() {
+				below = true
+			}
+		}
+		t.yieldsP.Store(below)
+	}
+}
+
+// rtPriority is the real-time priority of the thread's policy (0 for
+// SCHED_OTHER).
+func (s Spec) rtPriority() int {
+	if s.Policy == FIFO || s.Policy == RR {
+		return s.Priority
+	}
+	return 0
 }
 
 // retireIdleThreads makes the runtime's idle threads exit, so that the next

@@ -42,19 +42,25 @@ func TestThreadSetupAndNoAllocation(t *testing.T) {
 		var m Mutex
 		var pm PIMutex
 		p := NewPeriodic(Now(), 100*time.Microsecond)
-		allocs := testing.AllocsPerRun(20, func() {
+		loop := func() {
 			p.Wait(th)
 			th.Work(10 * time.Microsecond)
-			sem.Post()
-			sem.Wait()
-			efd.Signal(1)
-			efd.Wait()
+			th.Spin(10 * time.Microsecond)
+			sem.Post(th)
+			sem.Wait(th)
+			efd.Signal(th, 1)
+			efd.Wait(th)
 			m.Lock(th)
 			m.Unlock(th)
 			pm.Lock(th)
 			pm.Unlock(th)
-		})
-		res <- fmt.Sprint(allocs)
+		}
+		// Both ways of making calls: keeping the P, and giving it up
+		// (a thread below another one of its CPU).
+		keep := testing.AllocsPerRun(20, loop)
+		th.yieldsP.Store(true)
+		yield := testing.AllocsPerRun(20, loop)
+		res <- fmt.Sprint(keep + yield)
 		for !th.Stopping() {
 			th.Sleep(time.Millisecond)
 		}
@@ -141,11 +147,40 @@ func TestMutexes(t *testing.T) {
 	}
 }
 
+// A thread gives up its P in its calls exactly when a thread of higher
+// real-time priority can preempt it on its CPU (call6): the highest of a
+// CPU keeps it, and so do threads of equal priority.
+func TestRankMarksThreadsBelowAnother(t *testing.T) {
+	th := func(name string, cpu int, pol Policy, prio int) *Thread {
+		return &Thread{Spec: Spec{Name: name, CPU: cpu, Policy: pol, Priority: prio}}
+	}
+	h, m, l := th("H", 1, FIFO, 90), th("M", 1, FIFO, 50), th("L", 1, FIFO, 10)
+	other := th("other", 1, Other, 0)
+	alone := th("alone", 0, FIFO, 5)
+	p1, p2 := th("p1", 2, FIFO, 50), th("p2", 2, FIFO, 50)
+	g := Group{threads: []*Thread{h, m, l, other, alone, p1, p2}}
+	g.rank()
+	for _, c := range []struct {
+		t    *Thread
+		want bool
+	}{{h, false}, {m, true}, {l, true}, {other, true}, {alone, false}, {p1, false}, {p2, false}} {
+		if got := c.t.yieldsP.Load(); got != c.want {
+			t.Errorf("%s (CPU %d, %s %d): gives up its P %v, want %v", c.t.Name, c.t.CPU, c.t.Policy, c.t.Priority, got, c.want)
+		}
+	}
+	// An unpinned thread of higher priority can preempt anyone.
+	g.threads = append(g.threads, th("roamer", -1, RR, 95))
+	g.rank()
+	if !h.yieldsP.Load() || !alone.yieldsP.Load() || g.threads[len(g.threads)-1].yieldsP.Load() {
+		t.Error("an unpinned thread of higher priority did not put the pinned ones below it")
+	}
+}
+
 func TestSemCloseWakesWaiter(t *testing.T) {
 	var g Group
 	var s Sem
 	got := make(chan bool, 1)
-	g.Go(Spec{Name: "waiter", CPU: -1}, func(th *Thread) { got <- s.Wait() })
+	g.Go(Spec{Name: "waiter", CPU: -1}, func(th *Thread) { got <- s.Wait(th) })
 	time.Sleep(20 * time.Millisecond)
 	s.Close()
 	if <-got {
@@ -159,13 +194,13 @@ func TestEventFDCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Release()
-	e.Signal(1)
-	e.Signal(2)
-	if n := e.Wait(); n != 3 {
+	e.Signal(nil, 1)
+	e.Signal(nil, 2)
+	if n := e.Wait(nil); n != 3 {
 		t.Errorf("Wait returned %d, want 3", n)
 	}
 	e.Close()
-	if n := e.Wait(); n != 0 {
+	if n := e.Wait(nil); n != 0 {
 		t.Errorf("Wait after Close returned %d, want 0", n)
 	}
 }
