@@ -455,13 +455,7 @@ func TestTwinSLOAndNewMaxNotices(t *testing.T) {
 	}
 	// Notices: task start, then new latency maxima 300, 500, 700 (not 450 or 100).
 	var maxima []uint64
-	rd.SetDeadline(time.Now())
-	for {
-		rec, err := rd.Read()
-		if err != nil {
-			break // deadline: drained
-		}
-		n := *(*Notice)(unsafePointer(rec.RawSample))
+	for _, n := range readNotices(t, rd) {
 		if n.Type == NoticeNewMax && n.Metric == uint32(metric.Latency) {
 			maxima = append(maxima, n.Value)
 		}
@@ -501,13 +495,7 @@ func TestTwinViolationNoticesWithoutTrace(t *testing.T) {
 			t.Errorf("violation_notices %v: latency violations %d max %d, want 4 and 900", on, got.Violations, got.Max)
 		}
 		var viols []uint64
-		rd.SetDeadline(time.Now())
-		for {
-			rec, err := rd.Read()
-			if err != nil {
-				break // deadline: drained
-			}
-			n := *(*Notice)(unsafePointer(rec.RawSample))
+		for _, n := range readNotices(t, rd) {
 			switch n.Type {
 			case NoticeNewMax:
 				t.Errorf("violation_notices %v: a new-maximum notice (%d ns) without the flight recorder", on, n.Value)
@@ -657,13 +645,7 @@ func TestTwinSLOViolationNotices(t *testing.T) {
 		flags uint32
 	}
 	var ns []got
-	rd.SetDeadline(time.Now())
-	for {
-		rec, err := rd.Read()
-		if err != nil {
-			break
-		}
-		n := *(*Notice)(unsafePointer(rec.RawSample))
+	for _, n := range readNotices(t, rd) {
 		if n.Metric == uint32(metric.Latency) && (n.Type == NoticeNewMax || n.Type == NoticeSLOViolation) {
 			ns = append(ns, got{n.Type, n.Value, n.End, n.Flags})
 		}
