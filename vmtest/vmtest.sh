@@ -346,12 +346,13 @@ test_section() {
 # its TSC, which under TCG runs at the host's rate (QEMU's rdtsc reads the
 # host's TSC), or nothing when the host's kernel log does not give that
 # rate. The guest cannot calibrate the TSC under emulation ("tsc: Unable
-# to calibrate against PIT") and kept time with the HPET: every clock read
-# an emulated MMIO access, and the rt guests that hung (no output for 660 s,
-# twice) had vCPU 1 at read_hpet+0x5d every time it was sampled, just
-# before the counter read, with the HPET lock held and interrupts off
-# (6.1.0-56-rt-amd64; vCPU 0 idle). tsc=reliable: no clocksource watchdog
-# to call an emulated TSC unstable.
+# to calibrate against PIT") and kept time with the HPET, as no x86 RT
+# machine does: every clock read a system call and an emulated MMIO access
+# (doctor's clocksource check warns about it). The rt guests that hung had
+# vCPU 1 in read_hpet whenever it was sampled: that was a livelocked
+# scenario thread reading the clock in a loop (workload.Thread.call6), not
+# the HPET. tsc=reliable: no clocksource watchdog to call an emulated TSC
+# unstable.
 guest_clock() {
 	local mhz
 	mhz=$(dmesg 2>/dev/null | sed -n -e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
