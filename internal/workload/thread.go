@@ -96,7 +96,9 @@ type Group struct {
 // PREEMPT_RT), and with them a runtime thread of this process pinned there
 // whose wakeup Stop's caller needs: a PREEMPT_RT guest ran
 // priority-inversion for 650 s instead of 3 s, ktimers/1 runnable all
-// along (RCU stall). Threads that end at their deadline break that cycle.
+// along (RCU stall; that run's spinning thread was livelocked in the Go
+// runtime, fixed in Thread.call6). Threads that end at their deadline
+// break such a cycle.
 func (g *Group) StopAt(end int64) { g.end.Store(end) }
 
 // Go starts fn on a new OS thread set up as s and returns once the thread is
