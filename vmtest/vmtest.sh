@@ -342,25 +342,6 @@ test_section() {
 	awk -v t="$2" '$0 == "=== " t { on = 1 } on { print } on && $0 ~ "^--- " t " " { exit }' "$1"
 }
 
-# guest_clock: the kernel parameters that make an x86 guest keep time with
-# its TSC, which under TCG runs at the host's rate (QEMU's rdtsc reads the
-# host's TSC), or nothing when the host's kernel log does not give that
-# rate. The guest cannot calibrate the TSC under emulation ("tsc: Unable
-# to calibrate against PIT") and kept time with the HPET, as no x86 RT
-# machine does: every clock read a system call and an emulated MMIO access
-# (doctor's clocksource check warns about it). The rt guests that hung had
-# vCPU 1 in read_hpet whenever it was sampled: that was a livelocked
-# scenario thread reading the clock in a loop (workload.Thread.call6), not
-# the HPET. tsc=reliable: no clocksource watchdog to call an emulated TSC
-# unstable.
-guest_clock() {
-	local mhz
-	mhz=$(dmesg 2>/dev/null | sed -n -e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-	[ -n "$mhz" ] || mhz=$(dmesg 2>/dev/null | sed -n -e 's/.*tsc: Detected \([0-9.]*\) MHz processor.*/\1/p' | tail -n 1)
-	[ -n "$mhz" ] || return 0
-	awk -v m="$mhz" 'BEGIN { printf "tsc_early_khz=%d tsc=reliable clocksource=tsc\n", m * 1000 + 0.5 }'
-}
-
 # boot GUEST TCG CPUS: boot GUEST with TCG threading TCG and CPUS vCPUs.
 # Tests run under single-threaded TCG unless they say "# tcg: multi" (a
 # host thread per vCPU): with MTTCG, live kernel text patching (BPF
@@ -403,7 +384,7 @@ boot() {
 	else
 		qemu=(qemu-system-x86_64 -cpu max)
 		# nokaslr: a hung guest's vCPU addresses can be looked up offline.
-		append="console=ttyS0 nokaslr $(guest_clock) $append"
+		append="console=ttyS0 nokaslr $append"
 	fi
 	qemu+=(-accel "tcg,thread=$tcg" -smp "$cpus" -m 1024 -nodefaults -nographic -no-reboot -serial stdio
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
