@@ -50,8 +50,9 @@ const ViolationBudget = 50
 
 // NoTracePoll is the notice polling period without the flight recorder:
 // no ring of events must be read before it wraps, and the notices left
-// (task starts and exits, histogram carries; no maxima nor violations)
-// are few, 2000 fit in the notice ring. Each poll is a wakeup, and on a
+// (task starts and exits, histogram carries, and violations only for
+// on-threshold actions, one a millisecond a task; no maxima) are few, 2000
+// fit in the notice ring. Each poll is a wakeup, and on a
 // VM a Go loop waking every 10 ms and doing nothing else took 0.16-0.64%
 // of a CPU.
 const NoTracePoll = 100 * time.Millisecond
