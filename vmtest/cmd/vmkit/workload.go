@@ -3,8 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -57,11 +60,16 @@ func workloadFlags(name string, args []string, extra func(*flag.FlagSet)) (fs *f
 
 // cmdPeriodic is a minimal cyclictest: absolute clock_nanosleep on
 // CLOCK_MONOTONIC every interval, latency = wake-up time - deadline;
-// deadlines already past when it goes to sleep are skipped.
+// deadlines already past when it goes to sleep are skipped. With -count,
+// it also prints how much the integer in a file (a fault injector's
+// `fired` parameter) grew over its loop alone: under TCG the process's
+// start takes up to a second, longer than an injection period.
 func cmdPeriodic(args []string) error {
 	var interval *time.Duration
+	var countFile *string
 	_, comm, cpu, prio, dur, err := workloadFlags("periodic", args, func(fs *flag.FlagSet) {
 		interval = fs.Duration("i", time.Millisecond, "period")
+		countFile = fs.String("count", "", "print how much the integer in this file grew over the loop")
 	})
 	if err != nil {
 		return err
@@ -73,6 +81,10 @@ func cmdPeriodic(args []string) error {
 	// loop): a collection would need this thread to stop.
 	debug.SetGCPercent(-1)
 	if err := rtThread(*comm, *cpu, *prio); err != nil {
+		return err
+	}
+	count0, err := readCount(*countFile)
+	if err != nil {
 		return err
 	}
 	var now unix.Timespec
@@ -114,9 +126,32 @@ func cmdPeriodic(args []string) error {
 			max = lat
 		}
 	}
+	count1, err := readCount(*countFile)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("%s: %d loops, avg %.1f us, max %.1f us, %d periods missed\n", *comm, loops,
 		float64(sum)/float64(loops)/1e3, float64(max)/1e3, missed)
+	if *countFile != "" {
+		fmt.Printf("%s: %s grew by %d\n", *comm, *countFile, count1-count0)
+	}
 	return nil
+}
+
+// readCount reads the integer in file; an empty name reads 0.
+func readCount(file string) (int64, error) {
+	if file == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", file, err)
+	}
+	return n, nil
 }
 
 // cmdSpin burns CPU for the duration: the competitor of contention tests.
