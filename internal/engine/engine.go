@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -200,6 +201,10 @@ type Engine struct {
 	carries  histCarries // histogram carries by tracking id
 	flight   []byte
 	ncpu     int
+	// headMu guards heads, each CPU's flight ring head when Heads last
+	// read it: where the next search starts.
+	headMu   sync.Mutex
+	heads    []uint64
 	types    *KernelTypes // --btf, else nil
 	Features Features
 	mem      *memoryLayout // MemoryBytes' maps and programs, read once
@@ -973,17 +978,33 @@ func (e *Engine) NumCPU() int { return e.ncpu }
 // FlightPerCPU is the depth of each CPU's ring.
 func (e *Engine) FlightPerCPU() uint32 { return e.cfg.FlightPerCPU }
 
-// Heads returns the next sequence number of each CPU's flight ring.
+// Heads returns the next sequence number of each CPU's flight ring: found
+// in the mapped rings (ringHead), and read from the per-CPU state only for
+// a ring that lapped since the previous call. Safe for concurrent use.
 func (e *Engine) Heads() ([]uint64, error) {
-	var per []bpfRtsCpuState
-	if err := e.objs.Cpus.Lookup(uint32(0), &per); err != nil {
-		return nil, err
+	e.headMu.Lock()
+	defer e.headMu.Unlock()
+	if e.flight == nil {
+		return nil, errors.New("the flight recorder is off")
 	}
-	out := make([]uint64, len(per))
-	for i, c := range per {
-		out[i] = c.Seq
+	if len(e.heads) != e.ncpu {
+		e.heads = make([]uint64, e.ncpu)
 	}
-	return out, nil
+	lapped := false
+	for cpu := range e.heads {
+		h, ok := ringHead(e.FlightRing(cpu), e.heads[cpu])
+		e.heads[cpu], lapped = h, lapped || !ok
+	}
+	if lapped {
+		var per []bpfRtsCpuState
+		if err := e.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+			return nil, err
+		}
+		for cpu := range min(len(per), len(e.heads)) {
+			e.heads[cpu] = per[cpu].Seq
+		}
+	}
+	return slices.Clone(e.heads), nil
 }
 
 // FlightRing returns cpu's ring in place: slot i holds the event of

@@ -13,7 +13,7 @@ func BenchmarkAgentReads(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	var zero TaskStats
+	var zero bpfRtsTaskStats // the kernel's layout, not TaskStats (16-bit buckets)
 	for id := uint64(1); id <= 100; id++ {
 		if err := e.objs.Stats.Put(id, &zero); err != nil {
 			b.Fatal(err)
