@@ -203,11 +203,15 @@ type Engine struct {
 	ncpu     int
 	// headMu guards heads, each CPU's flight ring head when Heads last
 	// read it: where the next search starts.
-	headMu   sync.Mutex
-	heads    []uint64
-	types    *KernelTypes // --btf, else nil
-	Features Features
-	mem      *memoryLayout // MemoryBytes' maps and programs, read once
+	headMu sync.Mutex
+	heads  []uint64
+	// placeMu guards Placements' batch buffers, kept between calls (640 KB).
+	placeMu   sync.Mutex
+	placeKeys []uint64
+	placeVals []bpfRtsTaskStats
+	types     *KernelTypes // --btf, else nil
+	Features  Features
+	mem       *memoryLayout // MemoryBytes' maps and programs, read once
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
 	ident   map[uint64]classicIdent // by tracking id
