@@ -49,6 +49,22 @@ func (r *ringSource) write(n, tasks int) {
 // load of the scaling bench), a quarter of its 8192-event ring.
 func BenchmarkPollSnapshot(b *testing.B) {
 	b.Run("cut", benchPoll)
+	// A window longer than the rings (a period of a second under load):
+	// all of both rings, trimmed to the default 1024 events.
+	b.Run("cut-long", func(b *testing.B) {
+		src := newRingSource(2, engine.DefaultFlightPerCPU)
+		src.write(engine.DefaultFlightPerCPU, 100)
+		names := NewNames(nil, nil)
+		sn, err := TakeInto(src, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sn.Learn(names)
+		b.ReportAllocs()
+		for b.Loop() {
+			sn.Cut(Window{Metric: "period", TID: 1001, Start: 0, End: src.ts, MaxEvents: 1024}, names)
+		}
+	})
 	// The poll of a session keeping periodic tasks' own events: every
 	// event read in place (Follow), those of 10 of the 100 tasks kept.
 	b.Run("follow", func(b *testing.B) {

@@ -329,6 +329,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
 	all := sn.all[:0]
 	var missing []int
+	pre := preTrim{}
 	for cpu, evs := range sn.cpus {
 		// First event after End, then walk back to the context before Start.
 		hi := sort.Search(len(evs), func(i int) bool { return evs[i].Ts > w.End })
@@ -343,7 +344,26 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		if lo == 0 && sn.wrapped[cpu] && (len(evs) == 0 || evs[0].Ts > w.Start) {
 			missing = append(missing, cpu)
 		}
-		all = append(all, evs[ctx:hi]...)
+		run := evs[ctx:hi]
+		if w.MaxEvents > 0 && len(run) > w.MaxEvents {
+			// Of the CPU's events older than its last MaxEvents, only
+			// those naming the task can outlive the trim below (which
+			// keeps the task's own and the others' nearest the end): the
+			// rest are left out here, before the copy and the sort. A
+			// window of a second under load held 16,000 events for 1024
+			// kept, and cutting was most of the agent's warm-up at 1000
+			// tracked threads.
+			old := run[:len(run)-w.MaxEvents]
+			for i := range old {
+				if mentions(old[i].Event, w.TID) {
+					all = append(all, old[i])
+				} else {
+					pre.add(cpu, old[i].Ts)
+				}
+			}
+			run = run[len(old):]
+		}
+		all = append(all, run...)
 		// Steal is read at context switches: time the hypervisor took
 		// inside the window shows at the CPU's first switch after it. The
 		// stack of the task a late timer interrupt stopped is sampled in
@@ -405,7 +425,11 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	sn.all, sn.kept = all[:0], kept[:0] // before kept loses its front
-	if w.MaxEvents > 0 && len(kept) > w.MaxEvents && ownCount(kept, w.TID) < w.MaxEvents {
+	// The events left out before the copy count as trimmed here: those of
+	// the CPUs kept, as the rest would not have been kept.
+	preN, preLast := pre.of(involved)
+	if w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && ownCount(kept, w.TID) < w.MaxEvents {
+		sparse = max(sparse, preLast)
 		// The task's own events across the window, the others' nearest its
 		// end, where the value was reached.
 		drop := len(kept) - w.MaxEvents
@@ -430,7 +454,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		drop := len(kept) - w.MaxEvents
 		tr.Truncated = true
 		tr.Note = fmt.Sprintf("window too long: %d events; the first %d (up to %s us after its start) are left out, the last %d kept (raise --trace-max-events)",
-			len(kept), drop, strconv.FormatFloat(float64(int64(kept[drop].Ts)-int64(w.Start))/1e3, 'f', 1, 64), w.MaxEvents)
+			len(kept)+preN, drop+preN, strconv.FormatFloat(float64(int64(kept[drop].Ts)-int64(w.Start))/1e3, 'f', 1, 64), w.MaxEvents)
 		kept = kept[drop:]
 	}
 	rw := &Raw{meta: *tr, events: make([]engine.Event, len(kept))}
@@ -446,6 +470,31 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		}
 	}
 	return rw
+}
+
+// preTrim counts, per CPU, the events Cut leaves out before its copy,
+// and the newest of them (its time + 1).
+type preTrim map[int]struct {
+	n    int
+	last uint64
+}
+
+func (p preTrim) add(cpu int, ts uint64) {
+	c := p[cpu]
+	c.n++
+	c.last = max(c.last, ts+1)
+	p[cpu] = c
+}
+
+// of sums the events left out on the CPUs of cpus.
+func (p preTrim) of(cpus map[int]bool) (n int, last uint64) {
+	for cpu, c := range p {
+		if cpus[cpu] {
+			n += c.n
+			last = max(last, c.last)
+		}
+	}
+	return n, last
 }
 
 // Raw is a cut window kept compactly (48 bytes an event) until it is shown:
