@@ -205,13 +205,14 @@ type Engine struct {
 	// read it: where the next search starts.
 	headMu sync.Mutex
 	heads  []uint64
-	// placeMu guards Placements' batch buffers, kept between calls (640 KB).
-	placeMu   sync.Mutex
-	placeKeys []uint64
-	placeVals []bpfRtsTaskStats
-	types     *KernelTypes // --btf, else nil
-	Features  Features
-	mem       *memoryLayout // MemoryBytes' maps and programs, read once
+	// statsBufMu guards eachStats' batch buffers, kept between calls
+	// (640 KB).
+	statsBufMu sync.Mutex
+	statsKeys  []uint64
+	statsVals  []bpfRtsTaskStats
+	types      *KernelTypes // --btf, else nil
+	Features   Features
+	mem        *memoryLayout // MemoryBytes' maps and programs, read once
 	// The classic engine's identities read from live tasks (classic.go).
 	identMu sync.Mutex
 	ident   map[uint64]classicIdent // by tracking id
@@ -878,20 +879,17 @@ func (e *Engine) AllStats() ([]*TaskStats, error) {
 		return nil, err
 	}
 	var out []*TaskStats
-	var id uint64
-	var k bpfRtsTaskStats // one buffer: joined copies it out
-	it := e.objs.Stats.Iterate()
-	for it.Next(&id, &k) {
-		s, err := e.joined(id, &k)
+	err := e.eachStats(func(id uint64, k *bpfRtsTaskStats) error {
+		s, err := e.joined(id, k) // copied out of k
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			continue // forgotten while its carry was awaited
+			return nil // forgotten while its carry was awaited
 		}
-		if err != nil {
-			return out, err
+		if err == nil {
+			out = append(out, s)
 		}
-		out = append(out, s)
-	}
-	return out, it.Err()
+		return err
+	})
+	return out, err
 }
 
 // Forget drops a task's statistics after its final report.

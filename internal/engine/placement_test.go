@@ -30,7 +30,7 @@ func loadWithStats(tb testing.TB, n int) *Engine {
 // Placements reads, in batches, what AllStats says of every task's
 // placement: more tasks than one batch, so the cursor is followed.
 func TestPlacementsMatchAllStats(t *testing.T) {
-	const n = 3*placementBatch + 7
+	const n = 3*statsBatch + 7
 	e := loadWithStats(t, n)
 	ps, err := e.Placements()
 	if err != nil {
