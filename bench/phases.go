@@ -137,11 +137,14 @@ func last(v []float64) float64 {
 
 // scaleRow is one number of tracked threads.
 type scaleRow struct {
-	Tracked   int  // -1: the floor
-	NoTrace   bool // rtscope --no-trace: the engine without the flight recorder and user-space trace cutting
-	AvgNs     []float64
-	SwitchNs  []float64
-	CPUPct    []float64
+	Tracked  int  // -1: the floor
+	NoTrace  bool // rtscope --no-trace: the engine without the flight recorder and user-space trace cutting
+	AvgNs    []float64
+	SwitchNs []float64
+	CPUPct   []float64 // the window right after every task is tracked: their first maxima
+	// SteadyPct is the window after that (100 tracked or more): what an
+	// always-on monitor uses once the tasks' first maxima are cut.
+	SteadyPct []float64
 	Memlock   []float64 // maps + programs, bytes, as the kernel reports (deduplicated by id)
 	RSS       []float64
 	Maps      []MapDetail
@@ -237,6 +240,11 @@ func (b *bench) phaseScaling() error {
 					row.StorageB = n * taskStorageBytes(o)
 				}
 				row.RSS = append(row.RSS, float64(rssBytes(r.p.pid())))
+				if n >= 100 {
+					if w2, _ := b.measure(r, win, nil); w2.seconds > 0 {
+						row.SteadyPct = append(row.SteadyPct, 100*w2.cpu.Seconds()/w2.seconds)
+					}
+				}
 			}
 			l, err := r.stop()
 			if err != nil {
