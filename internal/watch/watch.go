@@ -5,6 +5,7 @@
 package watch
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -475,6 +476,11 @@ func (s *watcher) Finish(session.End) error {
 	if s.launched != nil {
 		rep.Command = commandResult(o.Targets.Command, s.launched.Cmd.ProcessState, stoppedCmd)
 	}
+	// The final reports through one buffer: a write a line to a terminal
+	// or pipe took 128 ms of the stop at 1000 tracked threads.
+	direct := o.Out
+	out := bufio.NewWriterSize(direct, 64<<10)
+	s.o.Out, o.Out = out, out
 	// Headline first: whether each task is healthy and, if not, why mostly;
 	// the full tables follow (those of exited tasks came when they exited).
 	fmt.Fprintln(o.Out)
@@ -485,6 +491,10 @@ func (s *watcher) Finish(session.End) error {
 		}
 	}
 	s.summary(rep)
+	if err := out.Flush(); err != nil {
+		fmt.Fprintf(o.Log, "rtscope watch: the final report: %v\n", err)
+	}
+	s.o.Out, o.Out = direct, direct
 	if o.Stopped != nil {
 		o.Stopped(s.eng)
 	}
