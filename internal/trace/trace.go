@@ -354,13 +354,16 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			// kept, and cutting was most of the agent's warm-up at 1000
 			// tracked threads.
 			old := run[:len(run)-w.MaxEvents]
+			var left preLeft
 			for i := range old {
 				if mentions(old[i].Event, w.TID) {
 					all = append(all, old[i])
 				} else {
-					pre.add(cpu, old[i].Ts)
+					left.n++
+					left.last = max(left.last, old[i].Ts+1)
 				}
 			}
+			pre[cpu] = left
 			run = run[len(old):]
 		}
 		all = append(all, run...)
@@ -472,18 +475,14 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	return rw
 }
 
-// preTrim counts, per CPU, the events Cut leaves out before its copy,
-// and the newest of them (its time + 1).
-type preTrim map[int]struct {
+// preTrim is, per CPU, what Cut leaves out before its copy.
+type preTrim map[int]preLeft
+
+// preLeft counts the events left out, and the newest of them (its time
+// + 1).
+type preLeft struct {
 	n    int
 	last uint64
-}
-
-func (p preTrim) add(cpu int, ts uint64) {
-	c := p[cpu]
-	c.n++
-	c.last = max(c.last, ts+1)
-	p[cpu] = c
 }
 
 // of sums the events left out on the CPUs of cpus.
