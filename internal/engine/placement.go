@@ -27,18 +27,20 @@ func (e *Engine) Placements() ([]Placement, error) {
 		all, err := e.AllStats()
 		out := make([]Placement, 0, len(all))
 		for _, s := range all {
-			out = append(out, Placement{Id: s.Id, Policy: s.Policy, LastCPU: int(s.LastCpu), CpusMask: s.CpusMask,
-				NrCpusAllowed: s.NrCpusAllowed, Exited: s.Exited != 0})
+			out = append(out, placement(s.Id, s.Policy, s.LastCpu, s.CpusMask, s.NrCpusAllowed, s.Exited))
 		}
 		return out, err
 	}
 	var out []Placement
 	err := e.eachStats(func(id uint64, k *bpfRtsTaskStats) error {
-		out = append(out, Placement{Id: id, Policy: k.Policy, LastCPU: int(k.LastCpu), CpusMask: k.CpusMask,
-			NrCpusAllowed: k.NrCpusAllowed, Exited: k.Exited != 0})
+		out = append(out, placement(id, k.Policy, k.LastCpu, k.CpusMask, k.NrCpusAllowed, k.Exited))
 		return nil
 	})
 	return out, err
+}
+
+func placement(id uint64, policy, lastCPU uint32, mask, nrCPUs uint64, exited uint32) Placement {
+	return Placement{Id: id, Policy: policy, LastCPU: int(lastCPU), CpusMask: mask, NrCpusAllowed: nrCPUs, Exited: exited != 0}
 }
 
 // statsBatch is how many tasks' statistics one batch lookup copies

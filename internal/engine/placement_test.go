@@ -5,14 +5,14 @@ import (
 	"testing"
 )
 
-// loadWithStats loads the engine (not attached) with n tasks' statistics
-// written from user space, each with its own placement.
-func loadWithStats(tb testing.TB, n int) *Engine {
+// loadWithStats loads the engine of cfg (not attached) with n tasks'
+// statistics written from user space, each with its own placement.
+func loadWithStats(tb testing.TB, cfg Config, n int) *Engine {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Fatal("needs root (CI runs as root)")
 	}
-	e, err := Load(Config{})
+	e, err := Load(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func loadWithStats(tb testing.TB, n int) *Engine {
 // placement: more tasks than one batch, so the cursor is followed.
 func TestPlacementsMatchAllStats(t *testing.T) {
 	const n = 3*statsBatch + 7
-	e := loadWithStats(t, n)
+	e := loadWithStats(t, Config{}, n)
 	ps, err := e.Placements()
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestPlacementsMatchAllStats(t *testing.T) {
 // BenchmarkPlacements: the housekeeping choice's read at 1000 tracked
 // tasks, against AllStats.
 func BenchmarkPlacements(b *testing.B) {
-	e := loadWithStats(b, 1000)
+	e := loadWithStats(b, Config{}, 1000)
 	b.Run("Placements", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -8,17 +8,7 @@ import (
 // every poll, with 100 tracked tasks' statistics (written from user space:
 // the programs are loaded, not attached).
 func BenchmarkAgentReads(b *testing.B) {
-	e, err := Load(Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	var zero bpfRtsTaskStats // the kernel's layout, not TaskStats (16-bit buckets)
-	for id := uint64(1); id <= 100; id++ {
-		if err := e.objs.Stats.Put(id, &zero); err != nil {
-			b.Fatal(err)
-		}
-	}
+	e := loadWithStats(b, Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait}, 100)
 	b.Run("AllStats", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

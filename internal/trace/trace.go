@@ -329,7 +329,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
 	all := sn.all[:0]
 	var missing []int
-	pre := preTrim{}
+	pre := make(preTrim, len(sn.cpus))
 	for cpu, evs := range sn.cpus {
 		// First event after End, then walk back to the context before Start.
 		hi := sort.Search(len(evs), func(i int) bool { return evs[i].Ts > w.End })
@@ -476,7 +476,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 }
 
 // preTrim is, per CPU, what Cut leaves out before its copy.
-type preTrim map[int]preLeft
+type preTrim []preLeft
 
 // preLeft counts the events left out, and the newest of them (its time
 // + 1).
@@ -487,10 +487,10 @@ type preLeft struct {
 
 // of sums the events left out on the CPUs of cpus.
 func (p preTrim) of(cpus map[int]bool) (n int, last uint64) {
-	for cpu, c := range p {
-		if cpus[cpu] {
-			n += c.n
-			last = max(last, c.last)
+	for cpu := range cpus {
+		if cpu >= 0 && cpu < len(p) {
+			n += p[cpu].n
+			last = max(last, p[cpu].last)
 		}
 	}
 	return n, last
