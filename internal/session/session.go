@@ -216,8 +216,9 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 }
 
 // loop polls and runs the jobs until ctx, the duration or the tool ends
-// the session. One timer serves every job: each runs when due, at most
-// once per wake (as a time.Ticker drops the ticks a slow reader missed).
+// the session. One clock of the shortest period serves every job: each
+// runs at the first tick at or after it is due, at most once per tick (as
+// a time.Ticker drops the ticks a slow reader missed).
 func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, error) {
 	// The poll is the first job: it reads the notices for the tool.
 	var pollErr error
@@ -235,12 +236,10 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 	}}}, spec.Every...)
 	start := time.Now()
 	next := make([]time.Time, len(jobs))
-	first := start.Add(spec.Poll)
+	period := spec.Poll
 	for i, j := range jobs {
 		next[i] = start.Add(j.Every)
-		if next[i].Before(first) {
-			first = next[i]
-		}
+		period = min(period, j.Every)
 	}
 	var deadline <-chan time.Time
 	if spec.Duration > 0 {
@@ -248,8 +247,8 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 		defer t.Stop()
 		deadline = t.C
 	}
-	wake := time.NewTimer(time.Until(first))
-	defer wake.Stop()
+	clk := newClock(period)
+	defer clk.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -258,24 +257,20 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 			return Elapsed, nil
 		case f := <-spec.Control:
 			f(eng)
-		case <-wake.C:
-			now := time.Now()
-			first = time.Time{}
+		case <-clk.C:
+			now := time.Now() // not the tick's: a Control call may have held it
 			for i, j := range jobs {
-				if !now.Before(next[i]) {
-					if j.Run() {
-						return ToolDone, pollErr
-					}
-					next[i] = next[i].Add(j.Every)
-					if !next[i].After(now) {
-						next[i] = now.Add(j.Every)
-					}
+				if now.Before(next[i]) {
+					continue
 				}
-				if first.IsZero() || next[i].Before(first) {
-					first = next[i]
+				if j.Run() {
+					return ToolDone, pollErr
+				}
+				next[i] = next[i].Add(j.Every)
+				if !next[i].After(now) {
+					next[i] = now.Add(j.Every)
 				}
 			}
-			wake.Reset(time.Until(first))
 		}
 	}
 }
