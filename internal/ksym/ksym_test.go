@@ -60,3 +60,42 @@ func TestRanges(t *testing.T) {
 		t.Errorf("Ranges = %x, want %x (the last symbol has no end)", got, want)
 	}
 }
+
+// Load reads module lines ("name\t[module]"), keeps the file's first
+// address of a name that appears twice (static functions of two files),
+// resolves names that are prefixes of others exactly, and allocates the
+// table's names once.
+func TestLoadNamesAndDuplicates(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "kallsyms")
+	data := "ffffffff81000300 t dup\n" +
+		"ffffffff81000100 t dup\n" +
+		"ffffffff81000200 T dup_long\n" +
+		"ffffffffc0001000 t mod_func\t[nf_tables]\n" +
+		"ffffffff81000400 r rodata_sym\n" +
+		"0000000000000000 T hidden\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]uint64{"dup": 0xffffffff81000300, "dup_long": 0xffffffff81000200, "du": 0,
+		"mod_func": 0xffffffffc0001000, "rodata_sym": 0, "hidden": 0, "": 0} {
+		if got := tab.Addr(name); got != want {
+			t.Errorf("Addr(%q) = %x, want %x", name, got, want)
+		}
+	}
+	for addr, want := range map[uint64]string{0xffffffff81000100: "dup", 0xffffffff81000250: "dup_long+0x50",
+		0xffffffffc0001008: "mod_func+0x8"} {
+		if got := tab.Name(addr); got != want {
+			t.Errorf("Name(%x) = %q, want %q", addr, got, want)
+		}
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = tab.Name(0xffffffff81000100) }); allocs != 0 {
+		t.Errorf("Name of a symbol's start allocates %v times: names must be slices of the table's one string", allocs)
+	}
+	if err := tab.Reload(p); err != nil || tab.Addr("dup_long") != 0xffffffff81000200 {
+		t.Errorf("Reload: %v, dup_long at %x", err, tab.Addr("dup_long"))
+	}
+}
