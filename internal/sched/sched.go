@@ -51,6 +51,26 @@ func UserPrio(kprio int) (value int, rt bool) {
 
 // Describe renders a policy and kernel prio, e.g. "FIFO 80", "OTHER nice 0", "DEADLINE".
 func Describe(policy uint32, kprio int) string {
+	if policy < uint32(len(described)) && kprio >= 0 && kprio < len(described[0]) {
+		return described[policy][kprio]
+	}
+	return describe(policy, kprio)
+}
+
+// described is Describe of the policies up to SCHED_EXT (7) at every
+// kernel prio, made once: decoding a trace describes each event's tasks,
+// and two Sprintfs an event were 0.12 s of the 0.29 s of CPU that watch's
+// stop took at 1000 tracked threads.
+var described = func() (t [8][140]string) {
+	for p := range t {
+		for k := range t[p] {
+			t[p][k] = describe(uint32(p), k)
+		}
+	}
+	return t
+}()
+
+func describe(policy uint32, kprio int) string {
 	if policy == Deadline || kprio < 0 {
 		return "DEADLINE"
 	}

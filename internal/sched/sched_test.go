@@ -16,6 +16,18 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("Describe(%d,%d) = %q, want %q", c.pol, c.prio, got, c.want)
 		}
 	}
+	// The table and the formatting agree everywhere, its edges and past
+	// them (a policy or prio the kernel may add) included.
+	for pol := uint32(0); pol <= 9; pol++ {
+		for prio := -2; prio <= 141; prio++ {
+			if got, want := Describe(pol, prio), describe(pol, prio); got != want {
+				t.Fatalf("Describe(%d,%d) = %q, formatted %q", pol, prio, got, want)
+			}
+		}
+	}
+	if a := testing.AllocsPerRun(10, func() { _ = Describe(FIFO, 19) }); a != 0 {
+		t.Errorf("Describe allocates %v times a call: decoding calls it for every event", a)
+	}
 	if KPrioFromByte(255) != -1 || KPrioFromByte(19) != 19 {
 		t.Error("KPrioFromByte")
 	}
