@@ -813,6 +813,68 @@ func TestTwinStatsTakesCarries(t *testing.T) {
 	}
 }
 
+// TestTwinHoldNotices: a poll that holds the notices between its windows
+// (Engine.HoldNotices) loses none of a burst three times what the ring
+// holds, and the next Notices hands them on in the kernel's order.
+func TestTwinHoldNotices(t *testing.T) {
+	lost := func(tw *twin) uint64 {
+		var per []uint64
+		if err := tw.objs.Counters.Lookup(uint32(CounterNoticeLost), &per); err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, v := range per {
+			n += v
+		}
+		return n
+	}
+	// One new maximum of latency an iteration (and others of the metrics
+	// it drives): without a reader, the ring is full after capacity of them.
+	newMax := func(tw *twin, i uint64) {
+		base := 10000 + i*10000
+		tw.wakeup(base, 0, 100)
+		tw.switchTo(base+2000+i, 0, idle, 100, false, 0)
+		tw.switchTo(base+5000, 0, 100, idle, true, 0)
+	}
+	full := newTwin(t, nil)
+	full.track(100, true, false)
+	capacity := uint64(0)
+	for ; lost(full) == 0; capacity++ {
+		if capacity == 10000 {
+			t.Fatal("10000 new maxima and no notice lost")
+		}
+		newMax(full, capacity)
+	}
+
+	tw := newTwin(t, nil)
+	e := &Engine{carries: histCarries{}, notices: noticeReader(t, tw)}
+	tw.track(100, true, false)
+	for i := range 3 * capacity {
+		if i%(capacity/4) == 0 {
+			if err := e.HoldNotices(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newMax(tw, i)
+	}
+	if n := lost(tw); n != 0 {
+		t.Fatalf("%d notices lost with the ring held every %d maxima", n, capacity/4)
+	}
+	ns, err := e.Notices(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latency []uint64
+	for _, n := range ns {
+		if n.Type == NoticeNewMax && metric.ID(n.Metric) == metric.Latency {
+			latency = append(latency, n.Value)
+		}
+	}
+	if uint64(len(latency)) != 3*capacity || !slices.IsSorted(latency) || latency[0] == latency[len(latency)-1] {
+		t.Errorf("%d new latency maxima handed on (want %d, rising)", len(latency), 3*capacity)
+	}
+}
+
 // TestTwinHistogramCarryLost: a carry the full notice ring cannot take is
 // counted (the metric's hist_lost, and a lost notice), so user space knows
 // how many samples its histogram misses instead of waiting for the carry.

@@ -678,14 +678,21 @@ func (s *watcher) handle(ns []engine.Notice) error {
 const followEvery = 4 * time.Millisecond
 
 // follow reads the rings for the tasks whose own events are kept
-// (trace.Snapshot.Follow): at the start of every poll, and between its
-// windows and at its end when followEvery has passed.
+// (trace.Snapshot.Follow) and moves the notices queued meanwhile out of
+// the kernel's ring (Engine.HoldNotices): at the start of every poll, and
+// between its windows and at its end when followEvery has passed.
 func (s *watcher) follow(always bool) {
-	if !s.longWindows || (!always && time.Since(s.followed) < followEvery) {
+	if !always && time.Since(s.followed) < followEvery {
 		return
 	}
-	// A failed read is a gap: the windows it spans are truncated.
-	_ = s.snap.Follow(s.eng)
+	if !always {
+		// A failed read comes back at the next poll's Notices.
+		_ = s.eng.HoldNotices()
+	}
+	if s.longWindows {
+		// A failed read is a gap: the windows it spans are truncated.
+		_ = s.snap.Follow(s.eng)
+	}
 	s.followed = time.Now()
 }
 
