@@ -449,8 +449,22 @@ int BPF_PROG(on_task_rename, struct task_struct *t, const char *comm)
 		return 0;
 	}
 	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
-	if (w)
-		track(t, w->index, w->flags);
+	if (!w)
+		return 0;
+	track(t, w->index, w->flags);
+	/*
+	 * track() copied t->comm, still the old name: the kernel copies the
+	 * new one after this tracepoint (__set_task_comm), and a thread
+	 * naming itself with prctl kept the old one in its statistics until
+	 * its next switch-in (TestTrackedAtRenameByNewName). A deferred track
+	 * reads the comm at its switch-in, the new one by then.
+	 */
+	st = tracked(t);
+	if (st) {
+		struct rts_task_stats *s = rts_stats(st);
+		if (s)
+			__builtin_memcpy(s->comm, name, sizeof(name));
+	}
 	return 0;
 }
 

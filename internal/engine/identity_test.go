@@ -99,3 +99,62 @@ func TestPolicySetWhileRunning(t *testing.T) {
 			s.Policy, s.Prio, s.SchedChanges, seen, want)
 	}
 }
+
+// TestTrackedAtRenameByNewName: a thread that a --comm target wants under
+// the name it gives itself is tracked at task_rename under that name, at
+// once: the tracepoint fires before the kernel copies the name, and its
+// statistics kept the old one until its next switch-in (serve labelled a
+// short task exec'd from bash "bash" when it exited first). The thread
+// spins without sleeping from its rename on, so no switch-in corrects it.
+func TestTrackedAtRenameByNewName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	cpus, err := workload.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	const newName = "rts-renamed"
+	if err := e.WantComm(newName, 0); err != nil {
+		t.Fatal(err)
+	}
+	var g workload.Group
+	defer g.Stop(2 * time.Second)
+	rename := make(chan struct{})
+	th, err := g.Go(workload.Spec{Name: "rts-old-name", CPU: cpus[len(cpus)-1], Policy: workload.Other}, func(t *workload.Thread) {
+		<-rename
+		if workload.SetName(newName) == nil {
+			t.Spin(2 * time.Second)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(rename)
+	var s *TaskStats
+	for deadline := time.Now().Add(1500 * time.Millisecond); s == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		all, err := e.AllStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range all {
+			if st.Tid == uint32(th.Tid) {
+				s = st
+			}
+		}
+	}
+	if s == nil {
+		t.Fatalf("thread %d renamed %q was not tracked", th.Tid, newName)
+	}
+	if got := CommString(s.Comm); got != newName {
+		t.Errorf("tracked at its rename as %q, want %q", got, newName)
+	}
+}
