@@ -18,22 +18,7 @@ import (
 // change and both identities while it still runs: before, they kept the
 // identity it was discovered with until it slept or exited.
 func TestPolicySetWhileRunning(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (CI runs as root)")
-	}
-	cpus, err := workload.CPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu := cpus[len(cpus)-1]
-	e, err := Load(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Attach(); err != nil {
-		t.Fatal(err)
-	}
+	e, cpu := attachedOnLastCPU(t)
 
 	var g workload.Group
 	defer g.Stop(2 * time.Second)
@@ -107,21 +92,7 @@ func TestPolicySetWhileRunning(t *testing.T) {
 // short task exec'd from bash "bash" when it exited first). The thread
 // spins without sleeping from its rename on, so no switch-in corrects it.
 func TestTrackedAtRenameByNewName(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (CI runs as root)")
-	}
-	cpus, err := workload.CPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Load(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Attach(); err != nil {
-		t.Fatal(err)
-	}
+	e, cpu := attachedOnLastCPU(t)
 	const newName = "rts-renamed"
 	if err := e.WantComm(newName, 0); err != nil {
 		t.Fatal(err)
@@ -129,7 +100,7 @@ func TestTrackedAtRenameByNewName(t *testing.T) {
 	var g workload.Group
 	defer g.Stop(2 * time.Second)
 	rename := make(chan struct{})
-	th, err := g.Go(workload.Spec{Name: "rts-old-name", CPU: cpus[len(cpus)-1], Policy: workload.Other}, func(t *workload.Thread) {
+	th, err := g.Go(workload.Spec{Name: "rts-old-name", CPU: cpu, Policy: workload.Other}, func(t *workload.Thread) {
 		<-rename
 		if workload.SetName(newName) == nil {
 			t.Spin(2 * time.Second)
@@ -157,4 +128,26 @@ func TestTrackedAtRenameByNewName(t *testing.T) {
 	if got := CommString(s.Comm); got != newName {
 		t.Errorf("tracked at its rename as %q, want %q", got, newName)
 	}
+}
+
+// attachedOnLastCPU loads and attaches an engine (closed when the test
+// ends) and returns it with the last CPU the test may use, for its threads.
+func attachedOnLastCPU(t *testing.T) (*Engine, int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	cpus, err := workload.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	return e, cpus[len(cpus)-1]
 }

@@ -58,6 +58,20 @@ func newTwinWith(t *testing.T, slo map[metric.ID]uint64, vars map[string]any) *t
 	return tw
 }
 
+// noticesLost is the twin's lost-notice counter, summed over CPUs.
+func (tw *twin) noticesLost() uint64 {
+	tw.t.Helper()
+	var per []uint64
+	if err := tw.objs.Counters.Lookup(uint32(CounterNoticeLost), &per); err != nil {
+		tw.t.Fatal(err)
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n
+}
+
 func (tw *twin) run(p *ebpf.Program, args ...uint64) uint32 {
 	tw.t.Helper()
 	ret, err := p.Run(&ebpf.RunOptions{Context: args})
@@ -817,17 +831,6 @@ func TestTwinStatsTakesCarries(t *testing.T) {
 // (Engine.HoldNotices) loses none of a burst three times what the ring
 // holds, and the next Notices hands them on in the kernel's order.
 func TestTwinHoldNotices(t *testing.T) {
-	lost := func(tw *twin) uint64 {
-		var per []uint64
-		if err := tw.objs.Counters.Lookup(uint32(CounterNoticeLost), &per); err != nil {
-			t.Fatal(err)
-		}
-		var n uint64
-		for _, v := range per {
-			n += v
-		}
-		return n
-	}
 	// One new maximum of latency an iteration (and others of the metrics
 	// it drives): without a reader, the ring is full after capacity of them.
 	newMax := func(tw *twin, i uint64) {
@@ -839,7 +842,7 @@ func TestTwinHoldNotices(t *testing.T) {
 	full := newTwin(t, nil)
 	full.track(100, true, false)
 	capacity := uint64(0)
-	for ; lost(full) == 0; capacity++ {
+	for ; full.noticesLost() == 0; capacity++ {
 		if capacity == 10000 {
 			t.Fatal("10000 new maxima and no notice lost")
 		}
@@ -857,7 +860,7 @@ func TestTwinHoldNotices(t *testing.T) {
 		}
 		newMax(tw, i)
 	}
-	if n := lost(tw); n != 0 {
+	if n := tw.noticesLost(); n != 0 {
 		t.Fatalf("%d notices lost with the ring held every %d maxima", n, capacity/4)
 	}
 	ns, err := e.Notices(time.Now())
@@ -883,17 +886,7 @@ func TestTwinHistogramCarryLost(t *testing.T) {
 	tw.track(100, true, false)
 	id := tw.id(100)
 	// Fill the ring with new maxima (no reader), until one is lost.
-	lost := func() uint64 {
-		var per []uint64
-		if err := tw.objs.Counters.Lookup(uint32(CounterNoticeLost), &per); err != nil {
-			t.Fatal(err)
-		}
-		var n uint64
-		for _, v := range per {
-			n += v
-		}
-		return n
-	}
+	lost := tw.noticesLost
 	var base uint64
 	for i := uint64(0); lost() == 0; i++ {
 		if i == 10000 {
