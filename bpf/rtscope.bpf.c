@@ -124,28 +124,28 @@ static __always_inline void defer_track(__u32 tid, __u32 target, __u32 flags)
 	}
 }
 
-/* Start tracking t unless it already is. */
-static __always_inline void track(struct task_struct *t, __u32 target, __u32 flags)
+/* Start tracking t unless it already is: its state, NULL if not tracked now (deferred, lost). */
+static __always_inline struct rts_task_state *track(struct task_struct *t, __u32 target, __u32 flags)
 {
 	__u32 tid = BPF_CORE_READ(t, pid);
 	if (tid == 0) /* the idle tasks share pid 0 */
-		return;
+		return NULL;
 	struct rts_task_state *st = NULL;
 	if (!storage_busy_for_test())
 		st = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		defer_track(tid, target, flags);
-		return;
+		return NULL;
 	}
 	if (st->id)
-		return;
+		return st;
 	bool sleeping = rts_task_state(t) != 0 && !BPF_CORE_READ(t, on_cpu);
 	int r = rts_track_init(st, tid, BPF_CORE_READ(t, tgid), target, flags, sleeping);
 	if (r != RTS_TRACKED) {
 		bpf_task_storage_delete(&tasks, t);
 		if (r == RTS_TRACK_RETRY)
 			defer_track(tid, target, flags);
-		return;
+		return NULL;
 	}
 	if (is_irq_thread(t))
 		st->flags |= RTS_TF_IRQ_THREAD;
@@ -153,6 +153,7 @@ static __always_inline void track(struct task_struct *t, __u32 target, __u32 fla
 	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
 	read_mem(st, t);
 	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+	return st;
 }
 
 /*
@@ -451,15 +452,14 @@ int BPF_PROG(on_task_rename, struct task_struct *t, const char *comm)
 	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
 	if (!w)
 		return 0;
-	track(t, w->index, w->flags);
 	/*
 	 * track() copied t->comm, still the old name: the kernel copies the
 	 * new one after this tracepoint (__set_task_comm), and a thread
 	 * naming itself with prctl kept the old one in its statistics until
 	 * its next switch-in (TestTrackedAtRenameByNewName). A deferred track
-	 * reads the comm at its switch-in, the new one by then.
+	 * (NULL) reads the comm at its switch-in, the new one by then.
 	 */
-	st = tracked(t);
+	st = track(t, w->index, w->flags);
 	if (st) {
 		struct rts_task_stats *s = rts_stats(st);
 		if (s)

@@ -29,29 +29,35 @@ type clock struct {
 // newClock starts a clock of the given period; it falls back to a
 // time.Ticker where a timerfd cannot be made (no fd left).
 func newClock(period time.Duration) *clock {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err == nil {
-		ts := unix.NsecToTimespec(period.Nanoseconds())
-		err = unix.TimerfdSettime(fd, 0, &unix.ItimerSpec{Interval: ts, Value: ts}, nil)
-		if err != nil {
-			_ = unix.Close(fd) // never armed: nothing to report
-		}
-	}
+	c, err := timerfdClock(period)
 	if err != nil {
 		t := time.NewTicker(period)
 		return &clock{C: t.C, stop: t.Stop}
+	}
+	return c
+}
+
+// timerfdClock is a clock on a periodic timerfd, read by its own goroutine.
+func timerfdClock(period time.Duration) (*clock, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
 	}
 	// A non-blocking fd makes a File the netpoller waits on.
 	f := os.NewFile(uintptr(fd), "timerfd")
-	rc, err := f.SyscallConn()
+	ts := unix.NsecToTimespec(period.Nanoseconds())
+	err = unix.TimerfdSettime(fd, 0, &unix.ItimerSpec{Interval: ts, Value: ts}, nil)
+	var rc syscall.RawConn
+	if err == nil {
+		rc, err = f.SyscallConn()
+	}
 	if err != nil {
 		_ = f.Close() // never read: nothing to report
-		t := time.NewTicker(period)
-		return &clock{C: t.C, stop: t.Stop}
+		return nil, err
 	}
 	c := make(chan time.Time, 1)
 	go tick(rc, period, c)
-	return &clock{C: c, stop: func() { _ = f.Close() }} // a timerfd's close cannot lose data
+	return &clock{C: c, stop: func() { _ = f.Close() }}, nil // a timerfd's close cannot lose data
 }
 
 // tick sends a tick on c each time the timerfd behind rc expired, until
