@@ -47,8 +47,16 @@ static __always_inline struct rts_target *wanted_cgroup(struct cgroup *cgrp)
 	return 0;
 }
 
+/*
+ * t's state if it is tracked. A task without any BPF task storage (every
+ * task no program stores anything for: on most machines all but the tracked
+ * ones) is answered by one load of a task_struct field, without the helper
+ * call: most events of the machine are of untracked tasks.
+ */
 static __always_inline struct rts_task_state *tracked(struct task_struct *t)
 {
+	if (bpf_core_field_exists(t->bpf_storage) && !t->bpf_storage)
+		return 0;
 	return bpf_task_storage_get(&tasks, t, 0, 0);
 }
 

@@ -77,6 +77,8 @@ struct mm_struct {
 	unsigned long locked_vm;
 };
 
+struct bpf_local_storage;
+
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_entity se;
@@ -100,6 +102,7 @@ struct task_struct {
 	unsigned long min_flt;
 	unsigned long maj_flt;
 	struct mm_struct *mm;
+	struct bpf_local_storage *bpf_storage;
 };
 
 struct hrtimer_clock_base {
