@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/engine"
@@ -232,5 +233,29 @@ func TestMonRunsProbe(t *testing.T) {
 	ev(0, 4100, engine.EventSwitch, 7, 8)
 	if len(m.heldMon) != 1 || m.heldMon[0] != 30 || len(m.heldOther) != 1 || m.heldOther[0] != 5 {
 		t.Fatalf("held by the monitor %v, by others %v; want [30] and [5]", m.heldMon, m.heldOther)
+	}
+}
+
+// TestHeadlineSubsetOfConfigs: -configs may leave out any cost
+// configuration; the summary states what was measured and nothing else.
+func TestHeadlineSubsetOfConfigs(t *testing.T) {
+	r := &results{Cost: []*costRow{
+		{Name: "floor (empty programs, same hooks)", AvgNs: []float64{40}, SwitchNs: []float64{40}},
+		{Name: "rtscope, 1 periodic task tracked", AvgNs: []float64{90}, SwitchNs: []float64{120}},
+	}}
+	var w strings.Builder
+	r.headline(&w)
+	got := w.String()
+	if !strings.Contains(got, "| 1 | ns per program run, all hooks, 1 task tracked | 90 ns | floor 40 ns | 2.25x | <= 2x floor | **no** |") {
+		t.Errorf("1-task row missing or wrong:\n%s", got)
+	}
+	if strings.Contains(got, "the load's tasks tracked") {
+		t.Errorf("a row for a configuration that did not run:\n%s", got)
+	}
+	r.Cost = append(r.Cost, &costRow{Name: "rtscope, the load's tasks tracked", AvgNs: []float64{100}})
+	w.Reset()
+	r.headline(&w)
+	if !strings.Contains(w.String(), "| 1 | ns per program run, all hooks, the load's tasks tracked | 100 ns | floor 40 ns | 2.50x | <= 2.5x floor | yes |") {
+		t.Errorf("the load's row missing or wrong:\n%s", w.String())
 	}
 }

@@ -414,6 +414,9 @@ func (b *bench) phaseCyclictest() error {
 	b.res.CycCPU = cpu
 	cfgs := []monitor{
 		{name: "no monitor", kind: "none"},
+		// The dispatch of a BPF program on each of rtscope's hooks, doing
+		// nothing: the part of the cost no program body can remove.
+		{name: "floor (empty programs, same hooks)", kind: "floor"},
 		{name: "rtscope loaded, watching an idle thread", kind: "rtscope", args: []string{"--tid", h.idle}, expect: 1},
 		{name: "cyclictest tracked", kind: "rtscope", args: []string{"--comm", "cyclictest"}, expect: 0},
 		{name: "cyclictest + 3 tasks tracked", kind: "rtscope", args: append([]string{"--comm", "cyclictest"}, h.tidArgs(3)...), expect: 3},
