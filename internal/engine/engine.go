@@ -598,6 +598,11 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 	}
 }
 
+// Detach stops the programs; the maps stay readable until Close, so that
+// the last notices, windows and statistics of a run can be read while
+// nothing overwrites them. Not safe for concurrent use with Attach or Close.
+func (e *Engine) Detach() { e.detach() }
+
 func (e *Engine) detach() {
 	for _, l := range e.links {
 		l.Close()
