@@ -531,7 +531,13 @@ int BPF_PROG(on_cgroup_attach_task, struct cgroup *dst, const char *path, struct
 	return 0;
 }
 
-/* Registers the tasks that exist when watching starts (user space runs it once). */
+/*
+ * Registers the tasks that exist when watching starts (user space runs it
+ * once). It writes one byte a task tracked, so that user space can read the
+ * iterator in short reads and poll between them (engine.Engine.ScanWith):
+ * a task tracked early in a long scan has its first windows cut before the
+ * flight recorder wraps.
+ */
 SEC("iter/task")
 int track_existing(struct bpf_iter__task *ctx)
 {
@@ -539,8 +545,10 @@ int track_existing(struct bpf_iter__task *ctx)
 	if (!t)
 		return 0;
 	struct rts_target *w = wanted(t);
-	if (w)
-		track(t, w->index, w->flags);
+	if (w && track(t, w->index, w->flags)) {
+		char c = 't';
+		bpf_seq_write(ctx->meta->seq, &c, 1);
+	}
 	return 0;
 }
 

@@ -253,12 +253,13 @@ func (e *Engine) attachClassic() error {
 // found in /proc (no task iterator without BTF): each is registered by
 // running classic_scan with its /proc state, at once, so that a caller sees
 // it tracked on return as with the BTF engine.
-func (e *Engine) scanClassic() error {
+func (e *Engine) scanClassic(between func()) error {
 	scan := e.core.Programs["classic_scan"]
 	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	if err != nil {
 		return err
 	}
+	scanned := 0 // tasks wanted (ScanBatch)
 	for _, p := range tasks {
 		tgid64, err1 := strconv.ParseUint(filepath.Base(filepath.Dir(filepath.Dir(p))), 10, 32)
 		tid64, err2 := strconv.ParseUint(filepath.Base(p), 10, 32)
@@ -288,6 +289,9 @@ func (e *Engine) scanClassic() error {
 			return fmt.Errorf("tracking task %d: %w", tid, err)
 		}
 		_ = ret // not tracked: counted in lost.tasks_not_tracked, or the task exited meanwhile
+		if scanned++; scanned%ScanBatch == 0 && between != nil {
+			between()
+		}
 	}
 	return nil
 }

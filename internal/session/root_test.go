@@ -67,6 +67,11 @@ func (f *fakeTool) Finish(why End) error {
 }
 func (f *fakeTool) Close() { f.calls = append(f.calls, "close") }
 
+// scanPollTool is a fakeTool that polls during the scan (ScanPoller).
+type scanPollTool struct{ fakeTool }
+
+func (*scanPollTool) PollsDuringScan() {}
+
 func openFDs(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
@@ -74,6 +79,18 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// runTool runs a session of tool, and checks that it leaves no file
+// descriptor open (calls: the tool's, for the message).
+func runTool(t *testing.T, spec Spec, tool Tool, calls *[]string, ctx context.Context) (End, error) {
+	t.Helper()
+	before := openFDs(t)
+	why, err := Run(ctx, spec, tool)
+	if after := openFDs(t); after > before+2 {
+		t.Errorf("%v: %d file descriptors open after the session, %d before", *calls, after, before)
+	}
+	return why, err
 }
 
 // TestLifecycle: a session calls its tool's steps in order, scans between
@@ -90,12 +107,7 @@ func TestLifecycle(t *testing.T) {
 	all := []string{"prepare", "attached", "register", "tracking", "poll", "finish", "close"}
 	run := func(spec Spec, f *fakeTool, ctx context.Context) (End, error) {
 		t.Helper()
-		before := openFDs(t)
-		why, err := Run(ctx, spec, f)
-		if after := openFDs(t); after > before+2 {
-			t.Errorf("%v: %d file descriptors open after the session, %d before", f.calls, after, before)
-		}
-		return why, err
+		return runTool(t, spec, f, &f.calls, ctx)
 	}
 	// The first load opens what stays for the process (BTF, caches).
 	if _, err := Run(context.Background(), spec, &fakeTool{failAt: "register"}); !errors.Is(err, errStep) {
@@ -117,6 +129,33 @@ func TestLifecycle(t *testing.T) {
 		// Timers never fire early: Tracking's time plus the duration.
 		if d := time.Since(start); d < 150*time.Millisecond {
 			t.Errorf("the session took %v: the duration must count from Tracking's return (100 ms + 50 ms)", d)
+		}
+	})
+	t.Run("first-poll-at-once", func(t *testing.T) {
+		// A poll period longer than the session: the loop's first poll
+		// runs anyway, at once, not one period after Tracking.
+		s := spec
+		s.Poll, s.Duration = time.Hour, 20*time.Millisecond
+		f := &fakeTool{}
+		if why, err := run(s, f, context.Background()); err != nil || why != Elapsed {
+			t.Fatalf("Run = %v, %v; want Elapsed", why, err)
+		}
+		if !reflect.DeepEqual(f.calls, all) || f.polls != 1 {
+			t.Errorf("calls %v, %d polls; want %v, 1 poll", f.calls, f.polls, all)
+		}
+	})
+	t.Run("scan-poller", func(t *testing.T) {
+		// The scan tracks the registered target, a batch: a ScanPoller
+		// is polled between the scan's batches, before Tracking.
+		s := spec
+		s.Duration = 20 * time.Millisecond
+		f := &scanPollTool{}
+		if why, err := runTool(t, s, f, &f.calls, context.Background()); err != nil || why != Elapsed {
+			t.Fatalf("Run = %v, %v; want Elapsed", why, err)
+		}
+		want := []string{"prepare", "attached", "register", "poll", "tracking", "finish", "close"}
+		if !reflect.DeepEqual(f.calls, want) || f.polls < 2 {
+			t.Errorf("calls %v, %d polls; want %v and at least 2 polls (the scan's, the loop's first)", f.calls, f.polls, want)
 		}
 	})
 	t.Run("tool-and-control", func(t *testing.T) {

@@ -50,6 +50,18 @@ type Tool interface {
 	Close()
 }
 
+// ScanPoller is a Tool whose Poll also runs while the session scans the
+// tasks that exist, between batches of engine.ScanBatch tasks tracked
+// (after Register, before Tracking): watch, whose first windows of a task
+// tracked early in a long scan would otherwise be cut after the flight
+// recorder wrapped. A stop Poll asks for then is asked again at the loop's
+// first poll.
+type ScanPoller interface {
+	Tool
+	// PollsDuringScan marks the tool; it does nothing.
+	PollsDuringScan()
+}
+
 // End says why a session ended.
 type End int
 
@@ -202,13 +214,25 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	if err := tool.Register(eng); err != nil {
 		return 0, err
 	}
-	if err := eng.Scan(); err != nil {
+	p := &poller{eng: eng, tool: tool}
+	// A ScanPoller polls between the scan's batches: a task tracked early
+	// in a long scan (11-24 ms for 1000 threads beside stress-ng --switch
+	// 2) has its first windows cut before the flight recorder wraps (17 ms
+	// there).
+	var between func()
+	if _, ok := tool.(ScanPoller); ok {
+		between = func() { p.poll() }
+	}
+	if err := eng.ScanWith(between); err != nil {
 		return 0, err
+	}
+	if p.err != nil {
+		return 0, p.err
 	}
 	if err := tool.Tracking(eng); err != nil {
 		return 0, err
 	}
-	why, err := loop(ctx, spec, eng, tool)
+	why, err := loop(ctx, spec, eng, p)
 	if err != nil {
 		return why, err
 	}
@@ -219,21 +243,32 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 // the session. One clock of the shortest period serves every job: each
 // runs at the first tick at or after it is due, at most once per tick (as
 // a time.Ticker drops the ticks a slow reader missed).
-func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, error) {
-	// The poll is the first job: it reads the notices for the tool.
-	var pollErr error
-	jobs := append([]Job{{Every: spec.Poll, Run: func() bool {
-		ns, err := eng.Notices(time.Now())
+// poller reads the notices for the tool (Tool.Poll). Not safe for
+// concurrent use: the session's goroutine only.
+type poller struct {
+	eng  *engine.Engine
+	tool Tool
+	err  error // the first failed poll's
+}
+
+// poll reports whether the session ends: the tool is done, or the poll
+// failed (p.err).
+func (p *poller) poll() bool {
+	ns, err := p.eng.Notices(time.Now())
+	if err == nil {
+		var stop bool
+		stop, err = p.tool.Poll(ns)
 		if err == nil {
-			var stop bool
-			stop, err = tool.Poll(ns)
-			if err == nil {
-				return stop
-			}
+			return stop
 		}
-		pollErr = err
-		return true
-	}}}, spec.Every...)
+	}
+	p.err = err
+	return true
+}
+
+func loop(ctx context.Context, spec Spec, eng *engine.Engine, p *poller) (End, error) {
+	// The poll is the first job.
+	jobs := append([]Job{{Every: spec.Poll, Run: p.poll}}, spec.Every...)
 	start := time.Now()
 	next := make([]time.Time, len(jobs))
 	period := spec.Poll
@@ -246,6 +281,12 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 		t := time.NewTimer(spec.Duration)
 		defer t.Stop()
 		deadline = t.C
+	}
+	// The first poll runs at once: Tracking may have taken a while (the
+	// housekeeping choice reads 1000 tasks' placements), and a window
+	// opened by the scan's last batch is cut only while the rings hold it.
+	if p.poll() {
+		return ToolDone, p.err
 	}
 	clk := newClock(period)
 	defer clk.Stop()
@@ -264,7 +305,7 @@ func loop(ctx context.Context, spec Spec, eng *engine.Engine, tool Tool) (End, e
 					continue
 				}
 				if j.Run() {
-					return ToolDone, pollErr
+					return ToolDone, p.err
 				}
 				next[i] = next[i].Add(j.Every)
 				if !next[i].After(now) {

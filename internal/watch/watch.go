@@ -290,6 +290,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	return s.rep, s.writeErr
 }
 
+// PollsDuringScan: watch's Poll runs between the scan's batches too
+// (session.ScanPoller), so that the first windows of a task tracked early
+// in a long scan are cut before the rings wrap.
+func (s *watcher) PollsDuringScan() {}
+
 // Prepare: watch tunes nothing before the engine loads.
 func (s *watcher) Prepare() error { return nil }
 
