@@ -16,6 +16,23 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
+// liveEngine loads and attaches an engine of cfg, closed when the test ends.
+func liveEngine(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	e, err := Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	if err := e.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestCloseReleasesEverything: Close releases every program, map and link,
 // without waiting for the garbage collector (demo runs several engines in
 // one process; before, each left about 40 file descriptors open).
@@ -79,17 +96,7 @@ func TestFlightEntries(t *testing.T) {
 // maps stay readable, and Close still releases everything. watch detaches
 // before its last reads, so that nothing overwrites the windows it cuts.
 func TestDetachStopsRecording(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (CI runs as root)")
-	}
-	e, err := Load(Config{Trace: true, FlightPerCPU: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Attach(); err != nil {
-		t.Fatal(err)
-	}
+	e := liveEngine(t, Config{Trace: true, FlightPerCPU: 64})
 	recorded := func() uint64 {
 		var per []bpfRtsCpuState
 		if err := e.objs.Cpus.Lookup(uint32(0), &per); err != nil {

@@ -69,14 +69,7 @@ func TestScanWithCallsBetweenBatches(t *testing.T) {
 	}
 	for _, engine := range []string{EngineBTF, EngineClassic} {
 		t.Run(engine, func(t *testing.T) {
-			e, err := Load(Config{Engine: engine})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			if err := e.Attach(); err != nil {
-				t.Fatal(err)
-			}
+			e := liveEngine(t, Config{Engine: engine})
 			if err := e.WantComm("rts-scanned", 0); err != nil {
 				t.Fatal(err)
 			}

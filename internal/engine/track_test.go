@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/target"
@@ -31,17 +30,7 @@ func TestTrackingDeferredWhenStatsRefused(t *testing.T) {
 // first 4 trackings fail, and checks that all 7 are tracked.
 func trackTreeDeferred(t *testing.T, cfg Config) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (CI runs as root)")
-	}
-	e, err := Load(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Attach(); err != nil {
-		t.Fatal(err)
-	}
+	e := liveEngine(t, cfg)
 	l, err := target.Launch([]string{"sh", "-c", "for i in 1 2 3 4 5 6; do sleep 0.05 & done; wait"}, nil)
 	if err != nil {
 		t.Fatal(err)
