@@ -239,10 +239,6 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	return why, tool.Finish(why)
 }
 
-// loop polls and runs the jobs until ctx, the duration or the tool ends
-// the session. One clock of the shortest period serves every job: each
-// runs at the first tick at or after it is due, at most once per tick (as
-// a time.Ticker drops the ticks a slow reader missed).
 // poller reads the notices for the tool (Tool.Poll). Not safe for
 // concurrent use: the session's goroutine only.
 type poller struct {
@@ -262,10 +258,16 @@ func (p *poller) poll() bool {
 			return stop
 		}
 	}
-	p.err = err
+	if p.err == nil {
+		p.err = err
+	}
 	return true
 }
 
+// loop polls and runs the jobs until ctx, the duration or the tool ends
+// the session. One clock of the shortest period serves every job: each
+// runs at the first tick at or after it is due, at most once per tick (as
+// a time.Ticker drops the ticks a slow reader missed).
 func loop(ctx context.Context, spec Spec, eng *engine.Engine, p *poller) (End, error) {
 	// The poll is the first job.
 	jobs := append([]Job{{Every: spec.Poll, Run: p.poll}}, spec.Every...)
