@@ -241,7 +241,7 @@ func (e *Engine) attachClassic() error {
 				e.Features.UserReturn = fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err)
 				continue
 			}
-			e.detach()
+			e.Detach()
 			return fmt.Errorf("attaching %s to tracepoint %s/%s: %w", p.prog, p.system, p.event, err)
 		}
 		e.links = append(e.links, l)

@@ -16,17 +16,24 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// liveEngine loads and attaches an engine of cfg, closed when the test ends.
-func liveEngine(t *testing.T, cfg Config) *Engine {
-	t.Helper()
+// loadedEngine loads an engine of cfg (not attached), closed when the test ends.
+func loadedEngine(tb testing.TB, cfg Config) *Engine {
+	tb.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("needs root (CI runs as root)")
+		tb.Fatal("needs root (CI runs as root)")
 	}
 	e, err := Load(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	tb.Cleanup(e.Close)
+	return e
+}
+
+// liveEngine loads and attaches an engine of cfg, closed when the test ends.
+func liveEngine(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	e := loadedEngine(t, cfg)
 	if err := e.Attach(); err != nil {
 		t.Fatal(err)
 	}

@@ -601,9 +601,7 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 // Detach stops the programs; the maps stay readable until Close, so that
 // the last notices, windows and statistics of a run can be read while
 // nothing overwrites them. Not safe for concurrent use with Attach or Close.
-func (e *Engine) Detach() { e.detach() }
-
-func (e *Engine) detach() {
+func (e *Engine) Detach() {
 	for _, l := range e.links {
 		l.Close()
 	}
@@ -612,7 +610,7 @@ func (e *Engine) detach() {
 
 // Close detaches and frees everything.
 func (e *Engine) Close() {
-	e.detach()
+	e.Detach()
 	if e.notices != nil {
 		e.notices.Close()
 	}

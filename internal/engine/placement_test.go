@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"testing"
 )
 
@@ -9,14 +8,7 @@ import (
 // statistics written from user space, each with its own placement.
 func loadWithStats(tb testing.TB, cfg Config, n int) *Engine {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Fatal("needs root (CI runs as root)")
-	}
-	e, err := Load(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(e.Close)
+	e := loadedEngine(tb, cfg)
 	for id := uint64(1); id <= uint64(n); id++ {
 		k := bpfRtsTaskStats{Id: id, Tid: uint32(1000 + id), Policy: uint32(id % 3), LastCpu: uint32(id % 4),
 			CpusMask: id, NrCpusAllowed: id % 65, Exited: uint32(id % 2)}
