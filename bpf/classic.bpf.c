@@ -275,6 +275,7 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = prio;
 	refresh_identity(st, prio, comm, cpu);
+	rts_track_publish(st);
 }
 
 /*

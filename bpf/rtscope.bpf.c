@@ -132,8 +132,13 @@ static __always_inline void defer_track(__u32 tid, __u32 target, __u32 flags)
 	}
 }
 
-/* Start tracking t unless it already is: its state, NULL if not tracked now (deferred, lost). */
-static __always_inline struct rts_task_state *track(struct task_struct *t, __u32 target, __u32 flags)
+/*
+ * Start tracking t unless it already is: its state, NULL if not tracked now
+ * (deferred, lost). name, when not NULL, is the name its statistics start
+ * with instead of t->comm (task_rename: the new one is not copied yet).
+ */
+static __always_inline struct rts_task_state *track_named(struct task_struct *t, __u32 target,
+							  __u32 flags, const char *name)
 {
 	__u32 tid = BPF_CORE_READ(t, pid);
 	if (tid == 0) /* the idle tasks share pid 0 */
@@ -160,8 +165,18 @@ static __always_inline struct rts_task_state *track(struct task_struct *t, __u32
 	st->prio = BPF_CORE_READ(t, prio);
 	rts_faults_base(st, BPF_CORE_READ(t, min_flt), BPF_CORE_READ(t, maj_flt));
 	read_mem(st, t);
-	refresh_identity(st, t, BPF_CORE_READ(t, thread_info.cpu));
+	struct rts_task_stats *s = rts_stats(st);
+	refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
+	if (s && name)
+		__builtin_memcpy(s->comm, name, RTS_COMM_LEN);
+	rts_track_publish(st);
 	return st;
+}
+
+/* track_named under the task's own name. */
+static __always_inline struct rts_task_state *track(struct task_struct *t, __u32 target, __u32 flags)
+{
+	return track_named(t, target, flags, NULL);
 }
 
 /*
@@ -461,18 +476,13 @@ int BPF_PROG(on_task_rename, struct task_struct *t, const char *comm)
 	if (!w)
 		return 0;
 	/*
-	 * track() copied t->comm, still the old name: the kernel copies the
-	 * new one after this tracepoint (__set_task_comm), and a thread
+	 * Under the new name: t->comm is still the old one, the kernel copies
+	 * the new one after this tracepoint (__set_task_comm), and a thread
 	 * naming itself with prctl kept the old one in its statistics until
 	 * its next switch-in (TestTrackedAtRenameByNewName). A deferred track
-	 * (NULL) reads the comm at its switch-in, the new one by then.
+	 * reads the comm at its switch-in, the new one by then.
 	 */
-	st = track(t, w->index, w->flags);
-	if (st) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			__builtin_memcpy(s->comm, name, sizeof(name));
-	}
+	track_named(t, w->index, w->flags, name);
 	return 0;
 }
 

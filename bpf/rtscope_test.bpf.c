@@ -38,7 +38,33 @@ int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping, __u64 irq_thread)
 	int err = rts_track_init(st, t, pid, 0, 0, sleeping != 0);
 	if (!err && irq_thread)
 		st->flags |= RTS_TF_IRQ_THREAD;
+	if (!err)
+		rts_track_publish(st);
 	return err;
+}
+
+/* rts_track_init alone: tid's statistics created, not yet published. */
+SEC("raw_tp")
+int BPF_PROG(test_track_unpublished, __u64 tid, __u64 pid)
+{
+	struct rts_task_state zero = {};
+	__u32 t = tid;
+	bpf_map_update_elem(&test_tasks, &t, &zero, BPF_ANY);
+	struct rts_task_state *st = task(t);
+	if (!st)
+		return -1;
+	return rts_track_init(st, t, pid, 0, 0, true);
+}
+
+/* rts_track_publish of tid (test_track_unpublished). */
+SEC("raw_tp")
+int BPF_PROG(test_track_publish, __u64 tid)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	rts_track_publish(st);
+	return 0;
 }
 
 /* A task exits: its state is dropped (the engine deletes its task storage). */

@@ -410,7 +410,7 @@ func (e *Engine) classicTgid(id *classicIdent, trackID uint64, tid uint32) {
 		return
 	}
 	var s bpfRtsTaskStats
-	if e.objs.Stats.Lookup(trackID, &s) != nil || s.Exited != 0 || s.Tid != tid {
+	if e.lookupStats(trackID, &s) != nil || s.Exited != 0 || s.Tid != tid {
 		return
 	}
 	id.tgid = tgid

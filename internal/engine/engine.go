@@ -885,7 +885,7 @@ func (e *Engine) Stats(id uint64) (*TaskStats, error) {
 		return nil, err
 	}
 	var k bpfRtsTaskStats
-	if err := e.objs.Stats.Lookup(id, &k); err != nil {
+	if err := e.lookupStats(id, &k); err != nil {
 		return nil, err
 	}
 	return e.joined(id, &k)

@@ -140,7 +140,7 @@ func (e *Engine) joined(id uint64, k *bpfRtsTaskStats) (*TaskStats, error) {
 		if err := e.takeNotices(time.Now()); err != nil {
 			return nil, err
 		}
-		if err := e.objs.Stats.Lookup(id, k); err != nil {
+		if err := e.lookupStats(id, k); err != nil {
 			return nil, err
 		}
 		s, pending = e.carries.join(k)

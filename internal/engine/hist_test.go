@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/rtscope/rtscope/internal/metric"
 )
@@ -150,5 +153,32 @@ func TestStatsJoinsCarries(t *testing.T) {
 	e.Forget(42)
 	if len(e.carries) != 0 {
 		t.Errorf("carries of %d tasks kept after Forget", len(e.carries))
+	}
+}
+
+// TestUnpublishedStatsUnseen: an entry BPF has created but not yet
+// published (id 0: its identity is being written, rts_track_publish) is
+// not returned by AllStats, and Stats answers it does not exist yet.
+func TestUnpublishedStatsUnseen(t *testing.T) {
+	e := loadedEngine(t, Config{})
+	put := func(key uint64, k bpfRtsTaskStats) {
+		if err := e.objs.Stats.Put(key, &k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(7, bpfRtsTaskStats{Tid: 70})        // unpublished
+	put(8, bpfRtsTaskStats{Id: 8, Tid: 80}) // published
+	all, err := e.AllStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Id != 8 {
+		t.Errorf("AllStats returned %d tasks (first %+v), want only id 8", len(all), all)
+	}
+	if _, err := e.Stats(7); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("Stats of the unpublished entry: %v, want ErrKeyNotExist", err)
+	}
+	if s, err := e.Stats(8); err != nil || s.Tid != 80 {
+		t.Errorf("Stats of the published entry: %+v, %v", s, err)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/cilium/ebpf"
 )
@@ -43,6 +44,23 @@ func placement(id uint64, policy, lastCPU uint32, mask, nrCPUs uint64, exited ui
 	return Placement{Id: id, Policy: policy, LastCPU: int(lastCPU), CpusMask: mask, NrCpusAllowed: nrCPUs, Exited: exited != 0}
 }
 
+// published reports whether BPF has published k: its id is written last,
+// after the task's identity (rts_track_publish); a reader in between saw a
+// tracked task without a name.
+func published(k *bpfRtsTaskStats) bool { return k.Id != 0 }
+
+// lookupStats reads task id's statistics; ebpf.ErrKeyNotExist until BPF
+// has published them.
+func (e *Engine) lookupStats(id uint64, k *bpfRtsTaskStats) error {
+	if err := e.objs.Stats.Lookup(id, k); err != nil {
+		return err
+	}
+	if !published(k) {
+		return fmt.Errorf("task %d: statistics not yet published: %w", id, ebpf.ErrKeyNotExist)
+	}
+	return nil
+}
+
 // statsBatch is how many tasks' statistics one batch lookup copies
 // (5 KB each).
 const statsBatch = 128
@@ -50,7 +68,8 @@ const statsBatch = 128
 // eachStats calls f with every task's statistics, read in batches of the
 // statistics map (one lookup a task before Linux 5.6): a third of the time
 // of an iteration, which makes two system calls a task. k is valid during
-// the call only. Safe for concurrent use: calls are serialised.
+// the call only. Entries not yet published (published) are left out.
+// Safe for concurrent use: calls are serialised.
 func (e *Engine) eachStats(f func(id uint64, k *bpfRtsTaskStats) error) error {
 	e.statsBufMu.Lock()
 	defer e.statsBufMu.Unlock()
@@ -62,6 +81,9 @@ func (e *Engine) eachStats(f func(id uint64, k *bpfRtsTaskStats) error) error {
 	for first := true; ; first = false {
 		n, err := e.objs.Stats.BatchLookup(&cursor, keys, vals, nil)
 		for i := range n {
+			if !published(&vals[i]) {
+				continue
+			}
 			if ferr := f(keys[i], &vals[i]); ferr != nil {
 				return ferr
 			}
@@ -79,6 +101,9 @@ func (e *Engine) eachStats(f func(id uint64, k *bpfRtsTaskStats) error) error {
 	var id uint64
 	it := e.objs.Stats.Iterate()
 	for it.Next(&id, &vals[0]) {
+		if !published(&vals[0]) {
+			continue
+		}
 		if err := f(id, &vals[0]); err != nil {
 			return err
 		}

@@ -1084,3 +1084,34 @@ func TestTwinWaitingMark(t *testing.T) {
 	on(0, 0, true, false)
 	on(other, 0, true, true) // runs elsewhere: CPU 0's slot is cleared by lookup
 }
+
+// TestTwinTrackPublishesLast: a task's statistics entry is created
+// unpublished (id 0), and its start is not noticed, until
+// rts_track_publish, which the engines call once its identity is written:
+// user space read a tracked task without a name in between
+// (TestTrackedAtRenameByNewName, in CI).
+func TestTwinTrackPublishesLast(t *testing.T) {
+	tw := newTwin(t, nil)
+	rd := noticeReader(t, tw)
+	if ret := tw.run(tw.objs.TestTrackUnpublished, 100, 100); ret != 0 {
+		t.Fatalf("track_init: %d", int32(ret))
+	}
+	id := tw.id(100)
+	k := tw.kernelStats(id)
+	if k.Id != 0 || k.Tid != 100 {
+		t.Errorf("before publishing: entry %d has id %d tid %d, want id 0 tid 100", id, k.Id, k.Tid)
+	}
+	if ns := readNotices(t, rd); len(ns) != 0 {
+		t.Errorf("before publishing: notices %+v, want none", ns)
+	}
+	if ret := tw.run(tw.objs.TestTrackPublish, 100); ret != 0 {
+		t.Fatalf("publish: %d", int32(ret))
+	}
+	if k := tw.kernelStats(id); k.Id != id {
+		t.Errorf("published entry %d has id %d", id, k.Id)
+	}
+	ns := readNotices(t, rd)
+	if len(ns) != 1 || ns[0].Type != NoticeTaskStart || ns[0].Id != id || ns[0].Tid != 100 {
+		t.Errorf("published: notices %+v, want one task start of id %d tid 100", ns, id)
+	}
+}
