@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rtscope/rtscope/internal/engine"
 )
@@ -257,5 +258,41 @@ func TestHeadlineSubsetOfConfigs(t *testing.T) {
 	r.headline(&w)
 	if !strings.Contains(w.String(), "| 1 | ns per program run, all hooks, the load's tasks tracked | 100 ns | floor 40 ns | 2.50x | <= 2.5x floor | yes |") {
 		t.Errorf("the load's row missing or wrong:\n%s", w.String())
+	}
+}
+
+// TestCycCost: a cyclecost run is each program's run time and runs
+// divided by cyclictest's cycles, and the section lists a configuration's
+// programs by their time a cycle, the floor by its total only.
+func TestCycCost(t *testing.T) {
+	floor := &cycCostRow{Name: "floor (empty programs, same hooks)", Progs: map[string]*progCost{}}
+	floor.add([]ProgStat{{Name: "floor_sched_swi", Runtime: 50_000, Count: 1000}}, 1000)
+	c := &cycCostRow{Name: "cyclictest tracked", Progs: map[string]*progCost{}}
+	c.add([]ProgStat{
+		{Name: "on_sched_switch", Runtime: 2_000_000, Count: 5000}, // 5 a cycle, 400 ns each
+		{Name: "on_sched_waking", Runtime: 1_000_000, Count: 1000}, // 1 a cycle, 1000 ns each
+		{Name: "on_irq_entry"}, // never ran: left out
+	}, 1000)
+	if got := c.PerCycleNs; len(got) != 1 || got[0] != 3000 {
+		t.Errorf("ns a cycle %v, want [3000]", got)
+	}
+	if len(c.Progs) != 2 || c.Progs["on_irq_entry"] != nil {
+		t.Errorf("programs %v, want the two that ran", c.Progs)
+	}
+	r := &results{CycCost: []*cycCostRow{floor, c}, CycCostDuration: 5 * time.Second, Reps: 1}
+	var w strings.Builder
+	r.cycCostMarkdown(&w)
+	got := w.String()
+	for _, want := range []string{
+		"| floor (empty programs, same hooks) | 50 ns |",
+		"| cyclictest tracked | 3000 ns |",
+		"| on_sched_switch | 5.00 | 400 ns | 2000 |\n| on_sched_waking | 1.00 | 1000 ns | 1000 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "floor_sched_swi") {
+		t.Errorf("the floor's programs listed:\n%s", got)
 	}
 }

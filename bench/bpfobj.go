@@ -101,6 +101,11 @@ func Snapshot(ids map[uint32]bool) map[uint32]ProgStat {
 		name := ""
 		if info, ierr := p.Info(); ierr == nil {
 			name = info.Name
+			// The whole name, from BTF: the kernel's keeps 15 characters
+			// ("on_hrtimer_expi" for both ends of a timer callback).
+			if fi, ferr := info.FuncInfos(); ferr == nil && len(fi) > 0 && fi[0].Func != nil {
+				name = fi[0].Func.Name
+			}
 		}
 		p.Close()
 		if err != nil {

@@ -54,7 +54,7 @@ func main() {
 		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost and cyclictest phases")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
-		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,self); default all")
+		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,cyclecost,self); default all")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
@@ -99,6 +99,7 @@ func main() {
 		{"scaling", b.phaseScaling, true},
 		{"loss", b.phaseLoss, true},
 		{"cyclictest", b.phaseCyclictest, false},
+		{"cyclecost", b.phaseCycleCost, true},
 		{"self", b.phaseSelf, false},
 	}
 	began := time.Now()

@@ -43,12 +43,15 @@ type results struct {
 	CycReps     int
 	CycCPU      int
 	Cyc         []*cycRow
-	Start       *startRow
-	Timed       *timedResult
-	SelfWindow  time.Duration
-	Self        []*selfRow
-	Alt         string
-	Version     string // rtscope version output of the binary under test
+	// CycCost: the cyclecost phase (BPF time in a cyclictest cycle).
+	CycCostDuration time.Duration
+	CycCost         []*cycCostRow
+	Start           *startRow
+	Timed           *timedResult
+	SelfWindow      time.Duration
+	Self            []*selfRow
+	Alt             string
+	Version         string // rtscope version output of the binary under test
 }
 
 type machine struct {
@@ -540,6 +543,7 @@ func (r *results) details(w *strings.Builder) {
 		}
 		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
 	}
+	r.cycCostMarkdown(w)
 	r.selfMarkdown(w)
 }
 
