@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -61,19 +60,8 @@ func (b *bench) phaseCycleCost() error {
 				return err
 			}
 			js := filepath.Join(b.tmp, fmt.Sprintf("cyclecost-%d-%d.json", rep, i))
-			var out string
-			w, cerr := b.measure(r, 0, func() (err error) {
-				out, err = run("cyclictest", "-m", "-p", "80", "-i", "1000", "-a", strconv.Itoa(cpu), "-t", "1", "-q",
-					"-D", fmt.Sprintf("%ds", int(dur.Seconds())), "--json="+js)
-				return err
-			})
-			if _, err := r.stop(); err != nil {
-				return err
-			}
-			if cerr != nil {
-				return fmt.Errorf("cyclictest: %v: %s", cerr, tail(out, 300))
-			}
-			res, err := readCyclic(js)
+			w, cerr := b.measure(r, 0, func() error { return runCyclictest(cpu, dur, js) })
+			res, err := stopThenRead(r, cerr, js)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // cyclicResult is one cyclictest run, in ns.
@@ -61,4 +62,28 @@ func readCyclic(path string) (cyclicResult, error) {
 	}
 	return cyclicResult{Min: t.Min * 1000, Avg: t.Avg * 1000, P50: quantile(0.5) * 1000, P99: quantile(0.99) * 1000,
 		Max: t.Max * 1000, Cycles: t.Cycles}, nil
+}
+
+// runCyclictest runs the bench's cyclictest (1 ms, FIFO 80, one thread on
+// cpu, mlocked) for dur, its results in the JSON file js.
+func runCyclictest(cpu int, dur time.Duration, js string, extra ...string) error {
+	argv := append([]string{"cyclictest", "-m", "-p", "80", "-i", "1000", "-a", strconv.Itoa(cpu), "-t", "1", "-q",
+		"-D", fmt.Sprintf("%ds", int(dur.Seconds()))}, extra...)
+	out, err := run(append(argv, "--json="+js)...)
+	if err != nil {
+		return fmt.Errorf("cyclictest: %v: %s", err, tail(out, 300))
+	}
+	return nil
+}
+
+// stopThenRead stops the monitor r that watched a cyclictest run (which
+// ended with runErr), then reads the run's results from js.
+func stopThenRead(r *running, runErr error, js string) (cyclicResult, error) {
+	if _, err := r.stop(); err != nil {
+		return cyclicResult{}, err
+	}
+	if runErr != nil {
+		return cyclicResult{}, runErr
+	}
+	return readCyclic(js)
 }

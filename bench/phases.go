@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -448,15 +447,7 @@ func (b *bench) phaseCyclictest() error {
 				return err
 			}
 			js := filepath.Join(b.tmp, fmt.Sprintf("cyclictest-%d-%d.json", rep, i))
-			out, cerr := run("cyclictest", "-m", "-p", "80", "-i", "1000", "-a", strconv.Itoa(cpu), "-t", "1", "-q",
-				"-D", fmt.Sprintf("%ds", int(dur.Seconds())), "-h", "2000", "--json="+js)
-			if _, err := r.stop(); err != nil {
-				return err
-			}
-			if cerr != nil {
-				return fmt.Errorf("cyclictest: %v: %s", cerr, tail(out, 300))
-			}
-			res, err := readCyclic(js)
+			res, err := stopThenRead(r, runCyclictest(cpu, dur, js, "-h", "2000"), js)
 			if err != nil {
 				return err
 			}

@@ -25,17 +25,22 @@ static __always_inline struct rts_task_state *task(__u32 tid)
 	return bpf_map_lookup_elem(&test_tasks, &tid);
 }
 
+/* A fresh state for tid (a reused tid's is reset). */
+static __always_inline struct rts_task_state *fresh_task(__u32 tid)
+{
+	struct rts_task_state zero = {};
+	bpf_map_update_elem(&test_tasks, &tid, &zero, BPF_ANY);
+	return task(tid);
+}
+
 /* Start tracking tid; a reused tid gets a fresh state and a new id. */
 SEC("raw_tp")
 int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping, __u64 irq_thread)
 {
-	struct rts_task_state zero = {};
-	__u32 t = tid;
-	bpf_map_update_elem(&test_tasks, &t, &zero, BPF_ANY);
-	struct rts_task_state *st = task(t);
+	struct rts_task_state *st = fresh_task(tid);
 	if (!st)
 		return -1;
-	int err = rts_track_init(st, t, pid, 0, 0, sleeping != 0);
+	int err = rts_track_init(st, tid, pid, 0, 0, sleeping != 0);
 	if (!err && irq_thread)
 		st->flags |= RTS_TF_IRQ_THREAD;
 	if (!err)
@@ -47,13 +52,10 @@ int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping, __u64 irq_thread)
 SEC("raw_tp")
 int BPF_PROG(test_track_unpublished, __u64 tid, __u64 pid)
 {
-	struct rts_task_state zero = {};
-	__u32 t = tid;
-	bpf_map_update_elem(&test_tasks, &t, &zero, BPF_ANY);
-	struct rts_task_state *st = task(t);
+	struct rts_task_state *st = fresh_task(tid);
 	if (!st)
 		return -1;
-	return rts_track_init(st, t, pid, 0, 0, true);
+	return rts_track_init(st, tid, pid, 0, 0, true);
 }
 
 /* rts_track_publish of tid (test_track_unpublished). */
