@@ -274,8 +274,9 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 	if (comm && comm[0] == 'i' && comm[1] == 'r' && comm[2] == 'q' && comm[3] == '/')
 		st->flags |= RTS_TF_IRQ_THREAD;
 	st->prio = prio;
-	refresh_identity(st, prio, comm, cpu);
-	rts_track_publish(st);
+	struct rts_task_stats *s = rts_stats(st);
+	refresh_identity_of(st, s, prio, comm, cpu);
+	rts_track_publish(st, s);
 }
 
 /*

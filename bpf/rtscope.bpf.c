@@ -169,7 +169,7 @@ static __always_inline struct rts_task_state *track_named(struct task_struct *t,
 	refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
 	if (s && name)
 		__builtin_memcpy(s->comm, name, RTS_COMM_LEN);
-	rts_track_publish(st);
+	rts_track_publish(st, s);
 	return st;
 }
 

@@ -44,7 +44,7 @@ int BPF_PROG(test_track, __u64 tid, __u64 pid, __u64 sleeping, __u64 irq_thread)
 	if (!err && irq_thread)
 		st->flags |= RTS_TF_IRQ_THREAD;
 	if (!err)
-		rts_track_publish(st);
+		rts_track_publish(st, rts_stats(st));
 	return err;
 }
 
@@ -65,7 +65,7 @@ int BPF_PROG(test_track_publish, __u64 tid)
 	struct rts_task_state *st = task(tid);
 	if (!st)
 		return -1;
-	rts_track_publish(st);
+	rts_track_publish(st, rts_stats(st));
 	return 0;
 }
 

@@ -732,14 +732,13 @@ static __always_inline int rts_track_init(struct rts_task_state *st, __u32 tid, 
 }
 
 /*
- * rts_track_publish makes st's statistics entry, its identity written,
- * visible to user space: its id is stored last, by an exchange (a fetching
- * atomic, fully ordered on every JIT; plain stores are not ordered on
- * arm64), then the task's start is noticed.
+ * rts_track_publish makes st's statistics entry s (looked up by the caller
+ * to write the task's identity) visible to user space: its id is stored
+ * last, by an exchange (a fetching atomic, fully ordered on every JIT; plain
+ * stores are not ordered on arm64), then the task's start is noticed.
  */
-static __always_inline void rts_track_publish(struct rts_task_state *st)
+static __always_inline void rts_track_publish(struct rts_task_state *st, struct rts_task_stats *s)
 {
-	struct rts_task_stats *s = rts_stats(st);
 	if (!s)
 		return;
 	__sync_lock_test_and_set(&s->id, st->id);
