@@ -82,7 +82,7 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"preemption", "isolcpus", "nohz_full", "rcu_nocbs", "irq_affinity", "idle_states",
-		"cpufreq_governor", "cpufreq_boost", "rt_throttling", "thp", "swap", "smt", "timer_migration", "watchdogs",
+		"cpufreq_governor", "cpufreq_boost", "rt_throttling", "thp", "swap", "damon", "smt", "timer_migration", "watchdogs",
 		"hypervisor", "clocksource", "rtscope_ready"} {
 		if _, ok := checks[n]; !ok {
 			t.Errorf("no %s check", n)

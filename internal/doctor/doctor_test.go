@@ -76,9 +76,12 @@ func TestHost(t *testing.T) {
 	expect(t, r, map[string]Status{
 		"preemption": Fail, "isolcpus": Warn, "nohz_full": Skip, "rcu_nocbs": Skip, "irq_affinity": Skip,
 		"idle_states": Pass, "cpufreq_governor": Info, "cpufreq_boost": Skip, "rt_throttling": Warn,
-		"thp": Pass, "swap": Pass, "smt": Info, "timer_migration": Warn, "watchdogs": Pass,
+		"thp": Pass, "swap": Pass, "damon": Warn, "smt": Info, "timer_migration": Warn, "watchdogs": Pass,
 		"hypervisor": Warn, "clocksource": Pass, "rtscope_ready": Info,
 	})
+	if d := r.Get("damon"); !strings.Contains(d.Evidence, "kdamond 0 (paddr, pageout)") {
+		t.Errorf("damon: %s, want kdamond 0 running a paddr pageout scheme", d.Evidence)
+	}
 	p := r.Get("preemption")
 	if p.Data["model"] != "none" || !strings.Contains(p.Evidence, "/proc/config.gz: CONFIG_PREEMPT_NONE=y") {
 		t.Errorf("preemption: %v (%s), want none from the config's default", p.Data["model"], p.Evidence)
@@ -97,7 +100,7 @@ func TestRTTuned(t *testing.T) {
 	expect(t, r, map[string]Status{
 		"preemption": Pass, "isolcpus": Pass, "nohz_full": Pass, "rcu_nocbs": Pass, "irq_affinity": Pass,
 		"idle_states": Pass, "cpufreq_governor": Pass, "cpufreq_boost": Pass, "rt_throttling": Pass,
-		"thp": Pass, "swap": Pass, "smt": Pass, "timer_migration": Pass, "watchdogs": Pass,
+		"thp": Pass, "swap": Pass, "damon": Pass, "smt": Pass, "timer_migration": Pass, "watchdogs": Pass,
 		"hypervisor": Pass, "clocksource": Pass, "rtscope_ready": Info,
 	})
 	if m := r.Get("preemption").Data["model"]; m != "rt" {
@@ -147,7 +150,7 @@ func TestBad(t *testing.T) {
 	expect(t, r, map[string]Status{
 		"preemption": Fail, "isolcpus": Pass, "nohz_full": Warn, "rcu_nocbs": Warn, "irq_affinity": Warn,
 		"idle_states": Warn, "cpufreq_governor": Warn, "cpufreq_boost": Warn, "rt_throttling": Warn,
-		"thp": Warn, "swap": Warn, "smt": Warn, "timer_migration": Warn, "watchdogs": Warn,
+		"thp": Warn, "swap": Warn, "damon": Warn, "smt": Warn, "timer_migration": Warn, "watchdogs": Warn,
 		"hypervisor": Fail, "clocksource": Warn, "rtscope_ready": Info,
 		"task_policy": Warn, "task_mlock": Warn, "task_affinity": Warn,
 	})
@@ -170,7 +173,7 @@ func TestBad(t *testing.T) {
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "FAIL  preemption") || !strings.Contains(buf.String(), "summary: 1 pass, 16 warn, 2 fail, 1 info, 0 skip") {
+	if !strings.Contains(buf.String(), "FAIL  preemption") || !strings.Contains(buf.String(), "summary: 1 pass, 17 warn, 2 fail, 1 info, 0 skip") {
 		t.Errorf("text:\n%s", buf.String())
 	}
 }

@@ -25,6 +25,7 @@ var systemChecks = []func(*machine, *Env) Check{
 	checkRTThrottling,
 	checkTHP,
 	checkSwap,
+	checkDAMON,
 	checkSMT,
 	checkTimerMigration,
 	checkWatchdogs,
@@ -318,6 +319,54 @@ func checkTHP(m *machine, _ *Env) Check {
 		c.Status = Warn
 		c.Remedy = "echo never > /sys/kernel/mm/transparent_hugepage/enabled (or transparent_hugepage=never): a fault may zero or compact a 2 MiB page (hundreds of us) and khugepaged collapses pages under the task"
 	}
+	return c
+}
+
+// checkDAMON finds DAMON running a scheme on the machine's memory: its
+// kernel thread (kdamond) walks every process's pages holding their
+// anon_vma locks, and yields the CPU inside the walk, so a process that
+// maps memory meanwhile (a heap growing, a thread stack) waits in
+// uninterruptible sleep. On this VM (a paddr "pageout" scheme) rtscope's
+// own mmaps waited 1-2.9 s behind it beside a loaded CPU.
+func checkDAMON(m *machine, _ *Env) Check {
+	c := Check{Name: "damon"}
+	on := []string{} // JSON: [] when nothing runs
+	dirs, _ := fs.Glob(m.fsys, "sys/kernel/mm/damon/admin/kdamonds/[0-9]*")
+	for _, d := range dirs {
+		if st, _ := m.read(d + "/state"); st != "on" {
+			continue
+		}
+		var acts []string
+		schemes, _ := fs.Glob(m.fsys, d+"/contexts/[0-9]*/schemes/[0-9]*/action")
+		for _, a := range schemes {
+			if s, ok := m.read(a); ok {
+				acts = append(acts, s)
+			}
+		}
+		ops, _ := m.read(d + "/contexts/0/operations")
+		desc := "kdamond " + path.Base(d)
+		if ops != "" {
+			desc += " (" + ops
+			if len(acts) > 0 {
+				desc += ", " + strings.Join(acts, ", ")
+			}
+			desc += ")"
+		}
+		on = append(on, desc)
+	}
+	for _, mod := range []string{"damon_reclaim", "damon_lru_sort"} {
+		if s, _ := m.read("sys/module/" + mod + "/parameters/enabled"); s == "Y" {
+			on = append(on, mod)
+		}
+	}
+	c.Data = map[string]any{"running": on}
+	if len(on) == 0 {
+		c.Status, c.Evidence = Pass, "no DAMON scheme running (/sys/kernel/mm/damon, damon_reclaim, damon_lru_sort)"
+		return c
+	}
+	c.Status = Warn
+	c.Evidence = "DAMON running: " + strings.Join(on, "; ") + " (/sys/kernel/mm/damon/admin/kdamonds)"
+	c.Remedy = "mlockall and preallocate in every RT process (no mmap while it runs), or stop DAMON: echo off > /sys/kernel/mm/damon/admin/kdamonds/N/state (damon_reclaim.enabled=N): kdamond walks processes' pages holding their anon_vma locks, and a process that maps memory meanwhile waits, for seconds beside a loaded CPU"
 	return c
 }
 

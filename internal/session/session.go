@@ -195,6 +195,7 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 	if err := tool.Prepare(); err != nil {
 		return 0, err
 	}
+	reserveHeap()
 	e, err := engine.Load(spec.Engine)
 	if err != nil {
 		return 0, err

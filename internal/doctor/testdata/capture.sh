@@ -29,7 +29,10 @@ mkdir -p "$dir/dev" && head -c 4 /dev/cpu_dma_latency >"$dir/dev/cpu_dma_latency
 for f in /proc/irq/[0-9]*/smp_affinity_list /proc/irq/[0-9]*/effective_affinity_list \
 	/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/name /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/latency \
 	/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/disable /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor \
-	/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list; do
+	/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list \
+	/sys/kernel/mm/damon/admin/kdamonds/[0-9]*/state /sys/kernel/mm/damon/admin/kdamonds/[0-9]*/contexts/[0-9]*/operations \
+	/sys/kernel/mm/damon/admin/kdamonds/[0-9]*/contexts/[0-9]*/schemes/[0-9]*/action \
+	/sys/module/damon_reclaim/parameters/enabled /sys/module/damon_lru_sort/parameters/enabled; do
 	cp_one "$f"
 done
 # rtscope_ready looks for these only by existence.
