@@ -1,6 +1,7 @@
 package session
 
 import (
+	"runtime"
 	"runtime/debug"
 
 	"golang.org/x/sys/unix"
@@ -35,8 +36,8 @@ func reserveHeap() {
 	if unix.Sysinfo(&si) == nil {
 		ram = uint64(si.Totalram) * uint64(si.Unit)
 	}
-	heapSink = make([]byte, heapReserve(ram))
-	heapSink = nil
+	// Live until KeepAlive: an allocation the compiler cannot drop.
+	runtime.KeepAlive(make([]byte, heapReserve(ram)))
 	debug.FreeOSMemory()
 }
 
@@ -47,7 +48,3 @@ func heapReserve(ram uint64) int {
 	}
 	return heapReserveMax
 }
-
-// heapSink holds the reservation while it is made: a store the compiler
-// cannot drop.
-var heapSink []byte
