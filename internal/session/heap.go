@@ -31,14 +31,18 @@ const heapReserveMax = 128 << 20
 // without a system call. It is at most an eighth of the machine's RAM, so
 // a small board under strict overcommit is not refused the commit charge.
 func reserveHeap() {
-	var si unix.Sysinfo_t
-	var ram uint64
-	if unix.Sysinfo(&si) == nil {
-		ram = uint64(si.Totalram) * uint64(si.Unit)
-	}
 	// Live until KeepAlive: an allocation the compiler cannot drop.
-	runtime.KeepAlive(make([]byte, heapReserve(ram)))
+	runtime.KeepAlive(make([]byte, heapReserve(ramBytes())))
 	debug.FreeOSMemory()
+}
+
+// ramBytes is the machine's RAM (0: unknown).
+func ramBytes() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
 // heapReserve is the reservation on a machine of ram bytes (0: unknown).

@@ -14,7 +14,7 @@ func TestReserveHeapMapsAhead(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	reserveHeap()
 	runtime.ReadMemStats(&after)
-	n := uint64(heapReserve(0))
+	n := uint64(heapReserve(ramBytes()))
 	if after.HeapSys < before.HeapSys+n/2 {
 		t.Fatalf("heap mapped %d more bytes after reserveHeap, want about %d", int64(after.HeapSys)-int64(before.HeapSys), n)
 	}

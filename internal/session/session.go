@@ -192,10 +192,12 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 			eng.Close()
 		}
 	}()
+	// Before the tool's tuning: timerlat's mlockall must find the
+	// reservation mapped and untouched.
+	reserveHeap()
 	if err := tool.Prepare(); err != nil {
 		return 0, err
 	}
-	reserveHeap()
 	e, err := engine.Load(spec.Engine)
 	if err != nil {
 		return 0, err
