@@ -343,14 +343,9 @@ func checkDAMON(m *machine, _ *Env) Check {
 				acts = append(acts, s)
 			}
 		}
-		ops, _ := m.read(d + "/contexts/0/operations")
 		desc := "kdamond " + path.Base(d)
-		if ops != "" {
-			desc += " (" + ops
-			if len(acts) > 0 {
-				desc += ", " + strings.Join(acts, ", ")
-			}
-			desc += ")"
+		if ops, _ := m.read(d + "/contexts/0/operations"); ops != "" {
+			desc += " (" + strings.Join(append([]string{ops}, acts...), ", ") + ")"
 		}
 		on = append(on, desc)
 	}
