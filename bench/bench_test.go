@@ -103,7 +103,7 @@ func TestMonRuns(t *testing.T) {
 	m := newMonRuns(2)
 	m.mon[7], m.mon[8] = true, true
 	sw := func(cpu int, ts uint64, prev, next, state uint32, preempt uint8) {
-		m.feed(cpu, &engine.Event{Ts: ts, Type: engine.EventSwitch, A: prev, B: next, C: state, Flags: preempt})
+		m.feed(cpu, &engine.Event{Ts: ts, Type: engine.EventSwitch, A: prev, B: next, C: uint16(state), Flags: preempt})
 	}
 	sw(0, 100, 7, 1, 1, 0)                                            // 7 leaves CPU 0: its start was not seen
 	sw(0, 200, 1, 7, 0, 0)                                            // 7 in

@@ -102,7 +102,7 @@ func (m *monRuns) feed(cpu int, e *engine.Event) {
 	}
 	if t := m.on[cpu]; t != 0 && e.A == t && e.Ts >= m.since[cpu] {
 		m.runs = append(m.runs, monRun{TID: t, Ns: e.Ts - m.since[cpu], CPU: cpu,
-			Preempted: e.Flags != 0 || e.C == 0, State: e.C})
+			Preempted: e.Flags != 0 || e.C == 0, State: uint32(e.C)})
 	}
 	m.on[cpu] = 0
 	if m.mon[e.B] {

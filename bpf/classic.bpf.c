@@ -312,8 +312,8 @@ static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u
 	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
 	if (se) {
 		se->a = cur_tid;
-		se->b = (__u32)sid;
-		se->c = waiting;
+		se->b = waiting;
+		se->c = sid < 0 ? 0xffff : (__u16)sid;
 		bpf_get_current_comm(se->comm, sizeof(se->comm));
 	}
 	if (sid < 0)
@@ -420,6 +420,8 @@ int on_sched_switch(void *ctx)
 		e->pol_a = policy_of(prev_prio);
 		e->pol_b = policy_of(next_prio);
 		__builtin_memcpy(e->comm, next_comm, RTS_COMM_LEN);
+		if (ns)
+			e->own = rts_own_seq(ns);
 	}
 
 	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
@@ -485,6 +487,7 @@ int on_sched_waking(void *ctx)
 	/* The current task's prio as of its switch-in (a later change is missed). */
 	__s32 cur_prio = cc->tid == cur_tid ? cc->prio : 120;
 
+	struct rts_task_state *st = tracked(pid);
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
 	if (e) {
 		e->a = pid;
@@ -501,9 +504,10 @@ int on_sched_waking(void *ctx)
 		} else {
 			bpf_get_current_comm(e->comm, sizeof(e->comm));
 		}
+		if (st)
+			e->own = rts_own_seq(st);
 	}
 
-	struct rts_task_state *st = tracked(pid);
 	if (!st)
 		return 0;
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
@@ -526,12 +530,14 @@ int on_sched_migrate(void *ctx)
 	__u32 dest = rd_u32(ctx, off_migrate_dest_cpu);
 	struct rts_cpu_state *cs = rts_cpu();
 	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
+	struct rts_task_state *st = tracked(pid);
 	if (e) {
 		e->a = pid;
 		e->b = orig;
 		e->c = dest;
+		if (st)
+			e->own = rts_own_seq(st);
 	}
-	struct rts_task_state *st = tracked(pid);
 	if (st && st->state == RTS_TS_WOKEN)
 		rts_mark_waiting(st, dest, cs, cpu);
 	if (st && orig != dest) {
@@ -556,8 +562,10 @@ static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 
 	}
 	rts_clear_waiting(st);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
-	if (e)
+	if (e) {
 		e->a = st->tid;
+		e->own = rts_own_seq(st);
+	}
 	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
 	bpf_map_delete_elem(&tasks, &tid);
 }
@@ -793,8 +801,10 @@ int on_rseq_update(void *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
-	if (e)
+	if (e) {
 		e->a = st->tid;
+		e->own = rts_own_seq(st);
+	}
 	rts_on_user_return(st, now, cpu);
 	return 0;
 }

@@ -229,8 +229,8 @@ static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u
 	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
 	if (se) {
 		se->a = BPF_CORE_READ(cur, pid);
-		se->b = (__u32)sid;
-		se->c = waiting;
+		se->b = waiting;
+		se->c = sid < 0 ? 0xffff : (__u16)sid;
 		bpf_probe_read_kernel(se->comm, sizeof(se->comm), cur->comm);
 	}
 	if (sid < 0)
@@ -283,6 +283,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		e->pol_a = prev->policy;
 		e->pol_b = next->policy;
 		rts_copy_comm(e->comm, next->comm);
+		if (ns)
+			e->own = rts_own_seq(ns);
 	}
 
 	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
@@ -358,6 +360,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		who = cs->softirq_vec - 1;
 	}
 
+	struct rts_task_state *st = tracked(p);
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
 	if (e) {
 		e->a = p->pid;
@@ -374,9 +377,10 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 		} else {
 			rts_copy_comm(e->comm, cur->comm);
 		}
+		if (st)
+			e->own = rts_own_seq(st);
 	}
 
-	struct rts_task_state *st = tracked(p);
 	if (!st)
 		return 0;
 	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
@@ -404,12 +408,14 @@ int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 	struct rts_cpu_state *cs = rts_cpu();
 	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
 	__u32 orig = p->thread_info.cpu;
+	struct rts_task_state *st = tracked(p);
 	if (e) {
 		e->a = p->pid;
 		e->b = orig;
 		e->c = dest_cpu;
+		if (st)
+			e->own = rts_own_seq(st);
 	}
-	struct rts_task_state *st = tracked(p);
 	if (st && st->state == RTS_TS_WOKEN)
 		rts_mark_waiting(st, dest_cpu, cs, cpu);
 	if (st && orig != (__u32)dest_cpu) {
@@ -507,8 +513,10 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	}
 	rts_clear_waiting(st);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
-	if (e)
+	if (e) {
 		e->a = st->tid;
+		e->own = rts_own_seq(st);
+	}
 	/* Final stats are in the map; the notice tells user space to report them. */
 	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
 	bpf_task_storage_delete(&tasks, p);
@@ -707,8 +715,10 @@ static __always_inline int user_return(void)
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
-	if (e)
+	if (e) {
 		e->a = st->tid;
+		e->own = rts_own_seq(st);
+	}
 	rts_on_user_return(st, now, cpu);
 	return 0;
 }
@@ -818,6 +828,7 @@ static __always_inline int handler_entry(struct irqaction *action)
 	if (e) {
 		e->a = st->tid;
 		e->b = irq;
+		e->own = rts_own_seq(st);
 	}
 	rts_on_handler_entry(st, now, irq, cs->irq_ns + cs->softirq_ns);
 	return 0;
@@ -837,6 +848,7 @@ static __always_inline int handler_exit(void)
 	if (e) {
 		e->a = st->tid;
 		e->b = st->handler_irq;
+		e->own = rts_own_seq(st);
 	}
 	rts_on_handler_exit(st, now, cpu, cs->irq_ns + cs->softirq_ns);
 	return 0;

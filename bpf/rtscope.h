@@ -133,10 +133,10 @@ enum rts_event_type {
 	RTS_EV_HANDLER_ENTRY, /* a=tid b=irq */
 	RTS_EV_HANDLER_EXIT,  /* a=tid b=irq */
 	RTS_EV_EXIT,          /* a=tid: task exits */
-	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=stack id c=waiting tid */
+	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=waiting tid c=stack id (0xffff: none) */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
 	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
-	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor c=major x=run start */
+	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor x=run start y=major */
 };
 
 /*
@@ -194,7 +194,14 @@ struct rts_event {
 	__u8 flags;
 	__u32 a;
 	__u32 b;
-	__u32 c;
+	__u16 c; /* a state, a CPU, a return value, a stack id: 16 bits each */
+	/*
+	 * The own sequence number (rts_own_seq) of the tracked task the event
+	 * is for: b's in a switch (its switch-in), a's in the other events
+	 * naming a task; 0: none (the task is not tracked). A gap in a task's
+	 * numbers is a lost event of its own (trace/own.go).
+	 */
+	__u16 own;
 	__u8 prio_a; /* kernel prio, 255 for deadline (-1) */
 	__u8 prio_b;
 	__u8 pol_a;

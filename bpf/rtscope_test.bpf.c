@@ -291,3 +291,15 @@ int BPF_PROG(test_sleep_cost, __u64 variant)
 	test_cost_ns += bpf_ktime_get_ns() - t0;
 	return e.flags;
 }
+
+/* tid's next own number (rts_own_seq), its last one set to last first when set. */
+SEC("raw_tp")
+int BPF_PROG(test_own_seq, __u64 tid, __u64 set, __u64 last)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	if (set)
+		st->own_seq = last;
+	return rts_own_seq(st);
+}

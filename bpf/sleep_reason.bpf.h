@@ -178,6 +178,7 @@ static __always_inline void rts_on_sleep(void *ctx, struct rts_cpu_state *cs,
 	long sid = -1;
 	e->a = st->tid;
 	e->c = prev_state;
+	e->own = rts_own_seq(st);
 	e->x = st->armed_expiry;
 	e->y = 0;
 	if (!st->armed_expiry && rts_sleep_named(st, now)) {

@@ -278,6 +278,7 @@ static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct r
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_TIMER_ARM);
 	if (e) {
 		e->a = st->tid;
+		e->own = rts_own_seq(st);
 		e->flags = expiry && expiry <= now;
 		e->x = expiry;
 		e->y = 0;
@@ -608,9 +609,8 @@ static __always_inline void rts_on_faults(struct rts_task_state *st, struct rts_
 	if (e) {
 		e->a = st->tid;
 		e->b = dmin > 0xffffffffULL ? 0xffffffffU : (__u32)dmin;
-		e->c = dmaj > 0xffffffffULL ? 0xffffffffU : (__u32)dmaj;
 		e->x = st->run_start;
-		e->y = 0;
+		e->y = dmaj;
 	}
 }
 

@@ -1161,6 +1161,18 @@ func EventX(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[0])) }
 // EventY: see EventX.
 func EventY(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[8])) }
 
+// EventStackID is the stack id of a sleep (B) or stack event (C, 16
+// bits: 0xffff is none), -1 when none was taken or for another type.
+func EventStackID(e *Event) int32 {
+	switch e.Type {
+	case EventSleep:
+		return int32(e.B)
+	case EventStack:
+		return int32(int16(e.C))
+	}
+	return -1
+}
+
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
 
 // Identity is a policy and normal kernel priority a task ran with.

@@ -101,7 +101,7 @@ func TestTwinPageFaults(t *testing.T) {
 		t.Fatalf("%d fault events, want %d: %+v", len(got), len(want), got)
 	}
 	for i, e := range got {
-		if g := (fe{e.Ts, uint64(e.A), uint64(e.B), uint64(e.C), EventX(&e)}); g != want[i] {
+		if g := (fe{e.Ts, uint64(e.A), uint64(e.B), EventY(&e), EventX(&e)}); g != want[i] {
 			t.Errorf("fault event %d: %+v, want %+v", i, g, want[i])
 		}
 	}

@@ -14,6 +14,9 @@ type ringSource struct {
 	slots []engine.Event
 	heads []uint64
 	ts    uint64
+	// own: the tasks whose events putEv numbers as BPF does (Event.Own),
+	// with their last number
+	own map[uint32]uint16
 }
 
 func newRingSource(ncpu int, per uint32) *ringSource {

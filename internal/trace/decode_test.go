@@ -73,7 +73,7 @@ func decodeFixture(t *testing.T) (*Raw, *Names) {
 	const start = 1_000_000
 	var evs []engine.Event
 	ev := func(ts uint64, typ, flags uint8, a, b, c uint32, comm string) *engine.Event {
-		e := engine.Event{Ts: start + ts, Cpu: 1, Type: typ, Flags: flags, A: a, B: b, C: c, PrioA: 19, PrioB: 120, PolA: 1}
+		e := engine.Event{Ts: start + ts, Cpu: 1, Type: typ, Flags: flags, A: a, B: b, C: uint16(c), PrioA: 19, PrioB: 120, PolA: 1}
 		for i := 0; i < len(comm) && i < 15; i++ {
 			e.Comm[i] = int8(comm[i])
 		}
@@ -112,8 +112,8 @@ func decodeFixture(t *testing.T) (*Raw, *Names) {
 	ev(161, evSleep, 0, 7, 0xffffffff, 2, "")                   // no stack sample
 	ev(162, evSleep, 0, 7, 0xffffffff, 0x1000, "")              // rtlock state bit
 	ev(163, evSleep, 0, 7, 2, 1, "")                            // futex wait, no timeout
-	ev(170, evStack, 0, 60, 13, 7, "hog")                       // kernel code interrupted
-	ev(171, evStack, 0, 60, 14, 7, "hog")                       // user space interrupted
+	ev(170, evStack, 0, 60, 7, 13, "hog")                       // kernel code interrupted
+	ev(171, evStack, 0, 60, 7, 14, "hog")                       // user space interrupted
 	ev(180, evUserReturn, 0, 7, 0, 0, "")
 	ev(190, evHandlerEntry, 0, 7, 24, 0, "")
 	ev(200, evHandlerExit, 0, 7, 24, 0, "")

@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -313,7 +314,7 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.PrevSched = sched.Describe(ev.prevPolicy, ev.PrevKPrio)
 		ev.NextSched = sched.Describe(ev.nextPolicy, ev.NextKPrio)
 		ev.Preempted = e.Flags&1 != 0
-		ev.PrevState = sched.StateLetters(e.C)
+		ev.PrevState = sched.StateLetters(uint32(e.C))
 		if ev.Preempted {
 			ev.PrevState = "R+"
 		}
@@ -368,13 +369,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 	case evSleep:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
-		ev.State = sched.StateLetters(e.C)
+		ev.State = sched.StateLetters(uint32(e.C))
 		if engine.EventX(&e) != 0 {
 			exp := int64(engine.EventX(&e)) - int64(start)
 			ev.ExpiryT = &exp
 		}
 		ev.Stack = n.frames(e.B)
-		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, e.C)
+		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, uint32(e.C))
 		// The kernel's reason, named at the blocking sleeps it walks (rts_sleep_named), unless a
 		// sampled stack says more (a futex wait with or without PI).
 		if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
@@ -388,8 +389,8 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 	case evStack:
 		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
-		ev.WaitingTID = e.C
-		if frames := n.frames(e.B); frames != nil {
+		ev.WaitingTID = e.B
+		if frames := n.frames(uint32(engine.EventStackID(&e))); frames != nil {
 			ev.Stack = InterruptedFrames(frames)
 			if len(ev.Stack) == 0 {
 				ev.Reason = ReasonUserSpace
@@ -401,7 +402,7 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.SinceT = &since
 	case evFaults:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
-		ev.MinorFaults, ev.MajorFaults = e.B, e.C
+		ev.MinorFaults, ev.MajorFaults = e.B, uint32(min(engine.EventY(&e), math.MaxUint32))
 		if x := engine.EventX(&e); x != 0 {
 			since := int64(x) - int64(start)
 			ev.SinceT = &since

@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/rtscope/rtscope/internal/engine"
 )
@@ -18,8 +20,10 @@ const OwnPerTask = 128
 // copies them, beyond the rings' reach: a window longer than the rings
 // hold (a period of a second under load) keeps the task's events across
 // its whole span, and the other tasks' only where the rings still held
-// them. It is whole only while Follow reads the rings before they wrap
-// (every poll): a gap is remembered (since).
+// them. It is whole while Follow reads the rings before they wrap (every
+// poll); across a gap (since, gaps), a window is whole when the own
+// numbers of the task's events (Event.Own) show that the gap held none
+// of them (ownNumbers).
 type ownLog struct {
 	tasks map[uint32]*ownRing
 	bits  []uint64 // the tids of tasks, a bit each: most events name none
@@ -28,7 +32,10 @@ type ownLog struct {
 	// it holds every event since the recorder started, math.MaxUint64
 	// after a gap until an event is copied.
 	since []uint64
-	last  uint64 // the latest event time read
+	// gaps: the latest gaps, oldest first (at most maxGaps): how many
+	// events each lost decides whether own numbers can tell that a task
+	// lost none in it (numbered)
+	gaps []gap
 	// pending: tasks kept since the last Follow, whose events the rings
 	// still hold are read back first (pbits: their tids, a bit each).
 	pending []uint32
@@ -53,9 +60,31 @@ type ownRing struct {
 	from, evicted uint64
 }
 
+// gap is events a CPU's ring overwrote before Follow read them.
+type gap struct {
+	cpu  int
+	lost uint64
+	// at: the time of the first event read after it (no event lost is
+	// newer), math.MaxUint64 until one is read
+	at uint64
+}
+
+// maxGaps is how many gaps the log remembers: a window opened before
+// the oldest of them is not told whole by its numbers.
+const maxGaps = 64
+
 func (o *ownLog) resize(ncpu int) {
 	o.fed = make([]uint64, ncpu)
 	o.since = make([]uint64, ncpu)
+	o.gaps = o.gaps[:0]
+}
+
+// addGap remembers a gap of lost events on cpu.
+func (o *ownLog) addGap(cpu int, lost uint64) {
+	if len(o.gaps) == maxGaps {
+		o.gaps = append(o.gaps[:0], o.gaps[1:]...)
+	}
+	o.gaps = append(o.gaps, gap{cpu: cpu, lost: lost, at: math.MaxUint64})
 }
 
 func (o *ownLog) kept(tid uint32) bool {
@@ -201,8 +230,14 @@ func (o *ownLog) follow(ring []engine.Event, cpu int, head, n uint64) {
 	from := o.fed[cpu]
 	if head < from || from < first {
 		// Events were overwritten before they were read (or the recorder
-		// started again): no window before the next event is whole.
+		// started again): no window before the next event is whole, unless
+		// its task's own numbers say so.
+		lost := uint64(math.MaxUint64)
+		if head >= from {
+			lost = first - from
+		}
 		o.since[cpu] = math.MaxUint64
+		o.addGap(cpu, lost)
 		from = first
 	}
 	stop := max(from, head-min(head, reread, n/4))
@@ -211,8 +246,12 @@ func (o *ownLog) follow(ring []engine.Event, cpu int, head, n uint64) {
 	}
 	if e := &ring[from&(n-1)]; o.since[cpu] == math.MaxUint64 && e.Seq == uint32(from) {
 		o.since[cpu] = e.Ts // else at the next Follow
+		for i := range o.gaps {
+			if g := &o.gaps[i]; g.cpu == cpu && g.at == math.MaxUint64 {
+				g.at = e.Ts
+			}
+		}
 	}
-	o.last = max(o.last, ring[(stop-1)&(n-1)].Ts)
 	if len(o.tasks) == 0 {
 		o.fed[cpu] = stop // no task kept: nothing to read but the cursor
 		return
@@ -264,20 +303,155 @@ func (o *ownLog) add(tid uint32, r *raw) {
 	t.start = (t.start + 1) % len(t.evs)
 }
 
+// cover is how far the own log holds a task's events from a time on.
+type cover int
+
+const (
+	coverNone     cover = iota // some are missing
+	coverWhole                 // every one was kept
+	coverNumbered              // every one unless a gap held some: the task's own numbers tell (ownNumbers)
+)
+
 // covers tells whether every event of tid from start on was kept, up to
 // where the snapshot's copy of each ring begins (copied[cpu]: its oldest
 // sequence number, 0 when it holds every event of the CPU).
-func (o *ownLog) covers(tid uint32, start uint64, copied []uint64) bool {
+func (o *ownLog) covers(tid uint32, start uint64, copied []uint64) cover {
 	t := o.tasks[tid]
 	if t == nil || t.from >= start || (t.evicted != 0 && t.evicted >= start) || len(o.since) != len(copied) {
-		return false
+		return coverNone
 	}
+	c := coverWhole
 	for cpu, s := range o.since {
 		if s > start || o.fed[cpu] < copied[cpu] {
-			return false // a gap before start, or between the read and the copy
+			c = coverNumbered // a gap before start, or between the read and the copy
 		}
 	}
-	return true
+	return c
+}
+
+// maxNumberedLoss bounds the events lost in the gaps across which own
+// numbers (16 bits, 0 skipped) tell a task's loss: a task cannot lose
+// more of its events than the rings lost, and a hole of half the
+// numbers' range (32767) would read as numbers going back. An 83 ms vCPU
+// stall of the reader's CPU at 1000 tracked threads lost about 20,000
+// events of the other CPU.
+const maxNumberedLoss = 32000
+
+// numbered tells whether the gaps newer than anchor (the time of a task's
+// numbered event before its window) lost few enough events that a hole
+// in its own numbers shows: those Follow missed, and those between each
+// CPU's read (fed) and the snapshot's copy (copied).
+func (o *ownLog) numbered(anchor uint64, copied []uint64) bool {
+	if len(o.gaps) == maxGaps && o.gaps[0].at > anchor {
+		return false // gaps forgotten before the oldest may be newer than anchor
+	}
+	lost := uint64(0)
+	for _, g := range o.gaps {
+		if g.at > anchor {
+			lost += min(g.lost, maxNumberedLoss)
+		}
+	}
+	for cpu := range o.fed {
+		if cpu < len(copied) && o.fed[cpu] < copied[cpu] {
+			lost += min(copied[cpu]-o.fed[cpu], maxNumberedLoss)
+		}
+	}
+	return lost < maxNumberedLoss
+}
+
+// ownNumbers tells whether evs hold every event of task tid's own from
+// its last numbered one before start to its first numbered one at or
+// after end (anchor: the time of the former): their own numbers
+// (Event.Own, rts_own_seq in BPF) leave no hole, and between two of its
+// switches in, its switch out (numbered for the task switched in) is
+// there. The sets may hold an event twice (kept in the own log and
+// copied from the ring).
+func ownNumbers(tid uint32, start, end uint64, sets ...[]raw) (anchor uint64, whole bool) {
+	var own []raw
+	for _, evs := range sets {
+		for i := range evs {
+			if ownEvent(&evs[i], tid) {
+				own = append(own, evs[i])
+			}
+		}
+	}
+	slices.SortFunc(own, func(a, b raw) int {
+		if c := cmp.Compare(a.Ts, b.Ts); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Cpu, b.Cpu); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	own = slices.CompactFunc(own, func(a, b raw) bool { return a.Cpu == b.Cpu && a.seq == b.seq })
+	first, last := -1, -1
+	for i := range own {
+		if !numberedFor(&own[i], tid) {
+			continue
+		}
+		if own[i].Ts < start {
+			first = i
+		} else if own[i].Ts >= end {
+			last = i
+			break
+		}
+	}
+	if first < 0 || last < 0 {
+		return 0, false
+	}
+	own = own[first : last+1]
+	// The numbers, unwrapped from the first (they wrap from 65535 to 1),
+	// make a run with no hole once sorted: a wakeup on another CPU racing
+	// the task's own event can swap two, or give two one number.
+	nums := make([]int64, 0, len(own))
+	prev, u := own[0].Own, int64(0)
+	running := false // between a switch in and its switch out
+	for i := range own {
+		e := &own[i]
+		if e.Type == evSwitch && e.A == tid {
+			running = false
+		}
+		if !numberedFor(e, tid) {
+			continue
+		}
+		if e.Type == evSwitch {
+			if running {
+				return 0, false // the switch out in between is lost
+			}
+			running = true
+		}
+		d := (int64(e.Own) - int64(prev)) % 65535
+		if d > 32767 {
+			d -= 65535
+		} else if d < -32767 {
+			d += 65535
+		}
+		u, prev = u+d, e.Own
+		nums = append(nums, u)
+	}
+	slices.Sort(nums)
+	for i := 1; i < len(nums); i++ {
+		if nums[i]-nums[i-1] > 1 {
+			return 0, false
+		}
+	}
+	return own[0].Ts, true
+}
+
+// numberedFor tells whether e carries tid's own number: a switch to tid,
+// or another of its events BPF numbered (0: none, the engine numbers no
+// event, or tid was not tracked).
+func numberedFor(e *raw, tid uint32) bool {
+	return e.Own != 0 && (e.Type != evSwitch || e.B == tid)
+}
+
+// keptEvents returns tid's own events kept, in no order.
+func (o *ownLog) keptEvents(tid uint32) []raw {
+	if t := o.tasks[tid]; t != nil {
+		return t.evs
+	}
+	return nil
 }
 
 // events returns tid's own events on cpu in [from, to), oldest first.

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,24 @@ import (
 func (r *ringSource) putEv(cpu int, typ uint8, a, b uint32) {
 	seq := r.reserve(cpu)
 	r.ts += 100
-	r.slots[uint32(cpu)*r.per+uint32(seq)&(r.per-1)] = engine.Event{Ts: r.ts, Seq: uint32(seq), Cpu: uint16(cpu), Type: typ, A: a, B: b}
+	e := engine.Event{Ts: r.ts, Seq: uint32(seq), Cpu: uint16(cpu), Type: typ, A: a, B: b}
+	tid := a // the task an event is numbered for (rts_own_seq)
+	if typ == evSwitch {
+		tid = b
+	}
+	if n, ok := r.own[tid]; ok && mentions(e, tid) {
+		n++
+		n += b2u16(n == 0)
+		r.own[tid], e.Own = n, n
+	}
+	r.slots[uint32(cpu)*r.per+uint32(seq)&(r.per-1)] = e
+}
+
+func b2u16(b bool) uint16 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // period writes a periodic task's activation on CPU 0 (woken, switched in,
@@ -220,5 +238,149 @@ func TestKeptLateReadsBack(t *testing.T) {
 	}
 	if got, want := ownTypes(tr, 7), "wakeup switch timer_arm sleep switch wakeup"; got != want {
 		t.Errorf("the task's events %q, want %q", got, want)
+	}
+}
+
+// TestNumberedTaskWholeAcrossAGap: a ring that lapped before it was read
+// leaves a kept task's window whole when its own numbers show that the
+// gap held none of its events (sparse, not truncated), and truncated when
+// it held one; without numbers (an engine that numbers none), truncated.
+func TestNumberedTaskWholeAcrossAGap(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		numbered  bool
+		lostOwn   bool
+		truncated bool
+	}{
+		{"numbered, the gap held none of its events", true, false, false},
+		{"numbered, the gap held one of its events", true, true, true},
+		{"not numbered", false, false, true},
+	} {
+		src := newRingSource(2, 64)
+		if c.numbered {
+			src.own = map[uint32]uint16{7: 65533} // wraps inside the window
+		}
+		sn, err := Take(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sn.KeepOwn(7)
+		src.putEv(0, evSleep, 7, 0) // the previous period's end: the anchor
+		src.putEv(0, evSwitch, 7, 50)
+		start := src.period(7)
+		sn = src.busy(t, 20, sn) // read: kept
+		src.busy(t, 100, nil)    // the rings lap before the next Follow
+		if c.lostOwn {
+			src.putEv(1, evMigrate, 7, 1)
+		}
+		src.busy(t, 100, nil)
+		sn = src.busy(t, 20, sn)
+		src.putEv(0, evWakeup, 7, 0)
+		end := src.ts
+		src.putEv(0, evSwitch, 50, 7)
+		if sn, err = TakeInto(src, sn); err != nil {
+			t.Fatal(err)
+		}
+		tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end}, nil).Decode(nil)
+		if tr.Truncated != c.truncated {
+			t.Errorf("%s: truncated %v, want %v (%s)", c.name, tr.Truncated, c.truncated, tr.Note)
+			continue
+		}
+		if c.truncated {
+			continue
+		}
+		if tr.SparseUntil == nil {
+			t.Errorf("%s: not sparse: %q", c.name, tr.Note)
+		}
+		if got, want := ownTypes(tr, 7), "wakeup switch timer_arm sleep switch wakeup"; got != want {
+			t.Errorf("%s: the task's events %q, want %q", c.name, got, want)
+		}
+	}
+}
+
+// TestOwnNumbers: the task's own numbers from its last before the window
+// to its first at or after its end leave no hole (they wrap, a race may
+// swap two or repeat one), and its switch out is there between two
+// switches in.
+func TestOwnNumbers(t *testing.T) {
+	const tid = 7
+	ev := func(ts uint64, typ uint8, a, b uint32, own uint16) raw {
+		return raw{Event: engine.Event{Ts: ts, Seq: uint32(ts), Type: typ, A: a, B: b, Own: own}, seq: ts}
+	}
+	base := []raw{
+		ev(10, evSleep, tid, 0, 65534),
+		ev(11, evSwitch, tid, 50, 0), // switch out: numbered for 50 (untracked)
+		ev(20, evWakeup, tid, 0, 65535),
+		ev(30, evSwitch, 50, tid, 1),
+		ev(35, evSwitch, 51, 52, 0), // another task's
+		ev(40, evTimerArm, tid, 0, 2),
+		ev(50, evSleep, tid, 0, 3),
+		ev(51, evSwitch, tid, 50, 0),
+		ev(60, evWakeup, tid, 0, 4),
+	}
+	edit := func(f func([]raw) []raw) []raw { return f(slices.Clone(base)) }
+	for _, c := range []struct {
+		name  string
+		evs   []raw
+		whole bool
+	}{
+		{"whole, wrapping", base, true},
+		{"read twice", append(slices.Clone(base), base[3], base[5]), true},
+		{"two swapped by a race", edit(func(e []raw) []raw { e[5].Own, e[6].Own = 3, 2; return e }), true},
+		{"one number twice", edit(func(e []raw) []raw { e[6].Own, e[8].Own = 2, 3; return e }), true},
+		{"a numbered event lost", edit(func(e []raw) []raw { return slices.Delete(e, 5, 6) }), false},
+		{"its switch out lost", edit(func(e []raw) []raw {
+			e = slices.Delete(e, 7, 8)
+			e[7] = ev(60, evSwitch, 50, tid, 4) // switched in again, never out
+			return e
+		}), false},
+		{"nothing numbered before the window", base[2:], false},
+		{"nothing numbered at or after its end", base[:8], false},
+		{"an engine that numbers none", edit(func(e []raw) []raw {
+			for i := range e {
+				e[i].Own = 0
+			}
+			return e
+		}), false},
+	} {
+		anchor, whole := ownNumbers(tid, 20, 60, c.evs)
+		if whole != c.whole || (whole && anchor != 10) {
+			t.Errorf("%s: whole %v (anchor %d), want %v", c.name, whole, anchor, c.whole)
+		}
+	}
+}
+
+// TestNumberedBoundsTheLoss: numbers tell a task's loss only across gaps
+// that lost fewer events than half their range, counting the gaps since
+// the anchor and the events between each read and the snapshot's copy.
+func TestNumberedBoundsTheLoss(t *testing.T) {
+	var o ownLog
+	o.resize(2)
+	o.addGap(0, 100)
+	o.gaps[0].at = 1000
+	if !o.numbered(500, []uint64{0, 0}) {
+		t.Error("a gap of 100 events: numbered")
+	}
+	o.addGap(1, maxNumberedLoss)
+	if o.numbered(500, []uint64{0, 0}) {
+		t.Error("a gap newer than the anchor that lost too many, its time unknown: numbered")
+	}
+	o.gaps[1].at = 400
+	if !o.numbered(500, []uint64{0, 0}) {
+		t.Error("the big gap is older than the anchor: numbered")
+	}
+	o.fed[1] = 10
+	if o.numbered(500, []uint64{0, 10 + maxNumberedLoss}) {
+		t.Error("too many events between the read and the copy: numbered")
+	}
+	for i := 0; i < maxGaps; i++ {
+		o.addGap(0, 1)
+		o.gaps[len(o.gaps)-1].at = 2000
+	}
+	if o.numbered(500, []uint64{0, 0}) {
+		t.Error("gaps forgotten after the anchor: numbered")
+	}
+	if !o.numbered(3000, []uint64{0, 0}) {
+		t.Error("every gap remembered is older than the anchor: numbered")
 	}
 }

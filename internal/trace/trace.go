@@ -373,7 +373,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		// the callback that wakes the task, just after a timer-irq
 		// window's end.
 		for i := hi; i < len(evs) && evs[i].Ts-w.End <= contextBefore; i++ {
-			if evs[i].Type == evSteal || (evs[i].Type == evStack && evs[i].C == w.TID) {
+			if evs[i].Type == evSteal || (evs[i].Type == evStack && evs[i].B == w.TID) {
 				all = append(all, evs[i])
 			}
 			if evs[i].Type == evSwitch {
@@ -382,17 +382,33 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		}
 	}
 	// Where a ring no longer reaches the start, the task's own events kept
-	// beyond it (KeepOwn) make the window whole, sparse there.
-	own := len(missing) > 0 && sn.own.covers(w.TID, w.Start, sn.copied())
+	// beyond it (KeepOwn) make the window whole, sparse there: when the
+	// rings lapped before they were read, if the task's own numbers show
+	// it lost none of them.
+	own := false
 	var sparse uint64
-	if own {
+	if len(missing) > 0 {
+		copied := sn.copied()
+		c := sn.own.covers(w.TID, w.Start, copied)
+		fill := len(all)
 		for _, cpu := range missing {
+			if c == coverNone {
+				break
+			}
 			reach := w.End
 			if evs := sn.cpus[cpu]; len(evs) > 0 {
 				reach = min(reach, evs[0].Ts)
 			}
 			all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
 			sparse = max(sparse, reach)
+		}
+		own = c == coverWhole
+		if c == coverNumbered {
+			anchor, whole := ownNumbers(w.TID, w.Start, w.End, sn.own.keptEvents(w.TID), all)
+			own = whole && sn.own.numbered(anchor, copied)
+		}
+		if !own {
+			all, sparse = all[:fill], 0
 		}
 	}
 	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
@@ -463,12 +479,12 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	rw := &Raw{meta: *tr, events: make([]engine.Event, len(kept))}
 	for i, r := range kept {
 		rw.events[i] = r.Event
-		if (r.Type == evSleep || r.Type == evStack) && int32(r.B) >= 0 {
+		if id := engine.EventStackID(&rw.events[i]); id >= 0 {
 			if rw.stacks == nil {
 				rw.stacks = map[uint32][]string{}
 			}
-			if _, ok := rw.stacks[r.B]; !ok {
-				rw.stacks[r.B] = names.frames(r.B)
+			if _, ok := rw.stacks[uint32(id)]; !ok {
+				rw.stacks[uint32(id)] = names.frames(uint32(id))
 			}
 		}
 	}

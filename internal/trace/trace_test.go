@@ -153,10 +153,10 @@ func TestCutKeepsTheStackOfTheLateInterrupt(t *testing.T) {
 	f.add(0, 900, evSwitch, 7, 60, "hog") // task 7 sleeps, hog runs
 	f.add(0, 3000, evTimerEntry, 0, 0, "")
 	f.add(0, 3004, evWakeup, 7, 60, "hog")
-	f.add(0, 3005, evStack, 60, 0xffffffff, "hog")
-	f.evs[0][len(f.evs[0])-1].C = 7
-	f.add(0, 3100, evStack, 60, 0xffffffff, "hog")
-	f.evs[0][len(f.evs[0])-1].C = 9
+	f.add(0, 3005, evStack, 60, 7, "hog") // waiting: 7
+	f.evs[0][len(f.evs[0])-1].C = 0xffff  // no stack id
+	f.add(0, 3100, evStack, 60, 9, "hog")
+	f.evs[0][len(f.evs[0])-1].C = 0xffff
 	f.add(0, 3200, evSteal, 0, 0, "")
 	f.add(0, 3200, evSwitch, 60, 7, "control")
 	f.add(0, 3300, evSteal, 0, 0, "") // after the next switch: not kept
