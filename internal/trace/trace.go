@@ -447,14 +447,18 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	// The events left out before the copy count as trimmed here: those of
 	// the CPUs kept, as the rest would not have been kept.
 	preN, preLast := pre.of(involved)
-	if w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && ownCount(kept, w.TID) < w.MaxEvents {
+	if own := ownCount(kept, w.TID); w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && own < w.MaxEvents {
 		sparse = max(sparse, preLast)
 		// The task's own events across the window, the others' nearest its
-		// end, where the value was reached.
+		// end, where the value was reached; and the hypervisor's steal
+		// where it fits: a vCPU stall inside the sparse part is what the
+		// analysis charges the wait to (a window of a 1 s period that
+		// lost its 83 ms steal blamed the task that was current then).
+		keepSteal := own+stealCount(kept) <= w.MaxEvents
 		drop := len(kept) - w.MaxEvents
 		out := kept[:0]
 		for _, r := range kept {
-			if drop > 0 && !ownEvent(&r, w.TID) {
+			if drop > 0 && !ownEvent(&r, w.TID) && (r.Type != evSteal || !keepSteal) {
 				drop--
 				sparse = max(sparse, r.Ts+1)
 				continue
@@ -466,7 +470,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	if sparse > w.Start && !tr.Truncated {
 		t := int64(sparse - w.Start)
 		tr.SparseUntil = &t
-		tr.Note = fmt.Sprintf("until %s us after its start the window holds only the task's own events (switches, wakeups, sleeps, timer arming), kept as they were written: "+
+		tr.Note = fmt.Sprintf("until %s us after its start the window holds only the task's own events (switches, wakeups, sleeps, timer arming) and hypervisor steal, kept as they were written: "+
 			"what else ran then had been overwritten in the flight recorder or is beyond --trace-max-events", strconv.FormatFloat(float64(t)/1e3, 'f', 1, 64))
 	}
 	if w.MaxEvents > 0 && len(kept) > w.MaxEvents {
@@ -551,6 +555,17 @@ func ownCount(evs []raw, tid uint32) int {
 	n := 0
 	for i := range evs {
 		if ownEvent(&evs[i], tid) {
+			n++
+		}
+	}
+	return n
+}
+
+// stealCount counts the steal events of evs.
+func stealCount(evs []raw) int {
+	n := 0
+	for i := range evs {
+		if evs[i].Type == evSteal {
 			n++
 		}
 	}
