@@ -153,13 +153,7 @@ func TestCutKeepsStealInTheSparsePart(t *testing.T) {
 		src.busy(t, 100, nil)
 		src.putEv(0, evSteal, 0, 0)
 		src.busy(t, 300, nil)
-		src.putEv(0, evWakeup, 7, 0)
-		end := src.ts
-		sn, err := Take(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, MaxEvents: c.max}, nil).Decode(nil)
+		tr := cutPeriod(t, src, start, c.max)
 		found := false
 		for _, e := range tr.Events {
 			found = found || (e.Type == EventSteal && e.T == int64(stealAt-start))

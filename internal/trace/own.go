@@ -36,6 +36,10 @@ type ownLog struct {
 	// events each lost decides whether own numbers can tell that a task
 	// lost none in it (numbered)
 	gaps []gap
+	// steal: each CPU's latest steal events (ownStealPerCPU), read with
+	// the kept tasks' own: a vCPU stall inside a window's sparse part is
+	// what its verdict charges the wait to
+	steal []stealRing
 	// pending: tasks kept since the last Follow, whose events the rings
 	// still hold are read back first (pbits: their tids, a bit each).
 	pending []uint32
@@ -69,6 +73,18 @@ type gap struct {
 	at uint64
 }
 
+// stealRing is one CPU's steal events, oldest first from start.
+type stealRing struct {
+	evs   []raw
+	start int
+}
+
+// ownStealPerCPU is how many steal events of each CPU the log keeps
+// beyond the rings: one is written at a switch after the vCPU lost time,
+// 9 in 2 s of stress-ng --switch 2 on this VM (2.56 million events), so
+// the latest 256 span far more than a window of a second.
+const ownStealPerCPU = 256
+
 // maxGaps is how many gaps the log remembers: a window opened before
 // the oldest of them is not told whole by its numbers.
 const maxGaps = 64
@@ -77,6 +93,33 @@ func (o *ownLog) resize(ncpu int) {
 	o.fed = make([]uint64, ncpu)
 	o.since = make([]uint64, ncpu)
 	o.gaps = o.gaps[:0]
+	o.steal = make([]stealRing, ncpu)
+}
+
+// addSteal keeps a steal event of cpu, the oldest dropped for room.
+func (o *ownLog) addSteal(cpu int, r *raw) {
+	s := &o.steal[cpu]
+	if len(s.evs) < ownStealPerCPU {
+		s.evs = append(s.evs, *r)
+		return
+	}
+	s.evs[s.start] = *r
+	s.start = (s.start + 1) % len(s.evs)
+}
+
+// stealEvents returns cpu's steal events kept in [from, to), oldest first.
+func (o *ownLog) stealEvents(cpu int, from, to uint64) []raw {
+	if cpu >= len(o.steal) {
+		return nil
+	}
+	s := &o.steal[cpu]
+	var out []raw
+	for i := range s.evs {
+		if r := s.evs[(s.start+i)%len(s.evs)]; r.Ts >= from && r.Ts < to {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // addGap remembers a gap of lost events on cpu.
@@ -267,7 +310,13 @@ func (o *ownLog) follow(ring []engine.Event, cpu int, head, n uint64) {
 			continue // overwritten by a newer event while read
 		}
 		a, b, typ := e.A, e.B, e.Type
-		if typ == evSteal || typ == evStack || (!o.kept(a) && !(typ == evSwitch && o.kept(b))) {
+		if typ == evSteal {
+			if r := (raw{*e, seq}); r.Seq == uint32(seq) {
+				o.addSteal(cpu, &r)
+			}
+			continue
+		}
+		if typ == evStack || (!o.kept(a) && !(typ == evSwitch && o.kept(b))) {
 			continue // names no kept task: most events
 		}
 		r := raw{*e, seq} // copied, then checked: BPF may be rewriting the slot

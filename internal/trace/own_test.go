@@ -188,6 +188,19 @@ func TestTrackedTaskWindowTruncatedWhenNotWhole(t *testing.T) {
 	}
 }
 
+// cutPeriod ends task 7's period with its wakeup and cuts the window
+// from start (at most max events, 0: no bound) out of a fresh snapshot.
+func cutPeriod(t *testing.T, src *ringSource, start uint64, max int) *Trace {
+	t.Helper()
+	src.putEv(0, evWakeup, 7, 0)
+	end := src.ts
+	sn, err := Take(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, MaxEvents: max}, nil).Decode(nil)
+}
+
 // TestMaxEventsKeepsTheTasksEvents: a window with more events than
 // MaxEvents keeps the task's own across it and the others' nearest its
 // end: not truncated, sparse until the last one left out.
@@ -195,13 +208,7 @@ func TestMaxEventsKeepsTheTasksEvents(t *testing.T) {
 	src := newRingSource(1, 1024)
 	start := src.period(7)
 	src.busy(t, 300, nil)
-	src.putEv(0, evWakeup, 7, 0)
-	end := src.ts
-	sn, err := Take(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, MaxEvents: 100}, nil).Decode(nil)
+	tr := cutPeriod(t, src, start, 100)
 	if tr.Truncated || len(tr.Events) != 100 {
 		t.Fatalf("truncated %v (%q), %d events, want 100", tr.Truncated, tr.Note, len(tr.Events))
 	}
@@ -382,5 +389,44 @@ func TestNumberedBoundsTheLoss(t *testing.T) {
 	}
 	if !o.numbered(3000, []uint64{0, 0}) {
 		t.Error("every gap remembered is older than the anchor: numbered")
+	}
+}
+
+// TestStealKeptBeyondTheRings: the hypervisor's steal read with a kept
+// task's own events stays in the sparse part of its window, long after
+// the rings overwrote it: the verdict charges a wait there to a vCPU
+// stall instead of whatever ran on the stalled CPU.
+func TestStealKeptBeyondTheRings(t *testing.T) {
+	src := newRingSource(2, 64)
+	sn, err := Take(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn.KeepOwn(7)
+	start := src.period(7)
+	sn = src.busy(t, 20, sn)
+	src.putEv(1, evSteal, 0, 0)
+	stealAt := src.ts
+	sn = src.busy(t, 500, sn) // 8 rings' worth on each CPU, read every 10
+	src.putEv(0, evWakeup, 7, 0)
+	end := src.ts
+	if sn, err = TakeInto(src, sn); err != nil {
+		t.Fatal(err)
+	}
+	tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, CPUStart: 0, CPUEnd: 1}, nil).Decode(nil)
+	if tr.Truncated || tr.SparseUntil == nil || *tr.SparseUntil <= int64(stealAt-start) {
+		t.Fatalf("truncated %v, sparse until %v (the steal at %d): %s", tr.Truncated, tr.SparseUntil, stealAt-start, tr.Note)
+	}
+	found := 0
+	for _, e := range tr.Events {
+		if e.Type == EventSteal {
+			found++
+			if e.T != int64(stealAt-start) || e.CPU != 1 {
+				t.Errorf("steal at %d on CPU %d, want %d on CPU 1", e.T, e.CPU, stealAt-start)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d steal events in the window, want 1", found)
 	}
 }

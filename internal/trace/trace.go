@@ -400,6 +400,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 				reach = min(reach, evs[0].Ts)
 			}
 			all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
+			all = append(all, sn.own.stealEvents(cpu, w.Start, reach)...)
 			sparse = max(sparse, reach)
 		}
 		own = c == coverWhole
