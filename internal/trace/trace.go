@@ -425,8 +425,14 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	for _, cpu := range missing {
 		if involved[cpu] && !own {
 			tr.Truncated = true
+			lost := "its first events are missing"
+			if evs := sn.cpus[cpu]; len(evs) == 0 || evs[0].Ts > w.End {
+				// Read after the ring lapped past the window's end (a
+				// reader stalled while another CPU wrote its notice).
+				lost = "none of its events there are left"
+			}
 			tr.Note = "the flight recorder of CPU " + itoa(cpu) +
-				" was overwritten before the window could be read: its first events are missing (raise --trace-events)"
+				" was overwritten before the window could be read: " + lost + " (raise --trace-events)"
 		}
 	}
 	kept := sn.kept[:0]

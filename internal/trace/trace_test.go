@@ -92,8 +92,17 @@ func TestCutDetectsOverwrittenStart(t *testing.T) {
 	if !tr.Truncated || !strings.Contains(tr.Note, "CPU 0") {
 		t.Errorf("overwritten window not reported: truncated=%v note=%q", tr.Truncated, tr.Note)
 	}
-	if len(tr.Events) != 8 {
-		t.Errorf("%d events kept, want the 8 that remain", len(tr.Events))
+	if len(tr.Events) != 8 || !strings.Contains(tr.Note, "its first events are missing") {
+		t.Errorf("%d events kept, want the 8 that remain; note %q", len(tr.Events), tr.Note)
+	}
+	// Read after the ring lapped past the window's end: nothing is left,
+	// and the note says so instead of "its first events".
+	tr, err = Cut(f, Window{Metric: "cycle", TID: 2, Start: 1000, End: 1200, CPUStart: 0, CPUEnd: 0}, NewNames(nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Truncated || len(tr.Events) != 0 || !strings.Contains(tr.Note, "CPU 0 was overwritten before the window could be read: none of its events there are left") {
+		t.Errorf("a window read too late: truncated=%v, %d events, note=%q", tr.Truncated, len(tr.Events), tr.Note)
 	}
 }
 
