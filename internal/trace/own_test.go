@@ -70,23 +70,32 @@ func ownTypes(tr *Trace, tid uint32) string {
 	return strings.Join(got, " ")
 }
 
-// TestTrackedTaskLongWindowWhole: a period far longer than the rings reach
-// keeps the task's own events (KeepOwn) across its whole span when Follow
-// reads the rings before they wrap: not truncated, sparse (only
-// the task's events) until the rings' reach, full context after.
-func TestTrackedTaskLongWindowWhole(t *testing.T) {
+// keptSource returns rings of 2 CPUs of 64 events and a snapshot of
+// them that keeps task 7's own events (KeepOwn).
+func keptSource(t *testing.T) (*ringSource, *Snapshot) {
+	t.Helper()
 	src := newRingSource(2, 64)
 	sn, err := Take(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sn.KeepOwn(7)
+	return src, sn
+}
+
+// TestTrackedTaskLongWindowWhole: a period far longer than the rings reach
+// keeps the task's own events (KeepOwn) across its whole span when Follow
+// reads the rings before they wrap: not truncated, sparse (only
+// the task's events) until the rings' reach, full context after.
+func TestTrackedTaskLongWindowWhole(t *testing.T) {
+	src, sn := keptSource(t)
 	start := src.period(7)
 	sn = src.busy(t, 500, sn) // 8 rings' worth on each CPU
 	src.putEv(0, evWakeup, 7, 0)
 	end := src.ts
 	src.putEv(0, evSwitch, 50, 7)
-	if sn, err = TakeInto(src, sn); err != nil {
+	sn, err := TakeInto(src, sn)
+	if err != nil {
 		t.Fatal(err)
 	}
 	tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, CPUStart: 0, CPUEnd: 0}, nil).Decode(nil)
@@ -397,12 +406,7 @@ func TestNumberedBoundsTheLoss(t *testing.T) {
 // the rings overwrote it: the verdict charges a wait there to a vCPU
 // stall instead of whatever ran on the stalled CPU.
 func TestStealKeptBeyondTheRings(t *testing.T) {
-	src := newRingSource(2, 64)
-	sn, err := Take(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sn.KeepOwn(7)
+	src, sn := keptSource(t)
 	start := src.period(7)
 	sn = src.busy(t, 20, sn)
 	src.putEv(1, evSteal, 0, 0)
@@ -410,7 +414,8 @@ func TestStealKeptBeyondTheRings(t *testing.T) {
 	sn = src.busy(t, 500, sn) // 8 rings' worth on each CPU, read every 10
 	src.putEv(0, evWakeup, 7, 0)
 	end := src.ts
-	if sn, err = TakeInto(src, sn); err != nil {
+	sn, err := TakeInto(src, sn)
+	if err != nil {
 		t.Fatal(err)
 	}
 	tr := sn.Cut(Window{Metric: "period", TID: 7, Start: start, End: end, CPUStart: 0, CPUEnd: 1}, nil).Decode(nil)
