@@ -393,7 +393,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 		fill := len(all)
 		for _, cpu := range missing {
 			if c == coverNone {
-				break
+				break // truncated below where involved: nothing to fill from
 			}
 			reach := w.End
 			if evs := sn.cpus[cpu]; len(evs) > 0 {
@@ -454,14 +454,14 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	// The events left out before the copy count as trimmed here: those of
 	// the CPUs kept, as the rest would not have been kept.
 	preN, preLast := pre.of(involved)
-	if own := ownCount(kept, w.TID); w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && own < w.MaxEvents {
+	if own, steal := ownCount(kept, w.TID); w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && own < w.MaxEvents {
 		sparse = max(sparse, preLast)
 		// The task's own events across the window, the others' nearest its
 		// end, where the value was reached; and the hypervisor's steal
 		// where it fits: a vCPU stall inside the sparse part is what the
 		// analysis charges the wait to (a window of a 1 s period that
 		// lost its 83 ms steal blamed the task that was current then).
-		keepSteal := own+stealCount(kept) <= w.MaxEvents
+		keepSteal := own+steal <= w.MaxEvents
 		drop := len(kept) - w.MaxEvents
 		out := kept[:0]
 		for _, r := range kept {
@@ -557,26 +557,18 @@ func ownEvent(r *raw, tid uint32) bool {
 	return r.Type != evSteal && mentions(r.Event, tid)
 }
 
-// ownCount counts the events of evs that name task tid.
-func ownCount(evs []raw, tid uint32) int {
-	n := 0
+// ownCount counts the events of evs that name task tid, and the steal
+// events.
+func ownCount(evs []raw, tid uint32) (own, steal int) {
 	for i := range evs {
-		if ownEvent(&evs[i], tid) {
-			n++
+		switch {
+		case evs[i].Type == evSteal:
+			steal++
+		case mentions(evs[i].Event, tid):
+			own++
 		}
 	}
-	return n
-}
-
-// stealCount counts the steal events of evs.
-func stealCount(evs []raw) int {
-	n := 0
-	for i := range evs {
-		if evs[i].Type == evSteal {
-			n++
-		}
-	}
-	return n
+	return own, steal
 }
 
 func mentions(e engine.Event, tid uint32) bool {
