@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,5 +295,74 @@ func TestCycCost(t *testing.T) {
 	}
 	if strings.Contains(got, "floor_sched_swi") {
 		t.Errorf("the floor's programs listed:\n%s", got)
+	}
+}
+
+// TestShiftOf: a configuration's shift is the median of its runs'
+// differences to the no-monitor run of the same repetition, bounded by
+// order statistics of those differences, and the verdict on a target comes
+// from the whole interval.
+func TestShiftOf(t *testing.T) {
+	if got, want := binomHalfCDF(8, 1), 9.0/256; math.Abs(got-want) > 1e-12 {
+		t.Errorf("P(Bin(8, 1/2) <= 1) = %v, want %v", got, want)
+	}
+	runs := func(avgs ...float64) []cyclicResult {
+		var rs []cyclicResult
+		for _, a := range avgs {
+			rs = append(rs, cyclicResult{Avg: a * 1e3})
+		}
+		return rs
+	}
+	avg := func(c cyclicResult) float64 { return c.Avg }
+	// The host's noise moves each repetition by up to 30 us; each pair
+	// differs by -1..+4 us.
+	base := runs(10, 20, 10, 30, 10, 10, 40, 10)
+	c := runs(11, 22, 9, 33, 10.5, 10.2, 44, 11.5)
+	s := shiftOf(base, c, avg)
+	if s.N != 8 || math.Abs(s.Median-1250) > 1e-6 || math.Abs(s.Lo-200) > 1e-6 || math.Abs(s.Hi-3000) > 1e-6 {
+		t.Errorf("shift %+v, want median 1250 ns in 200..3000 over 8 pairs", s)
+	}
+	if math.Abs(s.Coverage-(1-2*9.0/256)) > 1e-12 {
+		t.Errorf("coverage %v, want the 2nd..7th of 8 (92.97%%)", s.Coverage)
+	}
+	if got := s.String(); got != "+1.2 us (+0.2..+3.0, 93%)" {
+		t.Errorf("String() = %q", got)
+	}
+	if v := s.verdict(500); !strings.HasPrefix(v, "not resolved") {
+		t.Errorf("an interval holding the target: %q, want not resolved", v)
+	}
+	if v := s.verdict(3000); v != "yes" {
+		t.Errorf("an interval within the target: %q, want yes", v)
+	}
+	if v := s.verdict(100); v != "**no**" {
+		t.Errorf("an interval beyond the target: %q, want no", v)
+	}
+	// Four runs give no 90% interval: never met or missed on one median.
+	few := shiftOf(base[:4], c[:4], avg)
+	if few.Coverage != 0 || !strings.HasPrefix(few.verdict(1e9), "not resolved") {
+		t.Errorf("4 pairs: %+v, verdict %q", few, few.verdict(1e9))
+	}
+	// Five give [lowest, highest] at 93.75%.
+	five := shiftOf(base[:5], c[:5], avg)
+	if five.Lo != -1000 || five.Hi != 3000 || math.Abs(five.Coverage-0.9375) > 1e-12 {
+		t.Errorf("5 pairs: %+v", five)
+	}
+
+	// The summary judges the average on the interval and the p99 on the
+	// no-monitor runs' highest.
+	for i := range c {
+		c[i].P99 = 50e3
+		base[i].P99 = float64(30+i) * 1e3
+	}
+	r := &results{Cyc: []*cycRow{{Name: "no monitor", Runs: base}, {Name: "cyclictest tracked", Runs: c}}}
+	var w strings.Builder
+	r.headline(&w)
+	for _, want := range []string{
+		"| 3 | cyclictest avg, cyclictest tracked | 11.2 us | no monitor 10.0 us | +1.2 us (+0.2..+3.0, 93%) | <= +0.5 us (origin +1.7 us) | not resolved (the interval holds the target) |",
+		"| 3 | cyclictest p99, cyclictest tracked | 50.0 us | no monitor 33.5 us | +16.5 us | within no monitor's runs (<= 37.0 us) | **no** |",
+	} {
+		if !strings.Contains(w.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, w.String())
+		}
 	}
 }
