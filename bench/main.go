@@ -37,6 +37,7 @@ type bench struct {
 	tmp      string
 	quick    bool
 	reps     int
+	cycRuns  int      // -cyclictest-runs: runs a configuration in the cyclictest phase (0: its default)
 	configs  []string // -configs: only the configurations whose names contain one of these (and "no monitor")
 	log      io.Writer
 	res      *results
@@ -55,13 +56,17 @@ func main() {
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
 		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,cyclecost,self); default all")
+		cycRuns = flag.Int("cyclictest-runs", 0, "runs of each configuration in the cyclictest phase (default 8, 1 with -quick); more narrow the interval of the paired shift (24 runs: the 8th to 17th differences)")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fatal("bench needs root: it loads BPF programs and runs cyclictest at SCHED_FIFO 80")
 	}
-	b := &bench{rtscope: *rtscope, alt: *alt, timedDir: *timed, quick: *quick, log: os.Stderr, res: &results{}}
+	if *cycRuns < 0 {
+		fatal(fmt.Sprintf("-cyclictest-runs %d: want 0 (the default) or more", *cycRuns))
+	}
+	b := &bench{rtscope: *rtscope, alt: *alt, timedDir: *timed, quick: *quick, cycRuns: *cycRuns, log: os.Stderr, res: &results{}}
 	for _, c := range strings.Split(*configs, "|") { // names hold commas
 		if c != "" {
 			b.configs = append(b.configs, c)

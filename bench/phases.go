@@ -408,6 +408,9 @@ func (b *bench) phaseCyclictest() error {
 	if b.quick {
 		reps = 1
 	}
+	if b.cycRuns > 0 {
+		reps = b.cycRuns
+	}
 	b.res.CycDuration, b.res.CycReps = dur, reps
 	cpu := runtime.NumCPU() - 1
 	b.res.CycCPU = cpu
