@@ -70,7 +70,7 @@ func binomHalfCDF(n, k int) float64 {
 func (s shift) verdict(target float64) string {
 	switch {
 	case s.Coverage == 0:
-		return fmt.Sprintf("not resolved (%d runs a configuration, 5 or more give an interval)", s.N)
+		return fmt.Sprintf("not resolved (%d run(s) a configuration; 5 or more give an interval)", s.N)
 	case s.Hi <= target:
 		return "yes"
 	case s.Lo > target:
