@@ -366,3 +366,29 @@ func TestShiftOf(t *testing.T) {
 		}
 	}
 }
+
+// TestSettle: a configuration starts settleTime after the previous monitor
+// stopped (its stop records when), never sooner; the first one of a run
+// does not wait.
+func TestSettle(t *testing.T) {
+	b := &bench{}
+	t0 := time.Now()
+	b.settle()
+	if d := time.Since(t0); d >= settleTime {
+		t.Errorf("the first configuration waited %v", d)
+	}
+	r := &running{b: b}
+	if _, err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b.lastStop.Before(t0) {
+		t.Fatalf("stop did not record its time: %v", b.lastStop)
+	}
+	// Stopped settleTime - 200 ms ago: 200 ms left to wait.
+	b.lastStop = time.Now().Add(-settleTime + 200*time.Millisecond)
+	t0 = time.Now()
+	b.settle()
+	if d := time.Since(t0); d < 150*time.Millisecond {
+		t.Errorf("waited %v of the 200 ms left", d)
+	}
+}

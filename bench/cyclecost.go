@@ -54,7 +54,8 @@ func (b *bench) phaseCycleCost() error {
 		rows[i] = &cycCostRow{Name: c.name, Progs: map[string]*progCost{}}
 	}
 	for rep := 0; rep < b.reps; rep++ {
-		for i, c := range cfgs {
+		for _, i := range runOrder(rep, len(cfgs)) {
+			c := cfgs[i]
 			r, err := b.startMonitor(c)
 			if err != nil {
 				return err

@@ -37,8 +37,9 @@ type bench struct {
 	tmp      string
 	quick    bool
 	reps     int
-	cycRuns  int      // -cyclictest-runs: runs a configuration in the cyclictest phase (0: its default)
-	configs  []string // -configs: only the configurations whose names contain one of these (and "no monitor")
+	cycRuns  int       // -cyclictest-runs: runs a configuration in the cyclictest phase (0: its default)
+	lastStop time.Time // when the last monitor stopped (settle)
+	configs  []string  // -configs: only the configurations whose names contain one of these (and "no monitor")
 	log      io.Writer
 	res      *results
 }
@@ -215,6 +216,20 @@ END { clear(@qtime); }
 
 // selected keeps the configurations -configs names ("no monitor", the
 // baseline, always).
+// runOrder is the order in which repetition rep runs n configurations:
+// rotated by rep, so that over n repetitions each configuration runs once
+// at each place. A fixed order gave the later of two identical builds 13 ns
+// a program run less than the earlier (192 against 205 ns, in each of 3
+// repetitions of an A/A run of the cost phase): what a place brings (the
+// configuration before it, the host's rhythm) now lands on each in turn.
+func runOrder(rep, n int) []int {
+	o := make([]int, n)
+	for k := range o {
+		o[k] = (k + rep) % n
+	}
+	return o
+}
+
 func (b *bench) selected(cfgs []monitor) []monitor {
 	if len(b.configs) == 0 {
 		return cfgs

@@ -37,10 +37,31 @@ type running struct {
 	// stopped: from the stop signal to the exit of the process (rtscope:
 	// detach, final reports, JSON).
 	stopped time.Duration
+	b       *bench
+}
+
+// settleTime is how long a configuration waits after the previous one
+// stopped. Without it, whatever ran right after the floor measured about
+// 20 ns a program run more than the same build elsewhere in the order
+// (an A/A run of the cost phase, the load's tasks tracked: 219 and 224
+// after the floor against 191 first and 197-206 after rtscope; without
+// the floor in the run, no build was favoured): the kernel's work after
+// the floor's programs are detached overlapped the next measurement.
+const settleTime = 2 * time.Second
+
+// settle waits until settleTime has passed since the last monitor stopped.
+func (b *bench) settle() {
+	if b.lastStop.IsZero() {
+		return
+	}
+	if d := settleTime - time.Since(b.lastStop); d > 0 {
+		time.Sleep(d)
+	}
 }
 
 func (b *bench) startMonitor(m monitor) (*running, error) {
-	r := &running{m: m, t0: time.Now()}
+	b.settle()
+	r := &running{m: m, t0: time.Now(), b: b}
 	switch m.kind {
 	case "none":
 		r.objs = &Objects{Progs: map[uint32]bool{}, Maps: map[uint32]int{}}
@@ -122,6 +143,11 @@ func (l lost) String() string {
 
 // stop ends the monitor; for rtscope with a JSON report, returns its lost counters.
 func (r *running) stop() (*lost, error) {
+	defer func() {
+		if r.b != nil {
+			r.b.lastStop = time.Now()
+		}
+	}()
 	if r.floor != nil {
 		r.floor.Close()
 	}

@@ -102,7 +102,8 @@ func (b *bench) phaseCost() error {
 		rows[i] = &costRow{Name: c.name}
 	}
 	for rep := 0; rep < b.reps; rep++ {
-		for i, c := range cfgs {
+		for _, i := range runOrder(rep, len(cfgs)) {
+			c := cfgs[i]
 			r, err := b.startMonitor(c)
 			if err != nil {
 				return err
@@ -190,7 +191,8 @@ func (b *bench) phaseScaling() error {
 	cfgs = append([]cfg{{-1, false}}, cfgs...)
 	rows := make([]*scaleRow, len(cfgs))
 	for rep := 0; rep < b.reps; rep++ {
-		for i, c := range cfgs {
+		for _, i := range runOrder(rep, len(cfgs)) {
+			c := cfgs[i]
 			n := c.n
 			if rows[i] == nil {
 				rows[i] = &scaleRow{Tracked: n, NoTrace: c.noTrace}
@@ -324,7 +326,8 @@ func (b *bench) phaseLoss() error {
 	workers := 2 * runtime.NumCPU()
 	b.res.LossWorkers = workers
 	for rep := 0; rep < reps; rep++ {
-		for i, c := range cfgs {
+		for _, i := range runOrder(rep, len(cfgs)) {
+			c := cfgs[i]
 			if rows[i] == nil {
 				rows[i] = &lossRow{Name: c.name}
 			}
@@ -441,7 +444,8 @@ func (b *bench) phaseCyclictest() error {
 	cfgs = b.selected(cfgs)
 	rows := make([]*cycRow, len(cfgs))
 	for rep := 0; rep < reps; rep++ {
-		for i, c := range cfgs {
+		for _, i := range runOrder(rep, len(cfgs)) {
+			c := cfgs[i]
 			if rows[i] == nil {
 				rows[i] = &cycRow{Name: c.name}
 			}
