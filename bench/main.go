@@ -214,14 +214,11 @@ tracepoint:sched:sched_switch {
 END { clear(@qtime); }
 `
 
-// selected keeps the configurations -configs names ("no monitor", the
-// baseline, always).
 // runOrder is the order in which repetition rep runs n configurations:
 // rotated by rep, so that over n repetitions each configuration runs once
-// at each place. A fixed order gave the later of two identical builds 13 ns
-// a program run less than the earlier (192 against 205 ns, in each of 3
-// repetitions of an A/A run of the cost phase): what a place brings (the
-// configuration before it, the host's rhythm) now lands on each in turn.
+// at each place and what a place brings (the host's rhythm, what ran just
+// before) lands on each in turn. In a fixed order the configuration after
+// the floor always paid for the floor's aftermath (settle, monitor.go).
 func runOrder(rep, n int) []int {
 	o := make([]int, n)
 	for k := range o {
@@ -230,6 +227,8 @@ func runOrder(rep, n int) []int {
 	return o
 }
 
+// selected keeps the configurations -configs names ("no monitor", the
+// baseline, always).
 func (b *bench) selected(cfgs []monitor) []monitor {
 	if len(b.configs) == 0 {
 		return cfgs
