@@ -254,8 +254,11 @@ static __always_inline void track(__u32 tid, __u32 tgid, __u32 target, __u32 fla
 {
 	if (tid == 0) /* the idle tasks share pid 0 */
 		return;
-	struct rts_task_state zero = {};
-	if (bpf_map_update_elem(&tasks, &tid, &zero, BPF_NOEXIST)) {
+	__u32 zkey = 0;
+	struct rts_task_state *zero = bpf_map_lookup_elem(&task_state_zero, &zkey);
+	if (!zero)
+		return;
+	if (bpf_map_update_elem(&tasks, &tid, zero, BPF_NOEXIST)) {
 		if (!bpf_map_lookup_elem(&tasks, &tid))
 			rts_count(RTS_C_STORAGE_FAIL); /* the map is full */
 		return;
@@ -336,6 +339,25 @@ int classic_scan(__u64 *ctx)
 	track(tid, ctx[1], ctx[2], ctx[3], ctx[4] != 0, (__s32)ctx[5], (const char *)comm,
 	      bpf_get_smp_processor_id());
 	return tracked(tid) ? 0 : 1;
+}
+
+static long settle_one(void *map, __u32 *tid, struct rts_task_state *st, void *ctx)
+{
+	rts_settle(st, rts_stats(st));
+	return 0;
+}
+
+/*
+ * Settles what every tracked task holds back (rts_settle): user space runs
+ * it with BPF_PROG_TEST_RUN once the programs are detached, before the
+ * final statistics are read. Loaded with reapply_slo; without
+ * bpf_for_each_map_elem (before 5.13) the engine loads with hold_samples
+ * off instead. Returns the number of tasks visited.
+ */
+SEC("raw_tp")
+int settle_held(void *ctx)
+{
+	return bpf_for_each_map_elem(&tasks, settle_one, 0, 0);
 }
 
 /*
@@ -432,9 +454,15 @@ int on_sched_switch(void *ctx)
 	if (ns) {
 		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = next_prio;
-		struct rts_task_stats *s;
-		if (rts_on_switch_in(ns, now, cpu, irq_ns, &s))
-			refresh_identity_of(ns, s, next_prio, next_comm, cpu);
+		/*
+		 * Its identity at the switch-in that ends a wakeup, from this
+		 * record (its name too): at its switch-out, after the settle, the
+		 * refresh took the verifier past its million instructions.
+		 */
+		if (rts_on_switch_in(ns, now, cpu, irq_ns)) {
+			ns->identity_due = 0;
+			refresh_identity(ns, next_prio, next_comm, cpu);
+		}
 	}
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;

@@ -24,6 +24,15 @@ const volatile bool waiter_stacks = true;
  * 20 us (20 us with cold caches on a VM), which on-time releases must not pay.
  */
 const volatile __u64 stack_min_wait_ns = 0;
+/*
+ * The samples a tracked task earns on its way to its CPU (its wakeup, its
+ * switch-in, its return to user space) wait in its task state until it
+ * leaves the CPU (rts_hold, rts_settle): the statistics lookup and the
+ * histogram lines they touch are then off the path its own latency is
+ * measured on. False where nothing could settle them at the end of a run
+ * (the classic engine without bpf_for_each_map_elem): recorded at once.
+ */
+const volatile bool hold_samples = true;
 const volatile __u32 flight_per_cpu = 8192;    /* set by the loader: engine.DefaultFlightPerCPU, or --trace-events */
 const volatile __u64 hrtimer_wakeup_fn = 0;    /* address of hrtimer_wakeup() */
 const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, ns */
@@ -37,15 +46,27 @@ __u32 test_stats_nomem_done = 0;
 /* Last tracking id handed out; ids are never reused. */
 __u64 next_id = 0;
 
+/* A sample held in its task's state (rts_hold): rts_record's arguments. */
+struct rts_held_sample {
+	__u64 value;
+	__u64 start;
+	__u64 end;
+	__u32 cpu_start;
+	__u32 cpu;
+};
+
+/* Held samples are kept by metric, below this one (every metric but response is held). */
+#define RTS_HELD_MAX 8
+
 /* Hot per-task state of the state machine; see task_logic.bpf.h. */
 struct rts_task_state {
 	__u64 id;
 	__u32 tid;
-	__u32 flags;           /* RTS_TF_* inherited by children */
-	__s32 prio;            /* kernel prio, refreshed at switch-in */
-	__u8 state;            /* RTS_TS_* */
-	__u8 release_pending;  /* a timer release awaits its thread/user samples */
-	__u8 wakeup_uncounted; /* a wakeup not yet in its stats' wakeups (rts_settle) */
+	__u32 flags;          /* RTS_TF_* inherited by children */
+	__s32 prio;           /* kernel prio, refreshed at switch-in */
+	__u8 state;           /* RTS_TS_* */
+	__u8 release_pending; /* a timer release awaits its thread/user samples */
+	__u8 held_wakeups;    /* wakeups not yet in its stats' wakeups (rts_settle) */
 	__u8 in_handler;
 	__u32 cpu;         /* CPU of the last switch-in */
 	__u32 wake_cpu;    /* CPU where the last wakeup ran */
@@ -86,7 +107,23 @@ struct rts_task_state {
 	__u64 flt_maj;
 	__u8 mem_state; /* RTS_MEM_*: its memory locking, as last read */
 	__u16 own_seq;  /* the own number of its last event (rts_own_seq) */
+	/* What it holds back for its stats until rts_settle (hold_samples). */
+	__u8 held_mask;        /* 1 << metric: held_samples[metric] is held */
+	__u8 held_releases;    /* timer releases not yet counted */
+	__u8 held_overruns;    /* overruns counted at a timer release */
+	__u8 held_lower_waker; /* wakeups by a task of lower priority */
+	__u8 identity_due;     /* a wakeup ended: refresh its identity at its switch-out */
+	struct rts_held_sample held_samples[RTS_HELD_MAX];
 };
+
+/* A zeroed task state to create hash-kept ones from (the classic engine,
+ * the twins): with its held samples it outgrows the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_task_state);
+} task_state_zero SEC(".maps");
 
 /* A zeroed value to create stats entries from (no 10 KiB stack buffer). */
 struct {

@@ -289,22 +289,24 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
 	if (ps) {
-		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
+		struct rts_task_stats *s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
+		/* Its identity after an activation, off the way to its CPU. */
+		if (ps->identity_due) {
+			ps->identity_due = 0;
+			refresh_identity_of(ps, s, prev, cpu);
+		}
 	}
 	if (ns) {
 		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = next->prio;
-		struct rts_task_stats *s;
-		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns, &s);
 		/*
 		 * A task that sets its own policy after it started (sched_setattr
 		 * in the thread) and never sleeps again is seen only here: two
 		 * plain loads and a compare per switch-in of a tracked task.
 		 */
-		if (woken)
-			refresh_identity_of(ns, s, next, cpu);
-		else if (ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
+		if (!rts_on_switch_in(ns, now, cpu, irq_ns) &&
+		    ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
 			refresh_identity(ns, next, cpu);
 	}
 	if (cs)
@@ -566,6 +568,30 @@ int track_existing(struct bpf_iter__task *ctx)
 	if (w && track(t, w->index, w->flags)) {
 		char c = 't';
 		bpf_seq_write(ctx->meta->seq, &c, 1);
+	}
+	return 0;
+}
+
+/*
+ * Settles what every tracked task holds back (rts_settle): user space runs
+ * it once the programs are detached, before the final statistics are read,
+ * so that the samples of tasks still running (woken, not yet switched out)
+ * are in them. As track_existing, over every task.
+ */
+SEC("iter/task")
+int settle_held(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	if (!t)
+		return 0;
+	struct rts_task_state *st = tracked(t);
+	if (!st)
+		return 0;
+	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
+	if (st->identity_due) {
+		st->identity_due = 0;
+		refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
 	}
 	return 0;
 }

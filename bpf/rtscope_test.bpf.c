@@ -28,8 +28,11 @@ static __always_inline struct rts_task_state *task(__u32 tid)
 /* A fresh state for tid (a reused tid's is reset). */
 static __always_inline struct rts_task_state *fresh_task(__u32 tid)
 {
-	struct rts_task_state zero = {};
-	bpf_map_update_elem(&test_tasks, &tid, &zero, BPF_ANY);
+	__u32 zkey = 0;
+	struct rts_task_state *zero = bpf_map_lookup_elem(&task_state_zero, &zkey);
+	if (!zero)
+		return 0;
+	bpf_map_update_elem(&test_tasks, &tid, zero, BPF_ANY);
 	return task(tid);
 }
 
@@ -87,12 +90,24 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 {
 	struct rts_task_state *ps = task(prev_tid);
 	struct rts_task_state *ns = task(next_tid);
-	if (ps)
-		rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns);
-	struct rts_task_stats *s;
-	if (ns && rts_on_switch_in(ns, now, cpu, irq_ns, &s) && s != rts_stats(ns))
+	if (ps && rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns) != rts_stats(ps))
 		return -1; /* the stats handed back are not the task's */
+	if (ns)
+		rts_on_switch_in(ns, now, cpu, irq_ns);
 	return 0;
+}
+
+static long settle_one(void *map, __u32 *tid, struct rts_task_state *st, void *ctx)
+{
+	rts_settle(st, rts_stats(st));
+	return 0;
+}
+
+/* Settle what every task holds, as the engines do at the end of a run (settle_held). */
+SEC("raw_tp")
+int test_settle_all(void *ctx)
+{
+	return bpf_for_each_map_elem(&test_tasks, settle_one, 0, 0);
 }
 
 /* lower_waker: the waker has a lower priority than real-time tid (a hygiene count). */

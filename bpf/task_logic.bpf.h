@@ -172,6 +172,99 @@ static __always_inline struct rts_task_stats *rts_stats(struct rts_task_state *s
 }
 
 /*
+ * rts_hold keeps a sample of metric (a constant below RTS_HELD_MAX, not
+ * RTS_M_RESPONSE) in st until rts_settle records it into the task's stats
+ * (hold_samples): the samples of a task's way to its CPU (wakeup,
+ * switch-in, return to user space) cost it a few stores to its own state
+ * there, and the statistics lookup and histogram lines move to its
+ * switch-out, after its work. Without hold_samples it is recorded at once.
+ * Each metric is held at most once between two settles: a wakeup's
+ * samples need the sleeping state, which only a voluntary switch-out
+ * (a settle) sets, and the user sample a pending release, which it ends.
+ */
+static __always_inline void rts_hold(struct rts_task_state *st, __u32 metric, __u64 value,
+				     __u64 start, __u64 end, __u32 cpu_start, __u32 cpu)
+{
+	if (!hold_samples) {
+		rts_record(st, rts_stats(st), metric, value, start, end, cpu_start, cpu);
+		return;
+	}
+	if (metric >= RTS_HELD_MAX)
+		return;
+	struct rts_held_sample *h = &st->held_samples[metric];
+	h->value = value;
+	h->start = start;
+	h->end = end;
+	h->cpu_start = cpu_start;
+	h->cpu = cpu;
+	st->held_mask |= 1U << metric;
+}
+
+/*
+ * Records st's held sample of metric into s. Not inlined: the paths of a
+ * record end at its return, so the seven of a settle cost the verifier
+ * seven records, where inlined they multiplied (the classic
+ * on_sched_switch passed the million instructions it allows).
+ */
+static __noinline void rts_settle_one(struct rts_task_state *st, struct rts_task_stats *s,
+				      __u32 metric)
+{
+	if (metric >= RTS_HELD_MAX)
+		return;
+	struct rts_held_sample *h = &st->held_samples[metric];
+	rts_record(st, s, metric, h->value, h->start, h->end, h->cpu_start, h->cpu);
+}
+
+/*
+ * rts_settle adds to s (its stats, 0: not found, and what st holds is
+ * dropped) what st holds back: its held samples and counts. Called where
+ * the stats are looked up anyway: its switch-out and timer arming, its
+ * exit or untracking, and at the end of a run for every task still
+ * tracked (settle_held, after the detach). The metrics are constants: a
+ * loop over the held samples took on_sched_switch past the million
+ * instructions the verifier allows.
+ */
+static __always_inline void rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
+{
+	__u32 mask = st->held_mask;
+	st->held_mask = 0;
+	if (s) {
+		/* Only what is held: most switch-outs settle one wakeup, or none. */
+		if (st->held_wakeups)
+			s->wakeups += st->held_wakeups;
+		if (st->held_releases) {
+			s->timer_releases += st->held_releases;
+			s->nominal_period = st->nominal_period;
+		}
+		if (st->held_overruns)
+			s->overruns += st->held_overruns;
+		if (st->held_lower_waker)
+			s->hygiene[RTS_H_LOWER_PRIO_WAKER] += st->held_lower_waker;
+		if (mask) {
+			/* In the order they are taken: timer release, switch-in, return to user. */
+			if (mask & (1U << RTS_M_TIMER_IRQ))
+				rts_settle_one(st, s, RTS_M_TIMER_IRQ);
+			if (mask & (1U << RTS_M_CYCLE))
+				rts_settle_one(st, s, RTS_M_CYCLE);
+			if (mask & (1U << RTS_M_PERIOD))
+				rts_settle_one(st, s, RTS_M_PERIOD);
+			if (mask & (1U << RTS_M_JITTER))
+				rts_settle_one(st, s, RTS_M_JITTER);
+			if (mask & (1U << RTS_M_LATENCY))
+				rts_settle_one(st, s, RTS_M_LATENCY);
+			if (mask & (1U << RTS_M_TIMER_THREAD))
+				rts_settle_one(st, s, RTS_M_TIMER_THREAD);
+			if (mask & (1U << RTS_M_TIMER_USER))
+				rts_settle_one(st, s, RTS_M_TIMER_USER);
+		}
+	}
+	st->held_wakeups = 0;
+	st->held_releases = 0;
+	st->held_overruns = 0;
+	st->held_lower_waker = 0;
+}
+
+/*
  * A spacing of two consecutive timer expiries (prev: the spacing before it,
  * 0: none). The loop's period is the smallest spacing seen twice in a row: a
  * loop that falls behind skips deadlines (larger spacings) but never
@@ -192,32 +285,25 @@ static __always_inline void rts_period_seen(struct rts_task_state *st, struct rt
 /*
  * The task became runnable after a sleep at `now`. timer_expiry != 0 when the
  * wakeup ran inside an hrtimer callback: a timer release, whose callback
- * started at cb_entry on cpu.
+ * started at cb_entry on cpu. Its samples and counts are held (rts_hold):
+ * this runs on the task's way to its CPU.
  */
-static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rts_task_stats *s,
-					    __u64 now, __u32 cpu, __u64 timer_expiry, __u64 cb_entry)
+static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now, __u32 cpu,
+					    __u64 timer_expiry, __u64 cb_entry)
 {
 	st->state = RTS_TS_WOKEN;
 	st->wake_ts = now;
 	st->wake_cpu = cpu;
 	st->resp_start = now;
 	st->release_pending = 0;
-
-	/* Without its stats at hand (a wakeup by a task: rts_on_wakeup looks
-	 * them up for timer releases only), the switch-in that ends this
-	 * wakeup counts it (rts_settle). */
-	if (s)
-		s->wakeups++;
-	else
-		st->wakeup_uncounted = 1;
+	st->held_wakeups++;
 	if (!timer_expiry)
 		return;
 
 	/* A timer release: the sleep that just ended was a timer sleep. */
-	if (s)
-		s->timer_releases++;
+	st->held_releases++;
 	__u64 irq_lat = cb_entry > timer_expiry ? cb_entry - timer_expiry : 0;
-	rts_record(st, s, RTS_M_TIMER_IRQ, irq_lat, timer_expiry, cb_entry, cpu, cpu);
+	rts_hold(st, RTS_M_TIMER_IRQ, irq_lat, timer_expiry, cb_entry, cpu, cpu);
 	st->release_pending = 1;
 	st->release_expiry = timer_expiry;
 	st->release_cpu = cpu;
@@ -226,24 +312,23 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 	if (st->cycle_start && st->last_expiry && timer_expiry > st->last_expiry &&
 	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
 		spacing = timer_expiry - st->last_expiry;
-		rts_period_seen(st, s, spacing, st->last_spacing);
+		rts_period_seen(st, 0, spacing, st->last_spacing);
 	}
 	st->last_spacing = spacing;
 
 	if (st->cycle_start && st->sleep_ts > st->cycle_start) {
 		__u64 cycle = st->sleep_ts - st->cycle_start;
-		rts_record(st, s, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu,
-			   st->cpu);
+		rts_hold(st, RTS_M_CYCLE, cycle, st->cycle_start, st->sleep_ts, st->cycle_cpu, st->cpu);
 		/* A loop that arms its own sleeper timer has its overruns counted
 		 * at the arming (rts_on_timer_arm), once each. */
-		if (s && !st->arm_ts && st->nominal_period && cycle > st->nominal_period)
-			s->overruns++;
+		if (!st->arm_ts && st->nominal_period && cycle > st->nominal_period)
+			st->held_overruns++;
 	}
 	if (spacing) {
 		__u64 period = now - st->cycle_start;
 		__u64 jitter = period > spacing ? period - spacing : spacing - period;
-		rts_record(st, s, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
-		rts_record(st, s, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
+		rts_hold(st, RTS_M_PERIOD, period, st->cycle_start, now, st->cycle_cpu, cpu);
+		rts_hold(st, RTS_M_JITTER, jitter, st->cycle_start, now, st->cycle_cpu, cpu);
 	}
 	st->cycle_start = now;
 	st->cycle_cpu = cpu;
@@ -273,6 +358,8 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, struct rt
 static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct rts_task_stats *s,
 					     __u64 now, __u32 cpu, __u64 expiry, __u64 key)
 {
+	/* It runs: its work since its wakeup is done, and its stats are at hand. */
+	rts_settle(st, s);
 	/* The only event of a loop that never sleeps: it tells the analysis
 	 * the task runs, where its past deadline's wakeup would say it slept. */
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_TIMER_ARM);
@@ -378,38 +465,19 @@ static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 }
 
 /*
- * Add to s (its stats, 0: not found) what st still holds back: a wakeup
- * that rts_wakeup_core could not count. Called where the stats are looked
- * up anyway: the switch-in that ends the wakeup, and when the statistics
- * become final (exit, untracking).
- */
-static __always_inline void rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
-{
-	if (st->wakeup_uncounted && s) {
-		s->wakeups++;
-		st->wakeup_uncounted = 0;
-	}
-}
-
-/*
  * sched_waking of a tracked task, in the waker's context on `cpu`.
  * lower_waker: a task of lower priority wakes this real-time task (a
- * hygiene count). Its stats are looked up only for a timer release (its
- * samples) or that count: a wakeup by a task, the common case under a
- * switch-heavy load, touches the task storage alone, and its switch-in
- * counts it (one hash lookup less per wakeup).
+ * hygiene count). It touches the task's state alone: its samples and
+ * counts are held until it leaves the CPU (rts_hold).
  */
 static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
 					  __u64 timer_expiry, __u64 cb_entry, bool lower_waker)
 {
-	struct rts_task_stats *s = 0;
-	if (lower_waker || (st->state == RTS_TS_SLEEPING && timer_expiry))
-		s = rts_stats(st);
-	if (lower_waker && s)
-		s->hygiene[RTS_H_LOWER_PRIO_WAKER]++;
+	if (lower_waker)
+		st->held_lower_waker++;
 	switch (st->state) {
 	case RTS_TS_SLEEPING:
-		rts_wakeup_core(st, s, now, cpu, timer_expiry, cb_entry);
+		rts_wakeup_core(st, now, cpu, timer_expiry, cb_entry);
 		break;
 	case RTS_TS_RUNNING:
 		/*
@@ -428,11 +496,17 @@ static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, 
 	}
 }
 
-/* The task leaves the CPU. voluntary: it blocks or sleeps (not preempted). */
-static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 now, __u32 cpu,
-					      bool voluntary, __u64 irq_ns)
+/*
+ * The task leaves the CPU. voluntary: it blocks or sleeps (not preempted).
+ * What it held on its way to the CPU is settled first (rts_settle); it
+ * returns its stats (0: not found), for the hook's identity refresh.
+ */
+static __always_inline struct rts_task_stats *rts_on_switch_out(struct rts_task_state *st, __u64 now,
+								__u32 cpu, bool voluntary,
+								__u64 irq_ns)
 {
 	struct rts_task_stats *s = rts_stats(st);
+	rts_settle(st, s);
 	if (st->run_start && now > st->run_start) {
 		__u64 ran = now - st->run_start;
 		__u64 stolen = irq_ns > st->run_irq_ns ? irq_ns - st->run_irq_ns : 0;
@@ -443,7 +517,7 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 		st->state = RTS_TS_RUNNABLE;
 		if (s)
 			s->switches_preempted++;
-		return;
+		return s;
 	}
 	if (s)
 		s->switches_voluntary++;
@@ -462,20 +536,19 @@ static __always_inline void rts_on_switch_out(struct rts_task_state *st, __u64 n
 	st->release_pending = 0;
 	st->sleep_ts = now;
 	st->state = RTS_TS_SLEEPING;
+	return s;
 }
 
 /*
  * The task gets the CPU. Returns true when this ends a wakeup latency
- * window; then *sp is its stats (0 when they could not be found), which the
- * caller reuses instead of a second lookup (refresh_identity).
+ * window. Its samples are held (rts_hold), and its identity is refreshed
+ * at its switch-out (identity_due): nothing here looks its stats up, on
+ * the path its latency is measured on.
  */
 static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu,
-					     __u64 irq_ns, struct rts_task_stats **sp)
+					     __u64 irq_ns)
 {
 	bool woken = false;
-	/* Stats are needed only when this switch-in ends a wakeup. */
-	struct rts_task_stats *s = 0;
-	*sp = 0;
 
 	st->run_start = now;
 	st->run_irq_ns = irq_ns;
@@ -483,23 +556,21 @@ static __always_inline bool rts_on_switch_in(struct rts_task_state *st, __u64 no
 	if (st->state == RTS_TS_SLEEPING && st->pending_ts) {
 		/* The wakeup raced with the switch-out: it counts from the sleep. */
 		__u64 ts = st->pending_ts > st->sleep_ts ? st->pending_ts : st->sleep_ts;
-		s = rts_stats(st);
-		rts_wakeup_core(st, s, ts, st->pending_cpu, st->pending_expiry, st->pending_cb_entry);
+		rts_wakeup_core(st, ts, st->pending_cpu, st->pending_expiry, st->pending_cb_entry);
 	}
 	st->pending_ts = 0;
 
 	if (st->state == RTS_TS_WOKEN) {
 		woken = true;
-		if (!s)
-			s = rts_stats(st);
-		rts_settle(st, s);
 		if (now >= st->wake_ts)
-			rts_record(st, s, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now,
-				   st->wake_cpu, cpu);
+			rts_hold(st, RTS_M_LATENCY, now - st->wake_ts, st->wake_ts, now, st->wake_cpu, cpu);
 		if (st->release_pending && now >= st->release_expiry)
-			rts_record(st, s, RTS_M_TIMER_THREAD, now - st->release_expiry,
-				   st->release_expiry, now, st->release_cpu, cpu);
-		*sp = s;
+			rts_hold(st, RTS_M_TIMER_THREAD, now - st->release_expiry, st->release_expiry,
+				 now, st->release_cpu, cpu);
+		st->identity_due = 1;
+		/* Nothing settles at the end without hold_samples: its counts now. */
+		if (!hold_samples)
+			rts_settle(st, rts_stats(st));
 	}
 	st->state = RTS_TS_RUNNING;
 	st->cpu = cpu;
@@ -512,10 +583,9 @@ static __always_inline void rts_on_user_return(struct rts_task_state *st, __u64 
 	if (!st->release_pending)
 		return;
 	st->release_pending = 0;
-	struct rts_task_stats *s = rts_stats(st);
 	if (now >= st->release_expiry)
-		rts_record(st, s, RTS_M_TIMER_USER, now - st->release_expiry, st->release_expiry, now,
-			   st->release_cpu, cpu);
+		rts_hold(st, RTS_M_TIMER_USER, now - st->release_expiry, st->release_expiry, now,
+			 st->release_cpu, cpu);
 }
 
 /* Threaded IRQ handler of an irq/N-name thread. irq_ns: the CPU's IRQ+softirq time so far. */

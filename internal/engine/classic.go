@@ -215,6 +215,7 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) (*ebpf.C
 	spec.Maps["flight"].MaxEntries = flightEntries
 	core := spec.Copy()
 	delete(core.Programs, "reapply_slo") // loadReapply, on its own
+	delete(core.Programs, "settle_held") // the same
 	coll, err := ebpf.NewCollectionWithOptions(core, ebpf.CollectionOptions{})
 	if err != nil {
 		return nil, explainLoadError(err)
@@ -241,7 +242,7 @@ func (e *Engine) attachClassic() error {
 				e.Features.UserReturn = fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err)
 				continue
 			}
-			e.Detach()
+			_ = e.Detach() // nothing ran long enough to hold a sample
 			return fmt.Errorf("attaching %s to tracepoint %s/%s: %w", p.prog, p.system, p.event, err)
 		}
 		e.links = append(e.links, l)

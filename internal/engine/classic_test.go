@@ -61,7 +61,7 @@ func TestClassicOffsets(t *testing.T) {
 			t.Errorf("no program %s", a.prog)
 		}
 	}
-	if len(classicAttach)+2 != len(spec.Programs) { // + classic_scan and reapply_slo, run with BPF_PROG_TEST_RUN
+	if len(classicAttach)+3 != len(spec.Programs) { // + classic_scan, reapply_slo and settle_held, run with BPF_PROG_TEST_RUN
 		t.Errorf("%d programs attached of %d", len(classicAttach), len(spec.Programs))
 	}
 }
@@ -118,7 +118,7 @@ func TestClassicNoCORE(t *testing.T) {
 				t.Errorf("%s: CO-RE relocation at %v", name, ins)
 			}
 		}
-		if !strings.HasPrefix(p.SectionName, "tracepoint/") && name != "classic_scan" && name != "reapply_slo" {
+		if !strings.HasPrefix(p.SectionName, "tracepoint/") && name != "classic_scan" && name != "reapply_slo" && name != "settle_held" {
 			t.Errorf("%s: section %s is not a classic tracepoint", name, p.SectionName)
 		}
 	}

@@ -151,7 +151,13 @@ func (tw *classicTwin) state(tid uint32) *bpfRtsTaskState {
 	return &st
 }
 
+// stats: the statistics of tracking id once every task's held samples
+// are settled, as at the end of a run (settle_held).
 func (tw *classicTwin) stats(id uint64) *TaskStats {
+	tw.t.Helper()
+	if _, err := tw.objs.SettleHeld.Run(&ebpf.RunOptions{}); err != nil {
+		tw.t.Fatalf("settle_held: %v", err)
+	}
 	var k bpfRtsTaskStats
 	if err := tw.objs.Stats.Lookup(id, &k); err != nil {
 		tw.t.Fatalf("stats of id %d: %v", id, err)

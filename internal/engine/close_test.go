@@ -128,8 +128,12 @@ func TestDetachStopsRecording(t *testing.T) {
 	if attached == before {
 		t.Fatal("attached, the engine recorded nothing over 20 context switches")
 	}
-	e.Detach()
-	e.Detach() // a second one does nothing
+	if err := e.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Detach(); err != nil { // a second one does nothing
+		t.Fatal(err)
+	}
 	detached := recorded()
 	switches()
 	if after := recorded(); after != detached {

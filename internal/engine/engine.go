@@ -189,7 +189,7 @@ type Engine struct {
 	// its own and sharing core's maps: a missing kernel function costs its
 	// feature, not the engine.
 	optional []*ebpf.Collection
-	reapply  *ebpf.Collection     // reapply_slo, loaded on its own; nil: SLOReapply says why
+	reapply  *ebpf.Collection     // reapply_slo (and the classic settle_held), loaded on their own; nil: SLOReapply says why
 	maps     map[string]*ebpf.Map // the core maps by name, which programs loaded later share
 	links    []link.Link
 	// noticeMu guards notices, queued and carries: Stats and AllStats
@@ -227,6 +227,8 @@ type coreObjects struct {
 	// (Untrack), the target's index in UntrackTarget.
 	UntrackExisting *ebpf.Program  `ebpf:"untrack_existing"`
 	UntrackTarget   *ebpf.Variable `ebpf:"untrack_target"`
+	// SettleHeld settles what every tracked task holds back (Detach).
+	SettleHeld *ebpf.Program `ebpf:"settle_held"`
 	// WantCgroups counts want_cgroup's entries (fork and exec skip the
 	// cgroup walk while it is 0).
 	WantCgroups *ebpf.Variable `ebpf:"want_cgroups"`
@@ -269,6 +271,14 @@ func probePercpuLookup(forceMissing bool) error {
 		return errors.New("this kernel lacks bpf_map_lookup_percpu_elem (Linux 5.19): the stack of what runs while a tracked task waits is not sampled")
 	}
 	return nil // other probe errors are inconclusive: the load says more
+}
+
+// canSettleClassic says whether the classic engine's settle_held can run
+// (bpf_for_each_map_elem, Linux 5.13): only then may its tasks hold their
+// samples until they leave their CPU (hold_samples). forceMissing: tests,
+// as TestNoReapply.
+func canSettleClassic(forceMissing bool) bool {
+	return !forceMissing && features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnForEachMapElem) == nil
 }
 
 // Load loads the programs with cfg (nothing is attached yet).
@@ -326,6 +336,7 @@ func Load(cfg Config) (*Engine, error) {
 		"slo_default":       cfg.SLODefault,
 		"test_storage_busy": cfg.TestStorageBusy,
 		"test_stats_nomem":  cfg.TestStatsNoMem,
+		"hold_samples":      kind == EngineBTF || canSettleClassic(cfg.TestNoReapply),
 	}
 	sleeps := newSleepTable(syms)
 	sleeps.vars(vars)
@@ -460,6 +471,9 @@ func (e *Engine) loadReapply(spec *ebpf.CollectionSpec) error {
 	}
 	sub := spec.Copy()
 	sub.Programs = map[string]*ebpf.ProgramSpec{"reapply_slo": spec.Programs["reapply_slo"]}
+	if p := spec.Programs["settle_held"]; p != nil && p.Type == ebpf.RawTracepoint {
+		sub.Programs["settle_held"] = p // the classic engine's: bpf_for_each_map_elem too
+	}
 	opts := e.types.Options()
 	opts.MapReplacements = e.maps
 	c, err := ebpf.NewCollectionWithOptions(sub, opts)
@@ -600,17 +614,44 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 
 // Detach stops the programs; the maps stay readable until Close, so that
 // the last notices, windows and statistics of a run can be read while
-// nothing overwrites them. Not safe for concurrent use with Attach or Close.
-func (e *Engine) Detach() {
+// nothing overwrites them. It then settles what the tracked tasks still
+// hold (settleHeld), so that those statistics are complete; a second call
+// does nothing. Not safe for concurrent use with Attach or Close.
+func (e *Engine) Detach() error {
+	attached := len(e.links) > 0
 	for _, l := range e.links {
 		l.Close()
 	}
 	e.links = nil
+	if !attached {
+		return nil
+	}
+	return e.settleHeld()
+}
+
+// settleHeld records into their statistics the samples that tracked tasks
+// took on their way to a CPU and hold until they leave it (hold_samples in
+// maps.bpf.h): those of a task still on its CPU at the end of a run.
+// Without bpf_for_each_map_elem the classic engine holds none.
+func (e *Engine) settleHeld() error {
+	if e.objs.SettleHeld != nil { // the BTF engine: over every task
+		if err := runTaskIter(e.objs.SettleHeld, nil); err != nil {
+			return fmt.Errorf("settling held samples: %w", err)
+		}
+		return nil
+	}
+	if e.reapply == nil || e.reapply.Programs["settle_held"] == nil {
+		return nil
+	}
+	if _, err := e.reapply.Programs["settle_held"].Run(&ebpf.RunOptions{}); err != nil {
+		return fmt.Errorf("settling held samples: %w", err)
+	}
+	return nil
 }
 
 // Close detaches and frees everything.
 func (e *Engine) Close() {
-	e.Detach()
+	_ = e.Detach() // what it settles is about to be freed
 	if e.notices != nil {
 		e.notices.Close()
 	}

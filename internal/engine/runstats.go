@@ -21,6 +21,9 @@ func (e *Engine) programs() []*ebpf.Program {
 	if e.objs.UntrackExisting != nil {
 		out = append(out, e.objs.UntrackExisting)
 	}
+	if e.objs.SettleHeld != nil {
+		out = append(out, e.objs.SettleHeld)
+	}
 	for _, c := range e.collections() {
 		for _, p := range c.Programs {
 			out = append(out, p)
@@ -28,6 +31,9 @@ func (e *Engine) programs() []*ebpf.Program {
 	}
 	if e.reapply != nil {
 		out = append(out, e.reapply.Programs["reapply_slo"])
+		if p := e.reapply.Programs["settle_held"]; p != nil {
+			out = append(out, p)
+		}
 	}
 	return out
 }

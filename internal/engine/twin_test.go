@@ -133,8 +133,18 @@ func (tw *twin) statsID(id uint64) *TaskStats {
 	return s
 }
 
-// kernelStats: the stats map's value of tracking id, as the kernel keeps it.
+// kernelStats: the stats map's value of tracking id, as the kernel keeps
+// it once every task's held samples are settled, as at the end of a run
+// (settle_held); heldStats reads it without settling.
 func (tw *twin) kernelStats(id uint64) *bpfRtsTaskStats {
+	tw.t.Helper()
+	tw.run(tw.objs.TestSettleAll)
+	return tw.heldStats(id)
+}
+
+// heldStats: the stats map's value of tracking id as it is, without what
+// the tasks hold.
+func (tw *twin) heldStats(id uint64) *bpfRtsTaskStats {
 	tw.t.Helper()
 	var k bpfRtsTaskStats
 	if err := tw.objs.Stats.Lookup(id, &k); err != nil {
@@ -806,7 +816,8 @@ func TestTwinStatsTakesCarries(t *testing.T) {
 		t.Fatal(err)
 	}
 	tw.wakeup(10000, 0, 100)
-	tw.switchTo(10700, 0, idle, 100, false, 0) // 700 ns: the bucket wraps
+	tw.switchTo(10700, 0, idle, 100, false, 0) // 700 ns, held
+	tw.switchTo(10800, 0, 100, idle, false, 0) // preempted, settled: the bucket wraps
 	s, err := e.Stats(id)
 	if err != nil {
 		t.Fatal(err)
@@ -1007,30 +1018,55 @@ func TestTwinSleepNamed(t *testing.T) {
 	}
 }
 
-// A wakeup by a task skips the stats lookup: the switch-in that ends it
-// counts it, or, when the task exits still waiting for a CPU, its exit. A
-// timer release is counted at once (its samples need the stats anyway).
-func TestTwinWakeupCountedOnce(t *testing.T) {
+// A tracked task's way to its CPU touches its own state alone: its
+// wakeup, the samples taken there (timer release, switch-in, return to
+// user space) and their counts are held until it leaves the CPU
+// (rts_settle), where its stats are looked up anyway, whether it blocks
+// or is preempted. Its exit, and the end of a run (settle_held), settle
+// what it still holds. Each is counted once.
+func TestTwinHeldUntilSwitchOut(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, true, false)
-	tw.wakeup(1000, 0, 100)
-	if s := tw.stats(100); s.Wakeups != 0 {
-		t.Errorf("wakeups before the switch-in: %d, want 0 (held in the task's state)", s.Wakeups)
-	}
-	tw.switchTo(1500, 0, 0, 100, false, 0)
-	tw.switchTo(2000, 0, 100, 0, true, 0)
-	tw.timerWakeup(3000, 0, 100, 2990, 2995)
-	if s := tw.stats(100); s.Wakeups != 2 {
-		t.Errorf("wakeups after a switch-in and a timer release: %d, want 2", s.Wakeups)
-	}
-	tw.switchTo(3500, 0, 0, 100, false, 0)
-	tw.switchTo(4000, 0, 100, 0, true, 0)
-	tw.wakeup(5000, 0, 100) // woken, then exits before it runs
 	id := tw.id(100)
-	tw.run(tw.objs.TestExit, 100)
-	if s := tw.statsID(id); s.Wakeups != 3 {
-		t.Errorf("wakeups at exit: %d, want 3", s.Wakeups)
+	held := func(when string, wakeups, releases, latency, irq, user uint64) {
+		t.Helper()
+		s, _ := histCarries{}.join(tw.heldStats(id))
+		got := [5]uint64{s.Wakeups, s.TimerReleases, s.M[metric.Latency].Count, s.M[metric.TimerIRQ].Count, s.M[metric.TimerUser].Count}
+		if want := [5]uint64{wakeups, releases, latency, irq, user}; got != want {
+			t.Errorf("%s: wakeups, releases, latency, irq and user samples in its stats %v, want %v", when, got, want)
+		}
 	}
+	tw.timerWakeup(1000, 0, 100, 990, 995)
+	tw.switchTo(1500, 0, idle, 100, false, 0)
+	tw.run(tw.objs.TestUserReturn, 1600, 0, 100)
+	held("released, on its CPU", 0, 0, 0, 0, 0)
+	tw.switchTo(2000, 0, 100, idle, true, 0)
+	held("blocked", 1, 1, 1, 1, 1)
+	tw.wakeup(3000, 0, 100) // by a task
+	tw.switchTo(3500, 0, idle, 100, false, 0)
+	held("woken, on its CPU", 1, 1, 1, 1, 1)
+	tw.switchTo(3700, 0, 100, 200, false, 0)
+	held("preempted", 2, 1, 2, 1, 1)
+	tw.switchTo(3800, 0, 200, 100, false, 0) // back: not a wakeup
+	tw.switchTo(4000, 0, 100, idle, true, 0)
+	held("blocked again", 2, 1, 2, 1, 1)
+	tw.timerWakeup(5000, 0, 100, 4990, 4995)
+	tw.switchTo(5100, 0, idle, 100, false, 0)
+	held("released again, on its CPU at the end of the run", 2, 1, 2, 1, 1)
+	s := tw.stats(100) // settles every task, as settle_held
+	expect(t, s, metric.Latency, 3, 100, 500)
+	expect(t, s, metric.TimerIRQ, 2, 5, 5)
+	expect(t, s, metric.TimerThread, 2, 110, 510)
+	expect(t, s, metric.Cycle, 1, 3000, 3000)  // 4000 - 1000
+	expect(t, s, metric.Period, 1, 4000, 4000) // 5000 - 1000
+	expect(t, s, metric.Response, 2, 1000, 1000)
+	if s.Wakeups != 3 || s.TimerReleases != 2 {
+		t.Errorf("settled: wakeups %d releases %d, want 3 2", s.Wakeups, s.TimerReleases)
+	}
+	tw.switchTo(5500, 0, 100, idle, true, 0)
+	tw.wakeup(6000, 0, 100) // woken, then exits before it runs
+	tw.run(tw.objs.TestExit, 100)
+	held("exited", 4, 2, 3, 2, 1)
 }
 
 // A woken task is marked waiting on its CPU's state, and the mark cleared

@@ -461,7 +461,9 @@ func (s *watcher) Finish(session.End) error {
 	// statistics are read. Those reads took longer than a ring lasts at
 	// 1000 tracked threads (480,000 events a second a CPU: 17 ms), and the
 	// windows cut after them came out truncated.
-	s.eng.Detach()
+	if err := s.eng.Detach(); err != nil {
+		return err
+	}
 	// Collect what is left: late notices, final statistics of every task.
 	s.statsRead = time.Time{} // read afresh
 	if err := s.poll(); err != nil {
