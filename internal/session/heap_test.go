@@ -22,13 +22,17 @@ func TestReserveHeapMapsAhead(t *testing.T) {
 		t.Errorf("heap released to the kernel: %d bytes, want at least %d (the reservation must not stay resident)", after.HeapReleased, n*3/4)
 	}
 	// Half the reservation in blocks a session allocates (64 KiB), kept live.
-	var keep [][]byte
+	keep := make([][]byte, 0, n/2/(64<<10)+1)
 	for total := uint64(0); total < n/2; total += 64 << 10 {
 		keep = append(keep, make([]byte, 64<<10))
 	}
 	runtime.ReadMemStats(&used)
-	if used.HeapSys > after.HeapSys {
-		t.Errorf("allocating %d bytes after reserveHeap mapped %d more bytes of heap, want none", n/2, used.HeapSys-after.HeapSys)
+	// Without the reservation the heap grows by the whole allocation. The
+	// runtime's own small spans may still map a page or a few: CI saw
+	// 32 KiB once (of 64 MiB allocated), so up to 1 MiB is not the
+	// allocation's.
+	if grown := int64(used.HeapSys) - int64(after.HeapSys); grown > 1<<20 {
+		t.Errorf("allocating %d bytes after reserveHeap mapped %d more bytes of heap, want none of it", n/2, grown)
 	}
 	runtime.KeepAlive(keep)
 }
