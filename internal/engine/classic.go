@@ -242,7 +242,7 @@ func (e *Engine) attachClassic() error {
 				e.Features.UserReturn = fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err)
 				continue
 			}
-			_ = e.Detach() // nothing ran long enough to hold a sample
+			e.closeLinks() // a failed attach: nothing to settle
 			return fmt.Errorf("attaching %s to tracepoint %s/%s: %w", p.prog, p.system, p.event, err)
 		}
 		e.links = append(e.links, l)

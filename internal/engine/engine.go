@@ -618,15 +618,20 @@ func (e *Engine) optionalFailed(c *ebpf.Collection, err error) {
 // hold (settleHeld), so that those statistics are complete; a second call
 // does nothing. Not safe for concurrent use with Attach or Close.
 func (e *Engine) Detach() error {
+	if !e.closeLinks() {
+		return nil
+	}
+	return e.settleHeld()
+}
+
+// closeLinks stops the programs; it says whether any was attached.
+func (e *Engine) closeLinks() bool {
 	attached := len(e.links) > 0
 	for _, l := range e.links {
 		l.Close()
 	}
 	e.links = nil
-	if !attached {
-		return nil
-	}
-	return e.settleHeld()
+	return attached
 }
 
 // settleHeld records into their statistics the samples that tracked tasks
@@ -651,7 +656,7 @@ func (e *Engine) settleHeld() error {
 
 // Close detaches and frees everything.
 func (e *Engine) Close() {
-	_ = e.Detach() // what it settles is about to be freed
+	e.closeLinks() // nothing to settle: the statistics are about to be freed
 	if e.notices != nil {
 		e.notices.Close()
 	}

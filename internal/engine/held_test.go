@@ -35,20 +35,36 @@ func TestDetachSettlesHeld(t *testing.T) {
 		{"classic without bpf_for_each_map_elem", Config{Engine: EngineClassic, TestNoReapply: true}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := Load(c.cfg)
-			if err != nil {
-				t.Fatal(err)
+			// A preemption of the spinner (another package's real-time
+			// threads, run in parallel by go test) settles what it holds
+			// before Detach can: such a trial is repeated, and saying so.
+			const trials = 5
+			for i := 1; ; i++ {
+				preempted := detachSettles(t, c.cfg, cpu, c.held)
+				if preempted == 0 {
+					return
+				}
+				if i == trials {
+					t.Fatalf("the spinner was preempted in each of %d trials: nothing stayed held to settle", trials)
+				}
+				t.Logf("trial %d: the spinner was preempted %d time(s) before Detach; trying again", i, preempted)
 			}
-			defer e.Close()
-			if err := e.Attach(); err != nil {
-				t.Fatal(err)
-			}
-			detachSettles(t, e, cpu, c.held)
 		})
 	}
 }
 
-func detachSettles(t *testing.T, e *Engine, cpu int, held bool) {
+// detachSettles runs one trial on a fresh engine; it returns how often the
+// spinner was preempted before Detach (0: the trial was judged).
+func detachSettles(t *testing.T, cfg Config, cpu int, held bool) uint64 {
+	t.Helper()
+	e, err := Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Attach(); err != nil {
+		t.Fatal(err)
+	}
 	var g workload.Group
 	defer g.Stop(3 * time.Second)
 	th, err := g.Go(workload.Spec{Name: "rts-held", CPU: cpu, Policy: workload.FIFO, Priority: 10}, func(t *workload.Thread) {
@@ -83,6 +99,9 @@ func detachSettles(t *testing.T, e *Engine, cpu int, held bool) {
 	}
 	time.Sleep(800 * time.Millisecond) // it spins from 600 ms to 1.6 s
 	before := stats()
+	if before.SwitchesPreempted > 0 {
+		return before.SwitchesPreempted
+	}
 	if err := e.Detach(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +125,9 @@ func detachSettles(t *testing.T, e *Engine, cpu int, held bool) {
 		{"timer-thread samples", before.M[metric.TimerThread].Count, after.M[metric.TimerThread].Count},
 	} {
 		if c.after-c.before != want {
-			t.Errorf("%s: %d while it spins, %d after Detach: want %d more (held %v; %d preemptions)",
-				c.what, c.before, c.after, want, held, after.SwitchesPreempted)
+			t.Errorf("%s: %d while it spins, %d after Detach: want %d more (held %v)",
+				c.what, c.before, c.after, want, held)
 		}
 	}
+	return 0
 }
