@@ -260,6 +260,21 @@ func TestHeadlineSubsetOfConfigs(t *testing.T) {
 	if !strings.Contains(w.String(), "| 1 | ns per program run, all hooks, the load's tasks tracked | 100 ns | floor 40 ns | 2.50x | <= 2.5x floor | yes |") {
 		t.Errorf("the load's row missing or wrong:\n%s", w.String())
 	}
+	if strings.Contains(w.String(), "reading the clock once") {
+		t.Errorf("a clock floor row without the clock floor:\n%s", w.String())
+	}
+	// The clock floor is reported against the floor, and is not taken for it.
+	r.Cost = append(r.Cost, &costRow{Name: clockFloorName, AvgNs: []float64{70}, SwitchNs: []float64{70}})
+	w.Reset()
+	r.headline(&w)
+	for _, want := range []string{
+		"| 1 | ns per program run, empty programs reading the clock once | 70 ns | floor 40 ns | 1.75x | - | - |",
+		"| 1 | ns per program run, all hooks, 1 task tracked | 90 ns | floor 40 ns | 2.25x |",
+	} {
+		if !strings.Contains(w.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, w.String())
+		}
+	}
 }
 
 // TestCycCost: a cyclecost run is each program's run time and runs
@@ -280,12 +295,15 @@ func TestCycCost(t *testing.T) {
 	if len(c.Progs) != 2 || c.Progs["on_irq_entry"] != nil {
 		t.Errorf("programs %v, want the two that ran", c.Progs)
 	}
-	r := &results{CycCost: []*cycCostRow{floor, c}, CycCostDuration: 5 * time.Second, Reps: 1}
+	clock := &cycCostRow{Name: clockFloorName, Progs: map[string]*progCost{}}
+	clock.add([]ProgStat{{Name: "clock_sched_swi", Runtime: 90_000, Count: 1000}}, 1000)
+	r := &results{CycCost: []*cycCostRow{floor, clock, c}, CycCostDuration: 5 * time.Second, Reps: 1}
 	var w strings.Builder
 	r.cycCostMarkdown(&w)
 	got := w.String()
 	for _, want := range []string{
 		"| floor (empty programs, same hooks) | 50 ns |",
+		"| " + clockFloorName + " | 90 ns |",
 		"| cyclictest tracked | 3000 ns |",
 		"| on_sched_switch | 5.00 | 400 ns | 2000 |\n| on_sched_waking | 1.00 | 1000 ns | 1000 |",
 	} {
@@ -293,7 +311,7 @@ func TestCycCost(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "floor_sched_swi") {
+	if strings.Contains(got, "floor_sched_swi") || strings.Contains(got, "clock_sched_swi") {
 		t.Errorf("the floor's programs listed:\n%s", got)
 	}
 }

@@ -39,6 +39,7 @@ func (b *bench) phaseCycleCost() error {
 	cpu := runtime.NumCPU() - 1
 	cfgs := []monitor{
 		{name: "floor (empty programs, same hooks)", kind: "floor"},
+		{name: clockFloorName, kind: "clock floor"},
 		// The programs' work for any task against their work for a tracked one.
 		{name: "rtscope loaded, cyclictest not tracked", kind: "rtscope", args: []string{"--comm", "rtscope-nobody"}, expect: 0},
 		{name: "cyclictest tracked", kind: "rtscope", args: []string{"--comm", "cyclictest"}, expect: 0},
@@ -108,7 +109,7 @@ func (r *results) cycCostMarkdown(w *strings.Builder) {
 	}
 	p("\n")
 	for _, c := range r.CycCost {
-		if strings.HasPrefix(c.Name, "floor") || len(c.Progs) == 0 {
+		if isFloor(c.Name) || len(c.Progs) == 0 {
 			continue
 		}
 		p("%s, per program (by ns a cycle):\n\n| program | runs a cycle | ns per run | ns a cycle |\n|---|---|---|---|\n", c.Name)

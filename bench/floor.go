@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -19,7 +20,16 @@ var floorHooks = []string{
 	"softirq_entry", "softirq_exit", "rseq_update",
 }
 
-// Floor is a set of attached empty tp_btf programs ("return 0").
+// clockFloorName names the clock floor's configuration in every phase.
+const clockFloorName = "clock floor (empty programs reading the clock once, same hooks)"
+
+// isFloor says whether a configuration is one of the floors (no rtscope).
+func isFloor(name string) bool {
+	return strings.HasPrefix(name, "floor") || strings.HasPrefix(name, "clock floor")
+}
+
+// Floor is a set of attached empty tp_btf programs ("return 0"), or with
+// clock, programs that read CLOCK_MONOTONIC once and return.
 type Floor struct {
 	progs []*ebpf.Program
 	links []link.Link
@@ -27,16 +37,25 @@ type Floor struct {
 }
 
 // NewFloor loads and attaches the empty programs (built with the asm
-// package: two instructions, no C, no maps).
-func NewFloor() (*Floor, error) {
+// package: two instructions, no C, no maps). With clock, each first calls
+// bpf_ktime_get_ns: the clock floor, what any monitor that timestamps
+// every event with CLOCK_MONOTONIC (rtscope's flight recorder, whose
+// events are set against timer expiries) pays on each hook before its
+// work. On this VM the read is 36-63 ns, as much as the dispatch
+// (bench/results/2026-11-27-2cpu-amd-epyc-hotpath-breakdown.md).
+func NewFloor(clock bool) (*Floor, error) {
 	f := &Floor{IDs: map[uint32]bool{}}
+	name, insns := "floor_", asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	if clock {
+		name, insns = "clock_", append(asm.Instructions{asm.FnKtimeGetNs.Call()}, insns...)
+	}
 	for _, h := range floorHooks {
 		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-			Name:         "floor_" + trunc(h, 9),
+			Name:         name + trunc(h, 9),
 			Type:         ebpf.Tracing,
 			AttachType:   ebpf.AttachTraceRawTp,
 			AttachTo:     h,
-			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+			Instructions: insns,
 			License:      "GPL",
 		})
 		if err != nil {

@@ -66,8 +66,8 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 	case "none":
 		r.objs = &Objects{Progs: map[uint32]bool{}, Maps: map[uint32]int{}}
 		return r, nil
-	case "floor":
-		f, err := NewFloor()
+	case "floor", "clock floor":
+		f, err := NewFloor(m.kind == "clock floor")
 		if err != nil {
 			return nil, err
 		}

@@ -79,6 +79,7 @@ func (b *bench) phaseCost() error {
 	cfgs := []monitor{
 		{name: "no monitor", kind: "none"},
 		{name: "floor (empty programs, same hooks)", kind: "floor"},
+		{name: clockFloorName, kind: "clock floor"},
 		{name: "rtscope, 1 periodic task tracked", kind: "rtscope", args: h.tidArgs(1), expect: 1},
 		{name: "rtscope --no-trace, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--no-trace"}, h.tidArgs(1)...), expect: 1},
 		{name: "rtscope, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true},
@@ -338,7 +339,7 @@ func (b *bench) phaseLoss() error {
 			var ops float64
 			// Count every scheduler event of the machine with the floor's
 			// sched_switch program: the same figure for every configuration.
-			fl, err := NewFloor()
+			fl, err := NewFloor(false)
 			if err != nil {
 				r.stop() //nolint:errcheck // best effort: the process may be gone
 				return err
@@ -422,6 +423,7 @@ func (b *bench) phaseCyclictest() error {
 		// The dispatch of a BPF program on each of rtscope's hooks, doing
 		// nothing: the part of the cost no program body can remove.
 		{name: "floor (empty programs, same hooks)", kind: "floor"},
+		{name: clockFloorName, kind: "clock floor"},
 		{name: "rtscope loaded, watching an idle thread", kind: "rtscope", args: []string{"--tid", h.idle}, expect: 1},
 		{name: "cyclictest tracked", kind: "rtscope", args: []string{"--comm", "cyclictest"}, expect: 0},
 		{name: "cyclictest + 3 tasks tracked", kind: "rtscope", args: append([]string{"--comm", "cyclictest"}, h.tidArgs(3)...), expect: 3},

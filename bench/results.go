@@ -307,6 +307,12 @@ func (r *results) headline(w *strings.Builder) {
 			a := median(busy.AvgNs)
 			p("| 1 | ns per program run, all hooks, the load's tasks tracked | %s | floor %s | %s | <= 2.5x floor | %s |\n", ns(a), ns(f), ratio(a, f), yes(a <= 2.5*f))
 		}
+		// The clock floor: what timestamping each event costs before any
+		// work (informative: the targets are on the empty-program floor).
+		if cf := r.costRow("clock floor"); cf != nil {
+			c := median(cf.AvgNs)
+			p("| 1 | ns per program run, empty programs reading the clock once | %s | floor %s | %s | - | - |\n", ns(c), ns(f), ratio(c, f))
+		}
 		s1, sf := median(one.SwitchNs), median(floor.SwitchNs)
 		p("| 1 | ns per sched_switch run, 1 task tracked | %s | floor %s | %s | <= 2x floor | %s |\n", ns(s1), ns(sf), ratio(s1, sf), yes(s1 <= 2*sf))
 		if rq != nil && bt != nil {
@@ -526,7 +532,7 @@ func (r *results) details(w *strings.Builder) {
 		p("\n")
 	}
 	if len(r.Cyc) > 0 {
-		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks and how (the floor: an empty BPF program on each of rtscope's hooks, the dispatch cost no program body can remove; the last ones: without the flight recorder, the classic engine, rtscope's own threads on CPU 0). Kernel BPF run-time statistics are off in this phase, as users run. min: lowest of the runs; avg, p50 and p99 (from the 1 us histogram): median of the runs (lowest..highest run); max: highest of the runs. Medians, because a burst of foreign load on a shared machine spoils a run or two whatever the configuration.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
+		p("## 3. Impact on cyclictest\n\n`cyclictest -m -p 80 -i 1000 -a %d -t 1 -h 2000`, %v per run, %d run(s) per configuration, interleaved. A helper with 100 periodic threads (10 ms, SCHED_OTHER) runs in every configuration; the configurations differ only in what rtscope tracks and how (the floor: an empty BPF program on each of rtscope's hooks, the dispatch cost no program body can remove; the clock floor: the same programs reading CLOCK_MONOTONIC once, as every program that timestamps its event must; the last ones: without the flight recorder, the classic engine, rtscope's own threads on CPU 0). Kernel BPF run-time statistics are off in this phase, as users run. min: lowest of the runs; avg, p50 and p99 (from the 1 us histogram): median of the runs (lowest..highest run); max: highest of the runs. Medians, because a burst of foreign load on a shared machine spoils a run or two whatever the configuration.\n\n", r.CycCPU, r.CycDuration, r.CycReps)
 		p("avg shift, paired: the median of each repetition's difference to the no-monitor run of the same repetition, with a distribution-free confidence interval (order statistics of the differences; its coverage in %%). The summary judges the target on it: met when the whole interval is within it, not resolved when the interval holds it.\n\n")
 		p("| configuration | min | avg | p50 | p99 | max | avg vs no monitor | avg shift, paired | p50 vs no monitor | p99 vs no monitor |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		bm := medianOf(r.Cyc[0].Runs, func(c cyclicResult) float64 { return c.P50 })
