@@ -271,8 +271,52 @@ type Metric struct {
 	ViolationCauses *Violations `json:"violation_causes,omitempty"`
 	// Series is the metric over time (watch --html), absent otherwise.
 	Series *Series `json:"series,omitempty"`
+	// Histogram is every sample's bucket: [lower bound ns, count] pairs of
+	// the non-empty buckets, lowest first (metric.BucketRange). A JSON
+	// report read back keeps it, so its HTML page can be drawn again.
+	Histogram [][2]uint64 `json:"histogram,omitempty"`
 
 	stats metric.Stats
+}
+
+// sparseHist is h's non-empty buckets as [lower bound ns, count] pairs.
+func sparseHist(h []uint32) [][2]uint64 {
+	var out [][2]uint64
+	for b, c := range h {
+		if c != 0 {
+			lo, _ := metric.BucketRange(b)
+			out = append(out, [2]uint64{lo, uint64(c)})
+		}
+	}
+	return out
+}
+
+// statsOf rebuilds the statistics of a metric read from JSON: the summary's
+// count, extremes and sum (from the mean), and the histogram.
+func statsOf(m *Metric) metric.Stats {
+	st := metric.Stats{Count: m.Count}
+	if m.MinNs != nil {
+		st.Min = *m.MinNs
+	}
+	if m.MaxNs != nil {
+		st.Max = *m.MaxNs
+	}
+	if m.AvgNs != nil {
+		st.Sum = uint64(*m.AvgNs*float64(m.Count) + 0.5)
+	}
+	if m.SLONs != nil {
+		st.SLO = *m.SLONs
+	}
+	if m.Violations != nil {
+		st.Violations = *m.Violations
+	}
+	if len(m.Histogram) > 0 {
+		st.Hist = make([]uint32, metric.Buckets)
+		for _, bc := range m.Histogram {
+			st.Hist[metric.Bucket(bc[0])] += uint32(bc[1])
+		}
+	}
+	return st
 }
 
 // SetWorst attaches tr as the window of m's maximum, unless it was cut for
@@ -306,6 +350,7 @@ func (m *Metric) UnmarshalJSON(b []byte) error {
 	if x.Analysis != nil {
 		m.Analysis = x.Analysis
 	}
+	m.stats = statsOf(m)
 	return nil
 }
 
@@ -347,7 +392,7 @@ func FromStats(s *engine.TaskStats) *Task {
 	for _, id := range metric.All() {
 		ms := s.M[id]
 		st := MetricStats(s, id)
-		m := &Metric{Summary: metric.Summarize(st), stats: st}
+		m := &Metric{Summary: metric.Summarize(st), stats: st, Histogram: sparseHist(st.Hist)}
 		if ms.Slo != 0 {
 			m.SLONs, m.Violations = u64p(ms.Slo), u64p(ms.Violations)
 		}

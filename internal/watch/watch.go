@@ -503,7 +503,7 @@ func (s *watcher) Finish(session.End) error {
 			report.Final(o.Out, t, o.Traces)
 		}
 	}
-	s.summary(rep)
+	report.WriteSummary(o.Out, rep, s.live.PerMetric, s.exitedWindows.PerMetric)
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(o.Log, "rtscope watch: the final report: %v\n", err)
 	}
@@ -1174,34 +1174,6 @@ func (s *watcher) build() *report.Report {
 		}
 	}
 	return rep
-}
-
-func (s *watcher) summary(rep *report.Report) {
-	l := rep.Lost
-	fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
-		len(rep.Tasks), time.Duration(rep.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
-	if l.TracesSparse > 0 {
-		fmt.Fprintf(s.o.Out, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder or --trace-max-events holds, with their task's own events across them and the others' near their end\n",
-			l.TracesSparse)
-	}
-	if l.LiveWindowsNotKept > 0 {
-		fmt.Fprintf(s.o.Out, "rtscope watch: %d new maxima left without a window: while tasks run, each metric keeps the windows of its %d largest (statistics and verdicts are whole)\n",
-			l.LiveWindowsNotKept, s.live.PerMetric)
-	}
-	if l.ExitedWindowsDropped > 0 {
-		fmt.Fprintf(s.o.Out, "rtscope watch: %d window(s) of exited tasks dropped to bound memory: each metric keeps its %d largest (statistics and verdicts are whole)\n",
-			l.ExitedWindowsDropped, s.exitedWindows.PerMetric)
-	}
-	if l.TrackingDeferred > 0 {
-		fmt.Fprintf(s.o.Out, "rtscope watch: %d task(s) tracked from their next switch-in: the kernel's task storage was busy when they appeared\n",
-			l.TrackingDeferred)
-	}
-	report.WriteSteal(s.o.Out, rep.Steal, rep.DurationNs)
-	report.WriteMonitor(s.o.Out, rep.Monitor)
-	if a := rep.Actions; a != nil {
-		fmt.Fprintf(s.o.Out, "rtscope watch: on-threshold actions ran %d time(s); %d violation(s) came while they ran or after the stop\n",
-			a.ThresholdFired, a.ThresholdSkipped)
-	}
 }
 
 // seriesInterval is the resolution of the series over time (Options.Series).
