@@ -2,12 +2,15 @@ package htmlreport
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rtscope/rtscope/internal/report"
 )
 
 // browser is the path of a Chromium to load the page in. Without one the
@@ -95,5 +98,47 @@ func TestBrowser(t *testing.T) {
 			b, _ := os.ReadFile(page)
 			os.WriteFile(keep, b, 0o644)
 		}
+	}
+}
+
+// The page as a browser draws it: every text of every chart inside the
+// chart's width (a last x label was cut to "1000("), and no legend swatch
+// over its text (the over-time chart's "max" and "p99" were inside theirs).
+// testdata/layout.js measures them after the page's own script, with every
+// section open.
+func TestBrowserLayout(t *testing.T) {
+	chromium := browser(t)
+	probe, err := os.ReadFile(filepath.Join("testdata", "layout.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string]*report.Report{"sample": sampleReport(t)}
+	if !testing.Short() {
+		pages["healthy-loop"] = recordedReports(t)["healthy-loop"]
+	}
+	for name, r := range pages {
+		page := filepath.Join(t.TempDir(), name+".html")
+		html := strings.Replace(render(t, r), "</body>", "<script>"+string(probe)+"</script>\n</body>", 1)
+		if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		body := parseDOM(t, string(headless(t, chromium, page, "--dump-dom", "--window-size=1400,2400"))).first("body")
+		if body == nil || body.attr["data-layout"] == "" {
+			t.Fatalf("%s: the probe left no data-layout on body", name)
+		}
+		var got struct {
+			Texts, Keys int
+			Bad         []string
+		}
+		if err := json.Unmarshal([]byte(body.attr["data-layout"]), &got); err != nil {
+			t.Fatalf("%s: data-layout %q: %v", name, body.attr["data-layout"], err)
+		}
+		if got.Texts == 0 || got.Keys == 0 {
+			t.Errorf("%s: measured %d texts and %d swatches, want some of each", name, got.Texts, got.Keys)
+		}
+		for _, b := range got.Bad {
+			t.Errorf("%s: %s", name, b)
+		}
+		t.Logf("%s: %d texts and %d swatches measured", name, got.Texts, got.Keys)
 	}
 }

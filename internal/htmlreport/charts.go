@@ -28,6 +28,33 @@ const (
 type tick struct {
 	Pos   float64
 	Label string
+	// LabelX and Anchor place an x-axis tick's label: centred under the
+	// tick, or flush with the chart's edge where centred would cross it
+	// (a "10000" centred on the last tick at 548 of 560 was cut to "1000(").
+	LabelX float64
+	Anchor string
+}
+
+// tickCharW is the width of a tick label's character (10px digits) in user
+// units, a little wide so that an estimate errs on the side of room.
+const tickCharW = 6.5
+
+// placeXLabels places the labels of x-axis ticks within [0, w]: centred
+// under their tick where they fit, else anchored at the edge they would
+// cross, so the text ends inside the chart whatever the font's widths.
+func placeXLabels(ticks []tick, w float64) {
+	const pad = 2.0
+	for i := range ticks {
+		t := &ticks[i]
+		half := float64(len([]rune(t.Label))) * tickCharW / 2
+		t.LabelX, t.Anchor = t.Pos, "middle"
+		switch {
+		case t.Pos+half > w-pad:
+			t.LabelX, t.Anchor = min(t.Pos+half, w-pad), "end"
+		case t.Pos-half < pad:
+			t.LabelX, t.Anchor = max(t.Pos-half, pad), "start"
+		}
+	}
 }
 
 // vline is a vertical line across a plot (an SLO), its label on the side
@@ -91,7 +118,7 @@ func (s logScale) ticks() []tick {
 				continue
 			}
 			usv := m * math.Pow(10, d)
-			out = append(out, tick{s.pos(usv * 1e3), usLabel(usv)})
+			out = append(out, tick{Pos: s.pos(usv * 1e3), Label: usLabel(usv)})
 		}
 	}
 	return out
@@ -150,12 +177,13 @@ func histogram(h []uint32, slo *uint64) *histView {
 	ypos := func(c float64) float64 { return plotB - math.Log10(c+1)/ymax*plotH }
 	v := &histView{W: chartW, H: chartH, L: plotL, R: plotR, T: plotT, B: plotB, XTicks: xs.ticks(),
 		AxisY: axisLabelY, TitleY: axisTitleY, Samples: total}
+	placeXLabels(v.XTicks, v.W)
 	for d := 0.0; d <= ymax; d++ {
 		c := math.Pow(10, d)
 		if d == 0 {
 			c = 0
 		}
-		v.YTicks = append(v.YTicks, tick{ypos(c), strconv.FormatFloat(c, 'f', -1, 64)})
+		v.YTicks = append(v.YTicks, tick{Pos: ypos(c), Label: strconv.FormatFloat(c, 'f', -1, 64)})
 	}
 	for b := first; b <= last; b++ {
 		c := h[b]
@@ -249,8 +277,9 @@ func series(s *report.Series, slo *uint64) *seriesView {
 	v := &seriesView{W: chartW, H: chartH, L: plotL, R: plotR, T: plotT, B: plotB, AxisY: axisLabelY,
 		TitleY: axisTitleY, YTicks: ys.ticks(), Interval: seconds(float64(s.IntervalNs) / 1e9)}
 	for _, t := range niceTicks(start/1e9, end/1e9, seriesXTicks) {
-		v.XTicks = append(v.XTicks, tick{plotL + (t*1e9-start)/(end-start)*plotW, seconds(t)})
+		v.XTicks = append(v.XTicks, tick{Pos: plotL + (t*1e9-start)/(end-start)*plotW, Label: seconds(t)})
 	}
+	placeXLabels(v.XTicks, v.W)
 	// A path per line, broken where an interval had no sample.
 	path := func(get func(report.Point) *uint64) string {
 		var b strings.Builder
@@ -318,7 +347,9 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	step := val(1)
 	var out []float64
 	for k := math.Ceil(lo / step); val(k) <= hi+step*1e-9; k++ {
-		out = append(out, val(k))
+		// Ceil of a small negative lo/step is -0, which a label prints as
+		// "-0": adding +0 makes it 0 (IEEE 754: -0 + 0 = +0).
+		out = append(out, val(k)+0)
 	}
 	return out
 }

@@ -397,12 +397,14 @@ func TestMarkupInNamesIsEscaped(t *testing.T) {
 	}
 }
 
-// A report read back from JSON has the analysis as a map and no
-// histograms: the page still shows the breakdown, and says why there is
-// no histogram.
+// A report read back from JSON has the analysis as a map and the
+// histograms it carries: the page draws the same histograms and the
+// breakdown. A JSON report without histograms (older than the field) says
+// why it has none.
 func TestReportFromJSON(t *testing.T) {
+	orig := sampleReport(t)
 	var b bytes.Buffer
-	if err := sampleReport(t).EncodeJSON(&b); err != nil {
+	if err := orig.EncodeJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	var r report.Report
@@ -412,16 +414,26 @@ func TestReportFromJSON(t *testing.T) {
 	if _, ok := r.Tasks[0].Metrics["latency"].Analysis.(report.Decoded); !ok {
 		t.Fatalf("analysis decoded as %T", r.Tasks[0].Metrics["latency"].Analysis)
 	}
+	want := len(parseHTML(t, render(t, orig)).all("svg.hist"))
 	doc := parseHTML(t, render(t, &r))
+	if n := len(doc.all("svg.hist")); want == 0 || n != want {
+		t.Errorf("%d histograms read back from JSON, want the %d of the report", n, want)
+	}
+	rows := len(result(r.Tasks[0].Metrics["latency"].Analysis).Breakdown)
+	if n := len(doc.all("section.metric")[0].all("tr.item")); rows == 0 || n != rows {
+		t.Errorf("%d breakdown rows, want %d", n, rows)
+	}
+
+	var old report.Report
+	if err := json.Unmarshal(bytes.ReplaceAll(b.Bytes(), []byte(`"histogram"`), []byte(`"histogram_absent"`)), &old); err != nil {
+		t.Fatal(err)
+	}
+	doc = parseHTML(t, render(t, &old))
 	if n := len(doc.all("svg.hist")); n != 0 {
 		t.Errorf("%d histograms without statistics", n)
 	}
 	if !strings.Contains(doc.textContent(), "no histogram") {
 		t.Error("the missing histograms are not explained")
-	}
-	want := len(result(r.Tasks[0].Metrics["latency"].Analysis).Breakdown)
-	if n := len(doc.all("section.metric")[0].all("tr.item")); want == 0 || n != want {
-		t.Errorf("%d breakdown rows, want %d", n, want)
 	}
 }
 

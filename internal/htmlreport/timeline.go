@@ -268,8 +268,9 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 	v.TickTop, v.TickLabel = bottom, bottom+14
 	v.H = bottom + tlAxis
 	for _, t := range niceTicks(float64(lo)/1e3, float64(hi)/1e3, tlTicks) {
-		v.Ticks = append(v.Ticks, tick{x(int64(t * 1e3)), usLabel(t)})
+		v.Ticks = append(v.Ticks, tick{Pos: x(int64(t * 1e3)), Label: usLabel(t)})
 	}
+	placeXLabels(v.Ticks, v.W)
 	return v
 }
 
