@@ -88,8 +88,11 @@ func (e *env) victim() error {
 	return e.loop(e.fifo("victim", e.v.I("victim-prio")), e.v.D("victim-period"), 0, func(t *workload.Thread) { t.Work(work) })
 }
 
-func init() {
-	register(&Scenario{
+// builtins is the catalogue of the scheduling scenarios, in the order
+// `scenario list` shows them; the memory and I/O ones follow
+// (builtin_io.go). An entry is data: its run and checks are named functions.
+var builtins = []*Scenario{
+	{
 		Name:    "healthy-loop",
 		Summary: "a SCHED_FIFO control loop, absolute-time periodic: the baseline",
 		Description: "A control loop ('control', SCHED_FIFO 80) wakes on an absolute-time periodic timer every 2 ms " +
@@ -102,13 +105,9 @@ func init() {
 			prio("prio", "the control loop", 80),
 		},
 		check: fits("work", "period"),
-		run: func(e *env) error {
-			work := e.v.D("work")
-			return e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) { t.Work(work) })
-		},
-	})
-
-	register(&Scenario{
+		run:   runHealthyLoop,
+	},
+	{
 		Name:    "misconfigured-priority",
 		Summary: "a control loop below a background task wrongly given a higher RT priority",
 		Description: "The control loop ('control', SCHED_FIFO 80, 2 ms period, 0.5 ms work) shares its CPU with a " +
@@ -124,24 +123,10 @@ func init() {
 			dur("bg-work", "background burst per period", 2*ms, 1*us, 100*ms),
 			prio("bg-prio", "the background task", 90),
 		},
-		check: checks(fits("work", "period"), fits("bg-work", "bg-period"), func(v Values) error {
-			if u := float64(v["work"])/float64(v["period"]) + float64(v["bg-work"])/float64(v["bg-period"]); u > 0.9 {
-				return fmt.Errorf("--work %s every --period %s and --bg-work %s every --bg-period %s would use %.0f%% of the CPU, above 90%%",
-					Us(v["work"]), Us(v["period"]), Us(v["bg-work"]), Us(v["bg-period"]), u*100)
-			}
-			return nil
-		}),
-		run: func(e *env) error {
-			work, bgWork := e.v.D("work"), e.v.D("bg-work")
-			if err := e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) { t.Work(work) }); err != nil {
-				return err
-			}
-			bg := e.v.D("bg-period")
-			return e.loop(e.fifo("background", e.v.I("bg-prio")), bg, bg-lead, func(t *workload.Thread) { t.Work(bgWork) })
-		},
-	})
-
-	register(&Scenario{
+		check: checks(fits("work", "period"), fits("bg-work", "bg-period"), cpuShareFits),
+		run:   runMisconfiguredPriority,
+	},
+	{
 		Name:    "hidden-blocking",
 		Summary: "a control loop that blocks on a semaphore inside its cycle",
 		Description: "A control loop ('control', SCHED_FIFO 80, 5 ms period) does 1 ms of work, then waits on a " +
@@ -157,24 +142,9 @@ func init() {
 			dur("post-every", "interval of the notifier's posts", 7*ms, 100*us, 10000*ms),
 		},
 		check: fits("work", "period"),
-		run: func(e *env) error {
-			var sem workload.Sem
-			e.g.OnStop(sem.Close)
-			work := e.v.D("work")
-			if err := e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) {
-				t.Work(work)
-				sem.Wait(t)
-			}); err != nil {
-				return err
-			}
-			// FIFO 1: below the loop, but its posts are not delayed by
-			// whatever else the machine runs on that CPU.
-			return e.loop(e.fifo("notifier", 1), e.v.D("post-every"), e.v.D("post-every"),
-				func(t *workload.Thread) { sem.Post(t) })
-		},
-	})
-
-	register(&Scenario{
+		run:   runHiddenBlocking,
+	},
+	{
 		Name:    "event-driven-blocking",
 		Summary: "an event-driven task woken through an eventfd, with an accidental semaphore wait",
 		Description: "An event-driven task ('event', SCHED_FIFO 30) waits on an eventfd that a pinger thread " +
@@ -193,16 +163,10 @@ func init() {
 			dur("hold", "how long the blocker holds the semaphore", 3*ms, 1*us, 10000*ms),
 			{Name: "seed", Help: "seed of the event intervals", Kind: Int, Default: 1, Min: 0, Max: 1 << 62},
 		},
-		check: checks(fits("hold", "block-every"), func(v Values) error {
-			if v["min-gap"] > v["max-gap"] {
-				return fmt.Errorf("--min-gap %s is above --max-gap %s", Us(v["min-gap"]), Us(v["max-gap"]))
-			}
-			return nil
-		}),
-		run: runEventDriven,
-	})
-
-	register(&Scenario{
+		check: checks(fits("hold", "block-every"), gapsOrdered),
+		run:   runEventDriven,
+	},
+	{
 		Name:    "priority-inversion",
 		Summary: "H blocked on a mutex held by L while M runs (--pi: priority inheritance)",
 		Description: "Three threads on one CPU: 'task-H' (SCHED_FIFO 90, 5 ms period, 1 ms work, then takes a mutex), " +
@@ -225,16 +189,10 @@ func init() {
 			prio("m-prio", "M", 50),
 			prio("l-prio", "L", 10),
 		},
-		check: checks(fits("h-work", "h-period"), fits("l-work", "l-period"), func(v Values) error {
-			if !(v["h-prio"] > v["m-prio"] && v["m-prio"] > v["l-prio"]) {
-				return fmt.Errorf("--h-prio %d, --m-prio %d and --l-prio %d must be ordered H > M > L", v["h-prio"], v["m-prio"], v["l-prio"])
-			}
-			return nil
-		}),
-		run: runPriorityInversion,
-	})
-
-	register(&Scenario{
+		check: checks(fits("h-work", "h-period"), fits("l-work", "l-period"), prioritiesOrdered),
+		run:   runPriorityInversion,
+	},
+	{
 		Name:    "rt-hog",
 		Summary: "a SCHED_FIFO CPU hog above a periodic victim, in bursts",
 		Description: "A hog ('hog', SCHED_FIFO 90) burns the CPU in bursts (3 ms every 20 ms) above a periodic " +
@@ -248,16 +206,9 @@ func init() {
 			prio("hog-prio", "the hog", 90),
 		}, victimParams()...),
 		check: checks(victimFits, injection("burst", "every")),
-		run: func(e *env) error {
-			if err := e.victim(); err != nil {
-				return err
-			}
-			burst, every := e.v.D("burst"), e.v.D("every")
-			return e.loop(e.fifo("hog", e.v.I("hog-prio")), every, every-lead, func(t *workload.Thread) { t.Work(burst) })
-		},
-	})
-
-	register(&Scenario{
+		run:   runRTHog,
+	},
+	{
 		Name:     "irq-noise",
 		Summary:  "busy-waits in hard-IRQ context (timer interrupt) on the victim's CPU",
 		Injector: "BPF on hrtimer_expire_entry: spins in the timer interrupt, IRQs off",
@@ -273,30 +224,9 @@ func init() {
 			{Name: "every", Help: "interval between injections", Kind: Duration, Default: 100 * ms, Min: 1 * ms, Max: 10000 * ms, Guard: GuardBelow},
 		}, victimParams()...),
 		check: checks(victimFits, injection("spin", "every")),
-		run: func(e *env) error {
-			if err := e.victim(); err != nil {
-				return err
-			}
-			every := e.v.D("every")
-			spec := e.fifo("irq-inject", 1) // RT: its sleeper timer stays a hard timer, even on PREEMPT_RT
-			if err := e.loop(spec, every, every-lead, func(*workload.Thread) {}); err != nil {
-				return err
-			}
-			th := e.g.Threads()[len(e.g.Threads())-1]
-			n, err := inject.StartIRQNoise(th.Tid, e.cpu, e.v.D("spin"))
-			if err != nil {
-				return err
-			}
-			e.closes = append(e.closes, func() {
-				st := n.Stats()
-				e.res.Injected = &st
-				n.Close()
-			})
-			return nil
-		},
-	})
-
-	register(&Scenario{
+		run:   runIRQNoise,
+	},
+	{
 		Name:     "preempt-off",
 		Summary:  "holds the victim's CPU in kernel context with preemption disabled",
 		Injector: "BPF_PROG_TEST_RUN of a raw_tp program: runs between get_cpu() and put_cpu(), preemption off, IRQs on",
@@ -312,32 +242,185 @@ func init() {
 			{Name: "every", Help: "interval between injections", Kind: Duration, Default: 100 * ms, Min: 1 * ms, Max: 10000 * ms, Guard: GuardBelow},
 		}, victimParams()...),
 		check: checks(victimFits, injection("spin", "every")),
-		run: func(e *env) error {
-			p, err := inject.LoadPreemptOff(e.cpu)
-			if err != nil {
-				return err
-			}
-			e.closes = append(e.closes, func() {
-				st := p.Stats()
-				e.res.Injected = &st
-				p.Close()
-			})
-			if err := e.victim(); err != nil {
-				return err
-			}
-			every, spin := e.v.D("every"), e.v.D("spin")
-			// Timer slack 1 ns: a SCHED_OTHER sleeper would otherwise wake up
-			// to 50 us late and miss the victim's deadline.
-			spec := workload.Spec{Name: "preempt-inject", CPU: e.cpu, Policy: workload.Other, TimerSlack: 1}
-			failed := &workload.Stat{}
-			e.res.Stats["inject-errors"] = failed
-			return e.loop(spec, every, every-lead, func(t *workload.Thread) {
-				if failed.Count == 0 && p.Spin(spin) != nil {
-					failed.Add(0)
-				}
-			})
+		run:   runPreemptOff,
+	},
+	{
+		Name:    "overrunning-loop",
+		Summary: "a control loop whose work exceeds its period in bursts, and never sleeps through them",
+		Description: "A control loop ('control', SCHED_FIFO 80) on an absolute-time 2 ms period does 3 ms of work in " +
+			"4 iterations in a row, every 16 iterations, and 0.2 ms in the others. It never skips a deadline: an " +
+			"iteration that ran past the next deadline arms it anyway, and clock_nanosleep(TIMER_ABSTIME) returns " +
+			"at once without a sleep, until the light iterations have caught up: 6 missed deadlines in 16 " +
+			"iterations, with no wakeup and no context switch between them. Its work, not the scheduler, misses " +
+			"the deadlines. Heavier or more frequent overruns need --force; the duty cycle never exceeds 50%.",
+		threads: []string{"control"},
+		Params: []Param{
+			{Name: "period", Help: "control loop period", Kind: Duration, Default: 2 * ms, Min: 500 * us, Max: 1000 * ms, Guard: GuardBelow},
+			{Name: "work", Help: "work of an overrunning iteration (longer than the period)", Kind: Duration, Default: 3 * ms, Min: 1 * us, Max: 100 * ms, Guard: GuardAbove},
+			{Name: "overruns", Help: "overrunning iterations in a row", Kind: Int, Default: 4, Min: 1, Max: 1000, Guard: GuardAbove},
+			{Name: "every", Help: "iterations from one burst of overruns to the next", Kind: Int, Default: 16, Min: 2, Max: 10000, Guard: GuardBelow},
+			dur("light", "work of the other iterations", 200*us, 1*us, 100*ms),
+			prio("prio", "the control loop", 80),
 		},
+		check: overrunDuty,
+		run:   runOverrunningLoop,
+	},
+}
+
+func init() {
+	for _, s := range builtins {
+		register(s)
+	}
+}
+
+// runHealthyLoop runs the control loop alone.
+func runHealthyLoop(e *env) error {
+	work := e.v.D("work")
+	return e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) { t.Work(work) })
+}
+
+// runMisconfiguredPriority runs the control loop and, above it, the
+// background task whose bursts start just before a control deadline.
+func runMisconfiguredPriority(e *env) error {
+	work, bgWork := e.v.D("work"), e.v.D("bg-work")
+	if err := e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) { t.Work(work) }); err != nil {
+		return err
+	}
+	bg := e.v.D("bg-period")
+	return e.loop(e.fifo("background", e.v.I("bg-prio")), bg, bg-lead, func(t *workload.Thread) { t.Work(bgWork) })
+}
+
+// cpuShareFits keeps the control loop and the background task together
+// below 90% of their CPU.
+func cpuShareFits(v Values) error {
+	if u := float64(v["work"])/float64(v["period"]) + float64(v["bg-work"])/float64(v["bg-period"]); u > 0.9 {
+		return fmt.Errorf("--work %s every --period %s and --bg-work %s every --bg-period %s would use %.0f%% of the CPU, above 90%%",
+			Us(v["work"]), Us(v["period"]), Us(v["bg-work"]), Us(v["bg-period"]), u*100)
+	}
+	return nil
+
+}
+
+// runHiddenBlocking runs the control loop that waits on the notifier's
+// semaphore inside its cycle.
+func runHiddenBlocking(e *env) error {
+	var sem workload.Sem
+	e.g.OnStop(sem.Close)
+	work := e.v.D("work")
+	if err := e.loop(e.fifo("control", e.v.I("prio")), e.v.D("period"), 0, func(t *workload.Thread) {
+		t.Work(work)
+		sem.Wait(t)
+	}); err != nil {
+		return err
+	}
+	// FIFO 1: below the loop, but its posts are not delayed by
+	// whatever else the machine runs on that CPU.
+	return e.loop(e.fifo("notifier", 1), e.v.D("post-every"), e.v.D("post-every"),
+		func(t *workload.Thread) { sem.Post(t) })
+}
+
+// gapsOrdered checks that the shortest interval between events is not
+// above the longest.
+func gapsOrdered(v Values) error {
+	if v["min-gap"] > v["max-gap"] {
+		return fmt.Errorf("--min-gap %s is above --max-gap %s", Us(v["min-gap"]), Us(v["max-gap"]))
+	}
+	return nil
+
+}
+
+// prioritiesOrdered checks H > M > L: the inversion needs that order.
+func prioritiesOrdered(v Values) error {
+	if !(v["h-prio"] > v["m-prio"] && v["m-prio"] > v["l-prio"]) {
+		return fmt.Errorf("--h-prio %d, --m-prio %d and --l-prio %d must be ordered H > M > L", v["h-prio"], v["m-prio"], v["l-prio"])
+	}
+	return nil
+
+}
+
+// runRTHog runs the victim and, above it, the hog's bursts.
+func runRTHog(e *env) error {
+	if err := e.victim(); err != nil {
+		return err
+	}
+	burst, every := e.v.D("burst"), e.v.D("every")
+	return e.loop(e.fifo("hog", e.v.I("hog-prio")), every, every-lead, func(t *workload.Thread) { t.Work(burst) })
+}
+
+// runIRQNoise runs the victim and the injector thread whose timer a BPF
+// program recognises and spins in.
+func runIRQNoise(e *env) error {
+	if err := e.victim(); err != nil {
+		return err
+	}
+	every := e.v.D("every")
+	spec := e.fifo("irq-inject", 1) // RT: its sleeper timer stays a hard timer, even on PREEMPT_RT
+	if err := e.loop(spec, every, every-lead, func(*workload.Thread) {}); err != nil {
+		return err
+	}
+	th := e.g.Threads()[len(e.g.Threads())-1]
+	n, err := inject.StartIRQNoise(th.Tid, e.cpu, e.v.D("spin"))
+	if err != nil {
+		return err
+	}
+	e.closes = append(e.closes, func() {
+		st := n.Stats()
+		e.res.Injected = &st
+		n.Close()
 	})
+	return nil
+}
+
+// runPreemptOff runs the victim and the SCHED_OTHER injector that spins
+// with preemption off through BPF_PROG_TEST_RUN.
+func runPreemptOff(e *env) error {
+	p, err := inject.LoadPreemptOff(e.cpu)
+	if err != nil {
+		return err
+	}
+	e.closes = append(e.closes, func() {
+		st := p.Stats()
+		e.res.Injected = &st
+		p.Close()
+	})
+	if err := e.victim(); err != nil {
+		return err
+	}
+	every, spin := e.v.D("every"), e.v.D("spin")
+	// Timer slack 1 ns: a SCHED_OTHER sleeper would otherwise wake up
+	// to 50 us late and miss the victim's deadline.
+	spec := workload.Spec{Name: "preempt-inject", CPU: e.cpu, Policy: workload.Other, TimerSlack: 1}
+	failed := &workload.Stat{}
+	e.res.Stats["inject-errors"] = failed
+	return e.loop(spec, every, every-lead, func(t *workload.Thread) {
+		if failed.Count == 0 && p.Spin(spin) != nil {
+			failed.Add(0)
+		}
+	})
+}
+
+// runOverrunningLoop runs the control loop whose heavy iterations exceed
+// its period, catching up without sleeping.
+func runOverrunningLoop(e *env) error {
+	work, light := e.v.D("work"), e.v.D("light")
+	over, every := e.v.I("overruns"), e.v.I("every")
+	p := workload.NewPeriodic(e.base, e.v.D("period"))
+	p.CatchUp = true
+	e.res.Loops["control"] = &p.Stats
+	_, err := e.g.Go(e.fifo("control", e.v.I("prio")), func(t *workload.Thread) {
+		for i := 0; ; i = (i + 1) % every {
+			p.Wait(t)
+			if t.Stopping() {
+				return
+			}
+			if i < over {
+				t.Work(work)
+			} else {
+				t.Work(light)
+			}
+		}
+	})
+	return err
 }
 
 // overrunDuty checks the overrunning loop's parameters: its heavy work
@@ -359,50 +442,6 @@ func overrunDuty(v Values) error {
 			v["overruns"], Us(v["work"]), Us(v["light"]), v["every"], Us(v["period"]), d*100, MaxDuty*100)
 	}
 	return nil
-}
-
-func init() {
-	register(&Scenario{
-		Name:    "overrunning-loop",
-		Summary: "a control loop whose work exceeds its period in bursts, and never sleeps through them",
-		Description: "A control loop ('control', SCHED_FIFO 80) on an absolute-time 2 ms period does 3 ms of work in " +
-			"4 iterations in a row, every 16 iterations, and 0.2 ms in the others. It never skips a deadline: an " +
-			"iteration that ran past the next deadline arms it anyway, and clock_nanosleep(TIMER_ABSTIME) returns " +
-			"at once without a sleep, until the light iterations have caught up: 6 missed deadlines in 16 " +
-			"iterations, with no wakeup and no context switch between them. Its work, not the scheduler, misses " +
-			"the deadlines. Heavier or more frequent overruns need --force; the duty cycle never exceeds 50%.",
-		threads: []string{"control"},
-		Params: []Param{
-			{Name: "period", Help: "control loop period", Kind: Duration, Default: 2 * ms, Min: 500 * us, Max: 1000 * ms, Guard: GuardBelow},
-			{Name: "work", Help: "work of an overrunning iteration (longer than the period)", Kind: Duration, Default: 3 * ms, Min: 1 * us, Max: 100 * ms, Guard: GuardAbove},
-			{Name: "overruns", Help: "overrunning iterations in a row", Kind: Int, Default: 4, Min: 1, Max: 1000, Guard: GuardAbove},
-			{Name: "every", Help: "iterations from one burst of overruns to the next", Kind: Int, Default: 16, Min: 2, Max: 10000, Guard: GuardBelow},
-			dur("light", "work of the other iterations", 200*us, 1*us, 100*ms),
-			prio("prio", "the control loop", 80),
-		},
-		check: overrunDuty,
-		run: func(e *env) error {
-			work, light := e.v.D("work"), e.v.D("light")
-			over, every := e.v.I("overruns"), e.v.I("every")
-			p := workload.NewPeriodic(e.base, e.v.D("period"))
-			p.CatchUp = true
-			e.res.Loops["control"] = &p.Stats
-			_, err := e.g.Go(e.fifo("control", e.v.I("prio")), func(t *workload.Thread) {
-				for i := 0; ; i = (i + 1) % every {
-					p.Wait(t)
-					if t.Stopping() {
-						return
-					}
-					if i < over {
-						t.Work(work)
-					} else {
-						t.Work(light)
-					}
-				}
-			})
-			return err
-		},
-	})
 }
 
 // xorshift64* : allocation-free pseudo-random numbers for the event intervals.

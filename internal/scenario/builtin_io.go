@@ -14,8 +14,10 @@ import (
 
 const pageSize = 4096
 
-func init() {
-	register(&Scenario{
+// ioBuiltins is the catalogue of the memory and I/O scenarios, listed after
+// the scheduling ones (builtins).
+var ioBuiltins = []*Scenario{
+	{
 		Name:    "page-faults",
 		Summary: "a control loop that touches fresh memory every cycle, memory not locked",
 		Description: "A control loop ('control', SCHED_FIFO 80, 2 ms period) gives back a 1 MiB buffer " +
@@ -33,9 +35,8 @@ func init() {
 		check:          fits("work", "period"),
 		run:            runPageFaults,
 		unlockedMemory: true,
-	})
-
-	register(&Scenario{
+	},
+	{
 		Name:    "pipe-write",
 		Summary: "a control loop blocked in a pipe write by a slow reader",
 		Description: "A control loop ('writer', SCHED_FIFO 80, 2 ms period, 0.1 ms work) writes 4 KiB into a pipe " +
@@ -52,7 +53,13 @@ func init() {
 		},
 		check: fits("work", "period"),
 		run:   runPipeWrite,
-	})
+	},
+}
+
+func init() {
+	for _, s := range ioBuiltins {
+		register(s)
+	}
 }
 
 func runPageFaults(e *env) error {
