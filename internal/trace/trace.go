@@ -327,113 +327,28 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
 		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
+	pre := make(preTrim, len(sn.cpus))
 	all := sn.all[:0]
 	var missing []int
-	pre := make(preTrim, len(sn.cpus))
 	for cpu, evs := range sn.cpus {
-		// First event after End, then walk back to the context before Start.
-		hi := sort.Search(len(evs), func(i int) bool { return evs[i].Ts > w.End })
-		lo := sort.Search(len(evs), func(i int) bool { return evs[i].Ts >= w.Start })
-		ctx := lo
-		for ctx > 0 && w.Start-evs[ctx-1].Ts <= contextBefore {
-			ctx--
-			if evs[ctx].Type == evSwitch {
-				break
-			}
-		}
-		if lo == 0 && sn.wrapped[cpu] && (len(evs) == 0 || evs[0].Ts > w.Start) {
+		var lapped bool
+		all, lapped = sn.cutCPU(all, cpu, evs, w, pre)
+		if lapped {
 			missing = append(missing, cpu)
 		}
-		run := evs[ctx:hi]
-		if w.MaxEvents > 0 && len(run) > w.MaxEvents {
-			// Of the CPU's events older than its last MaxEvents, only
-			// those naming the task can outlive the trim below (which
-			// keeps the task's own and the others' nearest the end): the
-			// rest are left out here, before the copy and the sort. A
-			// window of a second under load held 16,000 events for 1024
-			// kept, and cutting was most of the agent's warm-up at 1000
-			// tracked threads.
-			old := run[:len(run)-w.MaxEvents]
-			var left preLeft
-			for i := range old {
-				if mentions(old[i].Event, w.TID) {
-					all = append(all, old[i])
-				} else {
-					left.n++
-					left.last = max(left.last, old[i].Ts+1)
-				}
-			}
-			pre[cpu] = left
-			run = run[len(old):]
-		}
-		all = append(all, run...)
-		// Steal is read at context switches: time the hypervisor took
-		// inside the window shows at the CPU's first switch after it. The
-		// stack of the task a late timer interrupt stopped is sampled in
-		// the callback that wakes the task, just after a timer-irq
-		// window's end.
-		for i := hi; i < len(evs) && evs[i].Ts-w.End <= contextBefore; i++ {
-			if evs[i].Type == evSteal || (evs[i].Type == evStack && evs[i].B == w.TID) {
-				all = append(all, evs[i])
-			}
-			if evs[i].Type == evSwitch {
-				break
-			}
-		}
 	}
-	// Where a ring no longer reaches the start, the task's own events kept
-	// beyond it (KeepOwn) make the window whole, sparse there: when the
-	// rings lapped before they were read, if the task's own numbers show
-	// it lost none of them.
-	own := false
+	var own bool
 	var sparse uint64
 	if len(missing) > 0 {
-		copied := sn.copied()
-		c := sn.own.covers(w.TID, w.Start, copied)
-		fill := len(all)
-		for _, cpu := range missing {
-			if c == coverNone {
-				break // truncated below where involved: nothing to fill from
-			}
-			reach := w.End
-			if evs := sn.cpus[cpu]; len(evs) > 0 {
-				reach = min(reach, evs[0].Ts)
-			}
-			all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
-			all = append(all, sn.own.stealEvents(cpu, w.Start, reach)...)
-			sparse = max(sparse, reach)
-		}
-		own = c == coverWhole
-		if c == coverNumbered {
-			anchor, whole := ownNumbers(w.TID, w.Start, w.End, sn.own.keptEvents(w.TID), all)
-			own = whole && sn.own.numbered(anchor, copied)
-		}
-		if !own {
-			all, sparse = all[:fill], 0
-		}
+		all, own, sparse = sn.fillFromOwn(all, missing, w)
 	}
-	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
-	for _, r := range all {
-		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
-			involved[int(r.Cpu)] = true
-		}
-	}
+	involved := involvedCPUs(all, w)
 	for cpu := range involved {
 		tr.CPUs = append(tr.CPUs, cpu)
 	}
 	sort.Ints(tr.CPUs)
-	for _, cpu := range missing {
-		if involved[cpu] && !own {
-			tr.Truncated = true
-			lost := "its first events are missing"
-			if evs := sn.cpus[cpu]; len(evs) == 0 || evs[0].Ts > w.End {
-				// Read after the ring lapped past the window's end (a
-				// reader stalled while another CPU wrote its notice).
-				lost = "none of its events there are left"
-			}
-			tr.Note = "the flight recorder of CPU " + itoa(cpu) +
-				" was overwritten before the window could be read: " + lost + " (raise --trace-events)"
-		}
+	if !own {
+		sn.noteOverwritten(tr, missing, involved)
 	}
 	kept := sn.kept[:0]
 	for _, r := range all {
@@ -454,26 +369,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	// The events left out before the copy count as trimmed here: those of
 	// the CPUs kept, as the rest would not have been kept.
 	preN, preLast := pre.of(involved)
-	if own, steal := ownCount(kept, w.TID); w.MaxEvents > 0 && len(kept)+preN > w.MaxEvents && own < w.MaxEvents {
-		sparse = max(sparse, preLast)
-		// The task's own events across the window, the others' nearest its
-		// end, where the value was reached; and the hypervisor's steal
-		// where it fits: a vCPU stall inside the sparse part is what the
-		// analysis charges the wait to (a window of a 1 s period that
-		// lost its 83 ms steal blamed the task that was current then).
-		keepSteal := own+steal <= w.MaxEvents
-		drop := len(kept) - w.MaxEvents
-		out := kept[:0]
-		for _, r := range kept {
-			if drop > 0 && !ownEvent(&r, w.TID) && (r.Type != evSteal || !keepSteal) {
-				drop--
-				sparse = max(sparse, r.Ts+1)
-				continue
-			}
-			out = append(out, r)
-		}
-		kept = out
-	}
+	kept, sparse = trimToOwn(kept, w, preN, preLast, sparse)
 	if sparse > w.Start && !tr.Truncated {
 		t := int64(sparse - w.Start)
 		tr.SparseUntil = &t
@@ -487,6 +383,161 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 			len(kept)+preN, drop+preN, strconv.FormatFloat(float64(int64(kept[drop].Ts)-int64(w.Start))/1e3, 'f', 1, 64), w.MaxEvents)
 		kept = kept[drop:]
 	}
+	return newRaw(tr, kept, names)
+}
+
+// cutCPU appends to all the events of one CPU's copy that the window w
+// needs: those in [Start, End], the context back to the last switch before
+// Start, and the steal and stack samples just after End. Beyond
+// w.MaxEvents, the oldest events not naming the task are counted in
+// pre[cpu] instead. lapped tells that the ring no longer reaches back to
+// Start.
+func (sn *Snapshot) cutCPU(all []raw, cpu int, evs []raw, w Window, pre preTrim) (_ []raw, lapped bool) {
+	// First event after End, then walk back to the context before Start.
+	hi := sort.Search(len(evs), func(i int) bool { return evs[i].Ts > w.End })
+	lo := sort.Search(len(evs), func(i int) bool { return evs[i].Ts >= w.Start })
+	ctx := lo
+	for ctx > 0 && w.Start-evs[ctx-1].Ts <= contextBefore {
+		ctx--
+		if evs[ctx].Type == evSwitch {
+			break
+		}
+	}
+	lapped = lo == 0 && sn.wrapped[cpu] && (len(evs) == 0 || evs[0].Ts > w.Start)
+	run := evs[ctx:hi]
+	if w.MaxEvents > 0 && len(run) > w.MaxEvents {
+		// Of the CPU's events older than its last MaxEvents, only
+		// those naming the task can outlive the trim below (which
+		// keeps the task's own and the others' nearest the end): the
+		// rest are left out here, before the copy and the sort. A
+		// window of a second under load held 16,000 events for 1024
+		// kept, and cutting was most of the agent's warm-up at 1000
+		// tracked threads.
+		old := run[:len(run)-w.MaxEvents]
+		var left preLeft
+		for i := range old {
+			if mentions(old[i].Event, w.TID) {
+				all = append(all, old[i])
+			} else {
+				left.n++
+				left.last = max(left.last, old[i].Ts+1)
+			}
+		}
+		pre[cpu] = left
+		run = run[len(old):]
+	}
+	all = append(all, run...)
+	// Steal is read at context switches: time the hypervisor took
+	// inside the window shows at the CPU's first switch after it. The
+	// stack of the task a late timer interrupt stopped is sampled in
+	// the callback that wakes the task, just after a timer-irq
+	// window's end.
+	for i := hi; i < len(evs) && evs[i].Ts-w.End <= contextBefore; i++ {
+		if evs[i].Type == evSteal || (evs[i].Type == evStack && evs[i].B == w.TID) {
+			all = append(all, evs[i])
+		}
+		if evs[i].Type == evSwitch {
+			break
+		}
+	}
+	return all, lapped
+}
+
+// fillFromOwn makes the window whole where the rings of the missing CPUs
+// no longer reach its start, from the task's own events kept beyond them
+// (KeepOwn), sparse there: when the rings lapped before they were read, if
+// the task's own numbers show it lost none of them. Without that, all is
+// returned as it was, own false and sparse 0.
+func (sn *Snapshot) fillFromOwn(all []raw, missing []int, w Window) (_ []raw, own bool, sparse uint64) {
+	copied := sn.copied()
+	c := sn.own.covers(w.TID, w.Start, copied)
+	fill := len(all)
+	for _, cpu := range missing {
+		if c == coverNone {
+			break // truncated below where involved: nothing to fill from
+		}
+		reach := w.End
+		if evs := sn.cpus[cpu]; len(evs) > 0 {
+			reach = min(reach, evs[0].Ts)
+		}
+		all = append(all, sn.own.events(w.TID, cpu, w.Start, reach)...)
+		all = append(all, sn.own.stealEvents(cpu, w.Start, reach)...)
+		sparse = max(sparse, reach)
+	}
+	own = c == coverWhole
+	if c == coverNumbered {
+		anchor, whole := ownNumbers(w.TID, w.Start, w.End, sn.own.keptEvents(w.TID), all)
+		own = whole && sn.own.numbered(anchor, copied)
+	}
+	if !own {
+		return all[:fill], false, 0
+	}
+	return all, true, sparse
+}
+
+// involvedCPUs are the CPUs the window starts and ends on, and those the
+// task switched in or out on since its start.
+func involvedCPUs(all []raw, w Window) map[int]bool {
+	involved := map[int]bool{w.CPUStart: true, w.CPUEnd: true}
+	for _, r := range all {
+		if r.Type == evSwitch && (r.A == w.TID || r.B == w.TID) && r.Ts >= w.Start {
+			involved[int(r.Cpu)] = true
+		}
+	}
+	return involved
+}
+
+// noteOverwritten marks tr truncated when an involved CPU's ring no longer
+// reaches the window's start and nothing filled it, saying what is lost.
+func (sn *Snapshot) noteOverwritten(tr *Trace, missing []int, involved map[int]bool) {
+	for _, cpu := range missing {
+		if !involved[cpu] {
+			continue
+		}
+		tr.Truncated = true
+		lost := "its first events are missing"
+		if evs := sn.cpus[cpu]; len(evs) == 0 || evs[0].Ts > tr.End {
+			// Read after the ring lapped past the window's end (a
+			// reader stalled while another CPU wrote its notice).
+			lost = "none of its events there are left"
+		}
+		tr.Note = "the flight recorder of CPU " + itoa(cpu) +
+			" was overwritten before the window could be read: " + lost + " (raise --trace-events)"
+	}
+}
+
+// trimToOwn fits a window over w.MaxEvents (counting the preN events left
+// out before the copy, the newest at preLast) by dropping the oldest events
+// that are not the task's own, when the task's own fit: it returns the
+// events kept and how far (sparse) the window holds only the task's own.
+func trimToOwn(kept []raw, w Window, preN int, preLast, sparse uint64) ([]raw, uint64) {
+	own, steal := ownCount(kept, w.TID)
+	if w.MaxEvents <= 0 || len(kept)+preN <= w.MaxEvents || own >= w.MaxEvents {
+		return kept, sparse
+	}
+	sparse = max(sparse, preLast)
+	// The task's own events across the window, the others' nearest its
+	// end, where the value was reached; and the hypervisor's steal
+	// where it fits: a vCPU stall inside the sparse part is what the
+	// analysis charges the wait to (a window of a 1 s period that
+	// lost its 83 ms steal blamed the task that was current then).
+	keepSteal := own+steal <= w.MaxEvents
+	drop := len(kept) - w.MaxEvents
+	out := kept[:0]
+	for _, r := range kept {
+		if drop > 0 && !ownEvent(&r, w.TID) && (r.Type != evSteal || !keepSteal) {
+			drop--
+			sparse = max(sparse, r.Ts+1)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, sparse
+}
+
+// newRaw keeps the events of a cut window with its metadata, and resolves
+// their stacks now: stack ids are reused later.
+func newRaw(tr *Trace, kept []raw, names *Names) *Raw {
 	rw := &Raw{meta: *tr, events: make([]engine.Event, len(kept))}
 	for i, r := range kept {
 		rw.events[i] = r.Event
