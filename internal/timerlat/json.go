@@ -214,7 +214,7 @@ func writeJSONFile(path string, r *Result, o *Options) error {
 }
 
 // WriteJSONFile writes the result to --json's file, opened at the start
-// (see CheckOutputs).
+// (see OpenOutputs).
 func WriteJSONFile(f *outfile.File, r *Result, o *Options) error {
 	if err := f.Fill(func(w io.Writer) error { return WriteJSON(w, r, o) }); err != nil {
 		return fmt.Errorf("--json: %w", err)
