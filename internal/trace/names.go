@@ -300,6 +300,8 @@ func readIRQNames(path string) map[int]string {
 
 func intp(v int) *int { return &v }
 
+// decode turns an engine event into a readable one: names, scheduling and
+// times relative to start (the window's).
 func (n *Names) decode(e engine.Event, start uint64) Event {
 	ev := Event{T: int64(e.Ts) - int64(start), TS: e.Ts, CPU: int(e.Cpu), Type: typeNames[e.Type]}
 	if ev.Type == "" {
@@ -307,49 +309,13 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 	}
 	switch e.Type {
 	case evSwitch:
-		ev.PrevTID, ev.NextTID = e.A, e.B
-		ev.PrevComm, ev.NextComm = n.Comm(e.A), engine.CommString(e.Comm)
-		ev.PrevKPrio, ev.NextKPrio = sched.KPrioFromByte(e.PrioA), sched.KPrioFromByte(e.PrioB)
-		ev.prevPolicy, ev.nextPolicy = uint32(e.PolA), uint32(e.PolB)
-		ev.PrevSched = sched.Describe(ev.prevPolicy, ev.PrevKPrio)
-		ev.NextSched = sched.Describe(ev.nextPolicy, ev.NextKPrio)
-		ev.Preempted = e.Flags&1 != 0
-		ev.PrevState = sched.StateLetters(uint32(e.C))
-		if ev.Preempted {
-			ev.PrevState = "R+"
-		}
-		if e.A == 0 {
-			ev.PrevComm, ev.PrevSched = "idle", ""
-		}
-		if e.B == 0 {
-			ev.NextComm, ev.NextSched = "idle", ""
-		}
+		n.decodeSwitch(&ev, &e)
 	case evWakeup:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.KPrio = sched.KPrioFromByte(e.PrioA)
 		ev.Sched = sched.Describe(uint32(e.PolA), ev.KPrio)
 		ev.TargetCPU = intp(int(e.C))
-		w := &Waker{KPrio: sched.KPrioFromByte(e.PrioB)}
-		switch e.Flags {
-		case wakerTask:
-			w.Kind, w.TID, w.Comm = WakerTask, e.B, engine.CommString(e.Comm)
-			w.Sched = sched.Describe(uint32(e.PolB), w.KPrio)
-			if e.B == 0 {
-				w.Comm, w.Sched = "idle", ""
-			}
-		case wakerHardIRQ:
-			w.Kind, w.IRQ, w.IRQName = WakerHardIRQ, intp(int(e.B)), n.IRQName(int(e.B))
-		case wakerSoftIRQ:
-			w.Kind, w.Vec = WakerSoftIRQ, intp(int(e.B))
-			if int(e.B) < len(SoftirqNames) {
-				w.VecName = SoftirqNames[e.B]
-			}
-		case wakerTimer:
-			w.Kind, w.Function = WakerTimer, n.Func(engine.EventX(&e))
-			exp := int64(engine.EventY(&e)) - int64(start)
-			ev.ExpiryT = &exp
-		}
-		ev.Waker = w
+		ev.Waker = n.decodeWaker(&ev, &e, start)
 	case evMigrate:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.FromCPU, ev.ToCPU = intp(int(e.B)), intp(int(e.C))
@@ -368,25 +334,7 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			ev.ExpiryT = &exp
 		}
 	case evSleep:
-		ev.TID, ev.Comm = e.A, n.Comm(e.A)
-		ev.State = sched.StateLetters(uint32(e.C))
-		if engine.EventX(&e) != 0 {
-			exp := int64(engine.EventX(&e)) - int64(start)
-			ev.ExpiryT = &exp
-		}
-		ev.Stack = n.frames(e.B)
-		ev.Reason = SleepReason(ev.Stack, engine.EventX(&e) != 0, uint32(e.C))
-		// The kernel's reason, named at the blocking sleeps it walks (rts_sleep_named), unless a
-		// sampled stack says more (a futex wait with or without PI).
-		if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
-			ev.Reason = r
-		}
-		if site := engine.EventY(&e); site != 0 && e.Flags != engine.SleepNone {
-			ev.BlockedIn = n.Func(site)
-			if e.Flags == engine.SleepOther && ev.Stack == nil {
-				ev.Reason = ReasonOtherWait(ev.BlockedIn)
-			}
-		}
+		n.decodeSleep(&ev, &e, start)
 	case evStack:
 		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
 		ev.WaitingTID = e.B
@@ -421,6 +369,78 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	}
 	return ev
+}
+
+// decodeSwitch fills a switch's two tasks: tids, names, scheduling, and the
+// state the previous one left in ("R+": preempted).
+func (n *Names) decodeSwitch(ev *Event, e *engine.Event) {
+	ev.PrevTID, ev.NextTID = e.A, e.B
+	ev.PrevComm, ev.NextComm = n.Comm(e.A), engine.CommString(e.Comm)
+	ev.PrevKPrio, ev.NextKPrio = sched.KPrioFromByte(e.PrioA), sched.KPrioFromByte(e.PrioB)
+	ev.prevPolicy, ev.nextPolicy = uint32(e.PolA), uint32(e.PolB)
+	ev.PrevSched = sched.Describe(ev.prevPolicy, ev.PrevKPrio)
+	ev.NextSched = sched.Describe(ev.nextPolicy, ev.NextKPrio)
+	ev.Preempted = e.Flags&1 != 0
+	ev.PrevState = sched.StateLetters(uint32(e.C))
+	if ev.Preempted {
+		ev.PrevState = "R+"
+	}
+	if e.A == 0 {
+		ev.PrevComm, ev.PrevSched = "idle", ""
+	}
+	if e.B == 0 {
+		ev.NextComm, ev.NextSched = "idle", ""
+	}
+}
+
+// decodeWaker names what woke a task: a task, a hard IRQ, a softirq or a
+// timer (whose expiry, relative to start, goes to ev).
+func (n *Names) decodeWaker(ev *Event, e *engine.Event, start uint64) *Waker {
+	w := &Waker{KPrio: sched.KPrioFromByte(e.PrioB)}
+	switch e.Flags {
+	case wakerTask:
+		w.Kind, w.TID, w.Comm = WakerTask, e.B, engine.CommString(e.Comm)
+		w.Sched = sched.Describe(uint32(e.PolB), w.KPrio)
+		if e.B == 0 {
+			w.Comm, w.Sched = "idle", ""
+		}
+	case wakerHardIRQ:
+		w.Kind, w.IRQ, w.IRQName = WakerHardIRQ, intp(int(e.B)), n.IRQName(int(e.B))
+	case wakerSoftIRQ:
+		w.Kind, w.Vec = WakerSoftIRQ, intp(int(e.B))
+		if int(e.B) < len(SoftirqNames) {
+			w.VecName = SoftirqNames[e.B]
+		}
+	case wakerTimer:
+		w.Kind, w.Function = WakerTimer, n.Func(engine.EventX(e))
+		exp := int64(engine.EventY(e)) - int64(start)
+		ev.ExpiryT = &exp
+	}
+	return w
+}
+
+// decodeSleep fills a sleep: the state, the timer's expiry if any, the
+// sampled stack, and the reason and blocking function.
+func (n *Names) decodeSleep(ev *Event, e *engine.Event, start uint64) {
+	ev.TID, ev.Comm = e.A, n.Comm(e.A)
+	ev.State = sched.StateLetters(uint32(e.C))
+	if engine.EventX(e) != 0 {
+		exp := int64(engine.EventX(e)) - int64(start)
+		ev.ExpiryT = &exp
+	}
+	ev.Stack = n.frames(e.B)
+	ev.Reason = SleepReason(ev.Stack, engine.EventX(e) != 0, uint32(e.C))
+	// The kernel's reason, named at the blocking sleeps it walks (rts_sleep_named), unless a
+	// sampled stack says more (a futex wait with or without PI).
+	if r, ok := SleepReasons[e.Flags]; ok && (ev.Stack == nil || e.Flags != engine.SleepFutex) {
+		ev.Reason = r
+	}
+	if site := engine.EventY(e); site != 0 && e.Flags != engine.SleepNone {
+		ev.BlockedIn = n.Func(site)
+		if e.Flags == engine.SleepOther && ev.Stack == nil {
+			ev.Reason = ReasonOtherWait(ev.BlockedIn)
+		}
+	}
 }
 
 // frames symbolises stack id: from the stacks pinned at cut time when
