@@ -131,22 +131,63 @@ func histColumns(r *Result, o *Options) (cols []*Hist, names []string) {
 // non-empty bucket, over:, then count/min/avg/max per column and for ALL.
 func RenderHist(w io.Writer, r *Result, o *Options) {
 	var b strings.Builder
-	div := o.divisor()
 	cols, names := histColumns(r, o)
 	if !o.NoHeader {
-		b.WriteString("# rtscope timerlat histogram\n")
-		if o.Nano {
-			b.WriteString("# Time unit is nanoseconds (ns)\n")
-		} else {
-			b.WriteString("# Time unit is microseconds (us)\n")
-		}
-		fmt.Fprintf(&b, "# Duration: %s\n", formatDuration(r.Elapsed))
-		if !o.NoIndex {
-			b.WriteString("Index")
-		}
-		b.WriteString(strings.Join(names, ""))
-		b.WriteString("\n")
+		writeHistHeader(&b, r, o, names)
 	}
+	writeHistBuckets(&b, cols, o)
+	if o.NoSummary {
+		io.WriteString(w, b.String())
+		return
+	}
+	sums := make([]Summary, len(cols))
+	for i, h := range cols {
+		sums[i] = h.Summary
+	}
+	writeHistSummary(&b, sums, o)
+
+	all := r.all(true)
+	if !o.NoIndex {
+		b.WriteString("ALL:  ")
+	}
+	var allSums []Summary
+	if !o.NoIRQ {
+		b.WriteString("      IRQ")
+		allSums = append(allSums, all[IRQ])
+	}
+	if !o.NoThread {
+		b.WriteString("       Thr")
+		allSums = append(allSums, all[Thread])
+	}
+	if !o.NoUser {
+		b.WriteString("       Usr")
+		allSums = append(allSums, all[User])
+	}
+	b.WriteString("\n")
+	writeHistSummary(&b, allSums, o)
+	io.WriteString(w, b.String())
+}
+
+// writeHistHeader writes the histogram's header: its unit, the duration
+// and the columns' names.
+func writeHistHeader(b *strings.Builder, r *Result, o *Options, names []string) {
+	b.WriteString("# rtscope timerlat histogram\n")
+	if o.Nano {
+		b.WriteString("# Time unit is nanoseconds (ns)\n")
+	} else {
+		b.WriteString("# Time unit is microseconds (us)\n")
+	}
+	fmt.Fprintf(b, "# Duration: %s\n", formatDuration(r.Elapsed))
+	if !o.NoIndex {
+		b.WriteString("Index")
+	}
+	b.WriteString(strings.Join(names, ""))
+	b.WriteString("\n")
+}
+
+// writeHistBuckets writes a row per bucket (the empty ones with
+// --with-zeros only) and the over: row.
+func writeHistBuckets(b *strings.Builder, cols []*Hist, o *Options) {
 	for i := 0; i < o.Entries; i++ {
 		var total uint64
 		var row strings.Builder
@@ -167,65 +208,39 @@ func RenderHist(w io.Writer, r *Result, o *Options) {
 		b.WriteString("over: ")
 	}
 	for _, h := range cols {
-		fmt.Fprintf(&b, "%9d ", h.Over)
+		fmt.Fprintf(b, "%9d ", h.Over)
 	}
 	b.WriteString("\n")
-	if o.NoSummary {
-		io.WriteString(w, b.String())
-		return
-	}
+}
+
+// writeHistSummary writes the count, min, avg and max rows of sums ("-"
+// for a column without samples), in the output's unit.
+func writeHistSummary(b *strings.Builder, sums []Summary, o *Options) {
+	div := o.divisor()
 	value := func(s Summary, v uint64) {
 		if s.Count == 0 {
-			fmt.Fprintf(&b, "%9c ", '-')
+			fmt.Fprintf(b, "%9c ", '-')
 			return
 		}
-		fmt.Fprintf(&b, "%9d ", v/div)
+		fmt.Fprintf(b, "%9d ", v/div)
 	}
-	rows := func(sums []Summary) {
-		for _, row := range []struct {
-			label string
-			v     func(Summary)
-		}{
-			{"count:", func(s Summary) { fmt.Fprintf(&b, "%9d ", s.Count) }},
-			{"min:  ", func(s Summary) { value(s, s.Min) }},
-			{"avg:  ", func(s Summary) { value(s, s.Avg()) }},
-			{"max:  ", func(s Summary) { value(s, s.Max) }},
-		} {
-			if !o.NoIndex {
-				b.WriteString(row.label)
-			}
-			for _, s := range sums {
-				row.v(s)
-			}
-			b.WriteString("\n")
+	for _, row := range []struct {
+		label string
+		v     func(Summary)
+	}{
+		{"count:", func(s Summary) { fmt.Fprintf(b, "%9d ", s.Count) }},
+		{"min:  ", func(s Summary) { value(s, s.Min) }},
+		{"avg:  ", func(s Summary) { value(s, s.Avg()) }},
+		{"max:  ", func(s Summary) { value(s, s.Max) }},
+	} {
+		if !o.NoIndex {
+			b.WriteString(row.label)
 		}
+		for _, s := range sums {
+			row.v(s)
+		}
+		b.WriteString("\n")
 	}
-	sums := make([]Summary, len(cols))
-	for i, h := range cols {
-		sums[i] = h.Summary
-	}
-	rows(sums)
-
-	all := r.all(true)
-	if !o.NoIndex {
-		b.WriteString("ALL:  ")
-	}
-	var allSums []Summary
-	if !o.NoIRQ {
-		b.WriteString("      IRQ")
-		allSums = append(allSums, all[IRQ])
-	}
-	if !o.NoThread {
-		b.WriteString("       Thr")
-		allSums = append(allSums, all[Thread])
-	}
-	if !o.NoUser {
-		b.WriteString("       Usr")
-		allSums = append(allSums, all[User])
-	}
-	b.WriteString("\n")
-	rows(allSums)
-	io.WriteString(w, b.String())
 }
 
 // RenderCyclictest prints cyclictest's summary line per thread, for the
