@@ -116,6 +116,30 @@ func summaryJSON(s Summary, hist []uint32, withLast bool) *jsonContext {
 func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	var d jsonDoc
 	d.Schema, d.Tool, d.Mode = JSONSchema, "rtscope timerlat", o.Mode
+	setJSONSettings(&d, r, o)
+	d.ElapsedNs = int64(r.Elapsed)
+	for _, c := range r.CPUs {
+		d.CPUs = append(d.CPUs, cpuJSON(c))
+	}
+	d.All = allJSON(r)
+	d.Missed, _ = r.missed()
+	d.Lost.Samples = map[string]uint64{}
+	for k, v := range r.Lost.Samples {
+		d.Lost.Samples[ctxNames[k]] = v
+	}
+	d.Lost.Ring, d.Lost.EngineNotices = r.Lost.Ring, r.Lost.Notices
+	d.Lost.EngineStats, d.Lost.EngineStorage = r.Lost.StatsFull, r.Lost.StorageFail
+	d.Stop = stopJSON(r)
+	if r.Steal != nil {
+		d.Steal = &jsonSteal{TotalNs: r.Steal.TotalNs, PerCPUNs: r.Steal.PerCPUNs}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(&d)
+}
+
+// setJSONSettings records the run's settings in d, in ns.
+func setJSONSettings(d *jsonDoc, r *Result, o *Options) {
 	for _, c := range r.CPUs {
 		d.Settings.CPUs = append(d.Settings.CPUs, c.CPU)
 	}
@@ -137,24 +161,30 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 	if o.ThreadStopUs > 0 {
 		d.Settings.ThreadStopNs = ptr(o.ThreadStopUs * 1000)
 	}
-	d.ElapsedNs = int64(r.Elapsed)
-	for _, c := range r.CPUs {
-		jc := jsonCPU{CPU: c.CPU, TID: c.TID, Cycles: c.Cycles, MissedPeriods: c.Missed,
-			Contexts: map[string]*jsonContext{}}
-		for k := 0; k < nCtx; k++ {
-			ctx := summaryJSON(c.Top[k], c.Engine[k].Hist, true)
-			if h := c.Hist[k]; h != nil {
-				jh := &jsonHist{BucketNs: h.Width, Counts: h.Counts, Over: h.Over, Count: h.Count}
-				if h.Count > 0 {
-					jh.MinNs, jh.AvgNs, jh.MaxNs = ptr(h.Min), ptr(h.Avg()), ptr(h.Max)
-				}
-				ctx.Hist = jh
+}
+
+// cpuJSON is one CPU's contexts: the summary, and timerlat's histogram
+// where there is one.
+func cpuJSON(c *CPUResult) jsonCPU {
+	jc := jsonCPU{CPU: c.CPU, TID: c.TID, Cycles: c.Cycles, MissedPeriods: c.Missed,
+		Contexts: map[string]*jsonContext{}}
+	for k := 0; k < nCtx; k++ {
+		ctx := summaryJSON(c.Top[k], c.Engine[k].Hist, true)
+		if h := c.Hist[k]; h != nil {
+			jh := &jsonHist{BucketNs: h.Width, Counts: h.Counts, Over: h.Over, Count: h.Count}
+			if h.Count > 0 {
+				jh.MinNs, jh.AvgNs, jh.MaxNs = ptr(h.Min), ptr(h.Avg()), ptr(h.Max)
 			}
-			jc.Contexts[ctxNames[k]] = ctx
+			ctx.Hist = jh
 		}
-		d.CPUs = append(d.CPUs, jc)
+		jc.Contexts[ctxNames[k]] = ctx
 	}
-	d.All = map[string]*jsonContext{}
+	return jc
+}
+
+// allJSON is every CPU together, per context.
+func allJSON(r *Result) map[string]*jsonContext {
+	all := map[string]*jsonContext{}
 	for k, s := range r.all(false) {
 		// The CPUs' histograms add up: the percentiles of all CPUs together.
 		var hist []uint32
@@ -168,34 +198,29 @@ func WriteJSON(w io.Writer, r *Result, o *Options) error {
 				}
 			}
 		}
-		d.All[ctxNames[k]] = summaryJSON(s, hist, false)
+		all[ctxNames[k]] = summaryJSON(s, hist, false)
 	}
-	d.Missed, _ = r.missed()
-	d.Lost.Samples = map[string]uint64{}
-	for k, v := range r.Lost.Samples {
-		d.Lost.Samples[ctxNames[k]] = v
+	return all
+}
+
+// stopJSON is the stop threshold's sample and its analysis, nil without a
+// stop.
+func stopJSON(r *Result) *jsonStop {
+	s := r.Stop
+	if s == nil {
+		return nil
 	}
-	d.Lost.Ring, d.Lost.EngineNotices = r.Lost.Ring, r.Lost.Notices
-	d.Lost.EngineStats, d.Lost.EngineStorage = r.Lost.StatsFull, r.Lost.StorageFail
-	if s := r.Stop; s != nil {
-		js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdNs: s.ThresholdUs * 1000,
-			Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause, Crossings: r.Crossings,
-			ActionsFired: r.ActionsFired, ActionsSkipped: r.ActionsSkipped}
-		if s.Sample != nil {
-			for k, dst := range []**uint64{&js.IRQNs, &js.ThreadNs, &js.UserNs} {
-				if s.Sample.Valid[k] {
-					*dst = ptr(s.Sample.Value[k])
-				}
+	js := &jsonStop{CPU: s.CPU, TID: s.TID, Context: ctxNames[s.Context], ValueNs: s.Value, ThresholdNs: s.ThresholdUs * 1000,
+		Verdict: r.Verdict.Verdict, Cause: r.Verdict.Cause, Crossings: r.Crossings,
+		ActionsFired: r.ActionsFired, ActionsSkipped: r.ActionsSkipped}
+	if s.Sample != nil {
+		for k, dst := range []**uint64{&js.IRQNs, &js.ThreadNs, &js.UserNs} {
+			if s.Sample.Valid[k] {
+				*dst = ptr(s.Sample.Value[k])
 			}
 		}
-		d.Stop = js
 	}
-	if r.Steal != nil {
-		d.Steal = &jsonSteal{TotalNs: r.Steal.TotalNs, PerCPUNs: r.Steal.PerCPUNs}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(&d)
+	return js
 }
 
 // engineStats converts one metric of the engine's task statistics.
