@@ -376,43 +376,9 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	e := &env{ctx: ctx, v: v, cpu: cpu, other: cpu,
-		res: &Result{Scenario: s.Name, CPU: cpu, Loops: map[string]*workload.LoopStats{},
-			Stats: map[string]*workload.Stat{}, Counts: map[string]int64{}}}
-	if cpus, _ := workload.CPUs(); len(cpus) > 1 {
-		for _, c := range cpus {
-			if c != cpu {
-				e.other = c
-				break
-			}
-		}
-	}
-	// The set-up (mlockall, BPF loading) runs on this goroutine's thread;
-	// locked, that thread never becomes one of the RT threads, whose history
-	// a monitor that follows the process would otherwise report.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	// No GC, and a P for every thread: an RT thread must never wait for the
-	// Go scheduler or a stop-the-world. Both calls stop the world, so they
-	// come before any RT thread exists.
-	gc := debug.SetGCPercent(-1)
-	defer debug.SetGCPercent(gc)
-	procs := runtime.GOMAXPROCS(0)
-	if procs < 16 {
-		runtime.GOMAXPROCS(16)
-		defer runtime.GOMAXPROCS(procs)
-	}
-	// Memory is locked, unless the scenario is about unlocked memory.
-	if !s.unlockedMemory {
-		if err := workload.LockMemory(); err != nil {
-			e.res.Notes = append(e.res.Notes, "warning: "+err.Error()+"; page faults may add latency")
-		} else {
-			defer workload.UnlockMemory()
-		}
-	}
-	if restore, err := workload.KeepOff(cpu); err == nil {
-		defer restore()
-	}
+	e := newEnv(ctx, s.Name, v, cpu)
+	undo := s.prepareProcess(e)
+	defer undo()
 	// Phase every periodic thread from a common origin a little ahead, so
 	// that the threads are all set up before the first deadline.
 	e.base = (workload.Now()/int64(time.Millisecond) + 50) * int64(time.Millisecond)
@@ -420,30 +386,9 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	runErr := s.run(e)
 	if runErr == nil {
-		var timeout <-chan time.Time
-		if cfg.Duration > 0 {
-			// The threads also end by themselves (workload.Group.StopAt):
-			// this process's timer may need a CPU their load starves.
-			e.g.StopAt(workload.Now() + int64(cfg.Duration))
-			t := time.NewTimer(cfg.Duration)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-ctx.Done():
-		case <-timeout:
-		}
+		e.wait(cfg.Duration)
 	}
-	// Injectors first: nothing may spin once the victims are gone.
-	for i := len(e.closes) - 1; i >= 0; i-- {
-		e.closes[i]()
-	}
-	stopErr := e.g.Stop(5 * time.Second)
-	if stopErr == nil {
-		for _, f := range e.after {
-			f()
-		}
-	}
+	stopErr := e.stop()
 	e.res.Elapsed = time.Since(start)
 	if runErr != nil {
 		return nil, runErr
@@ -455,6 +400,94 @@ func (s *Scenario) Run(ctx context.Context, cfg Config) (*Result, error) {
 		e.res.Print(cfg.Out, s)
 	}
 	return e.res, nil
+}
+
+// newEnv is the environment of a run on cpu, its other CPU the first other
+// online one (cpu itself on a machine of one).
+func newEnv(ctx context.Context, name string, v Values, cpu int) *env {
+	e := &env{ctx: ctx, v: v, cpu: cpu, other: cpu,
+		res: &Result{Scenario: name, CPU: cpu, Loops: map[string]*workload.LoopStats{},
+			Stats: map[string]*workload.Stat{}, Counts: map[string]int64{}}}
+	if cpus, _ := workload.CPUs(); len(cpus) > 1 {
+		for _, c := range cpus {
+			if c != cpu {
+				e.other = c
+				break
+			}
+		}
+	}
+	return e
+}
+
+// prepareProcess sets the process up for real-time threads, before any
+// exists, and returns what undoes it, in the reverse order.
+func (s *Scenario) prepareProcess(e *env) (undo func()) {
+	var undos []func()
+	// The set-up (mlockall, BPF loading) runs on this goroutine's thread;
+	// locked, that thread never becomes one of the RT threads, whose history
+	// a monitor that follows the process would otherwise report.
+	runtime.LockOSThread()
+	undos = append(undos, runtime.UnlockOSThread)
+	// No GC, and a P for every thread: an RT thread must never wait for the
+	// Go scheduler or a stop-the-world. Both calls stop the world, so they
+	// come before any RT thread exists.
+	gc := debug.SetGCPercent(-1)
+	undos = append(undos, func() { debug.SetGCPercent(gc) })
+	procs := runtime.GOMAXPROCS(0)
+	if procs < 16 {
+		runtime.GOMAXPROCS(16)
+		undos = append(undos, func() { runtime.GOMAXPROCS(procs) })
+	}
+	// Memory is locked, unless the scenario is about unlocked memory.
+	if !s.unlockedMemory {
+		if err := workload.LockMemory(); err != nil {
+			e.res.Notes = append(e.res.Notes, "warning: "+err.Error()+"; page faults may add latency")
+		} else {
+			undos = append(undos, workload.UnlockMemory)
+		}
+	}
+	if restore, err := workload.KeepOff(e.cpu); err == nil {
+		undos = append(undos, restore)
+	}
+	return func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+	}
+}
+
+// wait returns when the run's duration (0: none) has elapsed or its
+// context is cancelled.
+func (e *env) wait(d time.Duration) {
+	var timeout <-chan time.Time
+	if d > 0 {
+		// The threads also end by themselves (workload.Group.StopAt):
+		// this process's timer may need a CPU their load starves.
+		e.g.StopAt(workload.Now() + int64(d))
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-e.ctx.Done():
+	case <-timeout:
+	}
+}
+
+// stop detaches the injectors, stops the threads, and then runs what waits
+// for them to be gone.
+func (e *env) stop() error {
+	// Injectors first: nothing may spin once the victims are gone.
+	for i := len(e.closes) - 1; i >= 0; i-- {
+		e.closes[i]()
+	}
+	err := e.g.Stop(5 * time.Second)
+	if err == nil {
+		for _, f := range e.after {
+			f()
+		}
+	}
+	return err
 }
 
 // lockDir holds the CPU claims of scenarios. It is root's alone (0700):
