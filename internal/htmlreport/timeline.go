@@ -218,10 +218,38 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 		ln.Steal = steal(evs, cpu, lo, hi, x)
 		v.Lanes = append(v.Lanes, ln)
 	}
+	v.Markers = taskGlyphs(v.Lanes, tr, lo, hi, x)
+	v.Markers = append(v.Markers,
+		marker{X: x(0), LabelY: 12, Label: startLabel(id), Class: "m-start", Anchor: "start",
+			Tip: "window start (" + startLabel(id) + "): 0 µs"},
+		marker{X: x(w), LabelY: 12, Label: "end, " + units.Us(uint64(w)) + " µs", Class: "m-end", Anchor: "end",
+			Tip: "window end: " + units.UsFine(w) + " µs, " + id.String() + " " + units.Us(tr.Value) + " µs"})
+	for i := range v.Markers {
+		mk := &v.Markers[i]
+		mk.LabelX = mk.X + 3
+		if mk.Anchor == "end" {
+			mk.LabelX = mk.X - 3
+		}
+	}
+	bottom := tlTop + float64(len(v.Lanes))*lanePitch
+	v.TickTop, v.TickLabel = bottom, bottom+14
+	v.H = bottom + tlAxis
+	for _, t := range niceTicks(float64(lo)/1e3, float64(hi)/1e3, tlTicks) {
+		v.Ticks = append(v.Ticks, tick{Pos: x(int64(t * 1e3)), Label: usLabel(t)})
+	}
+	placeXLabels(v.Ticks, v.W)
+	return v
+}
+
+// taskGlyphs draws the watched task's own events above the lanes of their
+// CPUs (a wakeup above the CPU it targets), and returns a marker at each
+// timer expiry its wakeups name.
+func taskGlyphs(lanes []*laneView, tr *trace.Trace, lo, hi int64, x func(int64) float64) []marker {
 	lane := map[int]*laneView{}
-	for _, ln := range v.Lanes {
+	for _, ln := range lanes {
 		lane[ln.CPU] = ln
 	}
+	var markers []marker
 	expiries := map[int64]bool{}
 	for _, e := range tr.Events {
 		if !mine(e, tr.TID) || e.Type == trace.EventSwitch || e.T < lo || e.T > hi {
@@ -248,30 +276,11 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 		ln.Glyphs = append(ln.Glyphs, glyph{D: d, Class: class, Tip: units.UsFine(e.T) + " µs: " + report.Describe(e)})
 		if e.Type == trace.EventWakeup && e.ExpiryT != nil && *e.ExpiryT != 0 && *e.ExpiryT >= lo && !expiries[*e.ExpiryT] {
 			expiries[*e.ExpiryT] = true
-			v.Markers = append(v.Markers, marker{X: x(*e.ExpiryT), LabelY: 24, Label: "expiry", Class: "m-expiry",
+			markers = append(markers, marker{X: x(*e.ExpiryT), LabelY: 24, Label: "expiry", Class: "m-expiry",
 				Anchor: "end", Tip: "timer expiry of the wakeup at " + units.UsFine(e.T) + " µs: " + units.UsFine(*e.ExpiryT) + " µs"})
 		}
 	}
-	v.Markers = append(v.Markers,
-		marker{X: x(0), LabelY: 12, Label: startLabel(id), Class: "m-start", Anchor: "start",
-			Tip: "window start (" + startLabel(id) + "): 0 µs"},
-		marker{X: x(w), LabelY: 12, Label: "end, " + units.Us(uint64(w)) + " µs", Class: "m-end", Anchor: "end",
-			Tip: "window end: " + units.UsFine(w) + " µs, " + id.String() + " " + units.Us(tr.Value) + " µs"})
-	for i := range v.Markers {
-		mk := &v.Markers[i]
-		mk.LabelX = mk.X + 3
-		if mk.Anchor == "end" {
-			mk.LabelX = mk.X - 3
-		}
-	}
-	bottom := tlTop + float64(len(v.Lanes))*lanePitch
-	v.TickTop, v.TickLabel = bottom, bottom+14
-	v.H = bottom + tlAxis
-	for _, t := range niceTicks(float64(lo)/1e3, float64(hi)/1e3, tlTicks) {
-		v.Ticks = append(v.Ticks, tick{Pos: x(int64(t * 1e3)), Label: usLabel(t)})
-	}
-	placeXLabels(v.Ticks, v.W)
-	return v
+	return markers
 }
 
 // startLabel says what opens a window of the metric.
