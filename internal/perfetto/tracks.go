@@ -246,9 +246,23 @@ func windowAnnotations(w Window) ([]*msg, error) {
 // slices, anything else (and an entry or exit whose pair is not in the
 // windows) an instant.
 func cpuTrackEvents(cpu int, evs []event) [2][]tev {
-	// Pair entries and exits: an exit closes the innermost open entry of
-	// the same key; entries above it lost their exit. Every slice then
-	// nests, as Perfetto requires of a track.
+	pairs := pairedEvents(evs)
+	var out [2][]tev
+	for i, ev := range evs {
+		k, typ, name, anns, ok := cpuTrackEvent(ev, pairs[i])
+		if !ok {
+			continue // ftrace events
+		}
+		out[k] = append(out[k], tev{ev.ts, trackEvent(typ, cpuTrack(cpu, k), name, anns)})
+	}
+	return out
+}
+
+// pairedEvents are the indexes in evs of the entries and exits that pair:
+// an exit closes the innermost open entry of the same key; entries above
+// it lost their exit. Every slice then nests, as Perfetto requires of a
+// track.
+func pairedEvents(evs []event) map[int]bool {
 	pairs := map[int]bool{}
 	var open [2][]int
 	for i, ev := range evs {
@@ -268,77 +282,79 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 			}
 		}
 	}
-	var out [2][]tev
-	add := func(k int, ts uint64, typ uint64, name string, anns ...*msg) {
-		out[k] = append(out[k], tev{ts, trackEvent(typ, cpuTrack(cpu, k), name, anns)})
-	}
-	for i, ev := range evs {
-		e := ev.e
-		switch e.Type {
-		case trace.EventSwitch, trace.EventWakeup, trace.EventMigrate, trace.EventIRQEntry, trace.EventIRQExit, trace.EventSoftirqEntry, trace.EventSoftirqExit:
-			continue // ftrace events
-		case trace.EventTimerEntry, trace.EventTimerExit:
-			var anns []*msg
-			anns = append(anns, annBool("hardirq", e.HardIRQ))
-			if e.ExpiryT != nil {
-				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
-			}
-			switch {
-			case pairs[i] && e.Type == trace.EventTimerEntry:
-				add(trackTimers, ev.ts, typeSliceBegin, e.Function, anns...)
-			case pairs[i]:
-				add(trackTimers, ev.ts, typeSliceEnd, "")
-			default:
-				add(trackTimers, ev.ts, typeInstant, e.Type.String()+" "+e.Function, anns...)
-			}
-		case trace.EventHandlerEntry, trace.EventHandlerExit:
-			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}
-			if e.IRQ != nil {
-				anns = append(anns, annInt("irq", int64(*e.IRQ)))
-			}
-			switch {
-			case pairs[i] && e.Type == trace.EventHandlerEntry:
-				add(trackOther, ev.ts, typeSliceBegin, "handler "+IRQName(e), anns...)
-			case pairs[i]:
-				add(trackOther, ev.ts, typeSliceEnd, "")
-			default:
-				add(trackOther, ev.ts, typeInstant, e.Type.String()+" "+IRQName(e), anns...)
-			}
-		case trace.EventSleep:
-			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annString("state", e.State)}
-			if e.Reason != "" {
-				anns = append(anns, annString("reason", e.Reason.String()))
-			}
-			if e.ExpiryT != nil {
-				anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
-			}
-			if len(e.Stack) > 0 {
-				anns = append(anns, annStrings("stack", e.Stack))
-			}
-			add(trackOther, ev.ts, typeInstant, "sleep "+e.Comm, anns...)
-		case trace.EventStack:
-			anns := []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annUint("waiting_tid", uint64(e.WaitingTID))}
-			if e.Reason != "" {
-				anns = append(anns, annString("reason", e.Reason.String()))
-			}
-			if len(e.Stack) > 0 {
-				anns = append(anns, annStrings("stack", e.Stack))
-			}
-			add(trackOther, ev.ts, typeInstant, "stack of "+e.Comm, anns...)
-		case trace.EventSteal:
-			anns := []*msg{annUint("steal_ns", e.StealNs)}
-			if e.SinceT != nil {
-				anns = append(anns, annInt("since_ns", *absRel(e.SinceT, ev.start)))
-			}
-			add(trackOther, ev.ts, typeInstant, "steal "+units.Us(e.StealNs)+" us", anns...)
-		case trace.EventUserReturn, trace.EventExit, trace.EventTimerArm:
-			add(trackOther, ev.ts, typeInstant, e.Type.String()+" "+e.Comm, annUint("tid", uint64(e.TID)), annString("comm", e.Comm))
-		default:
-			b, _ := json.Marshal(e) // plain data: cannot fail
-			add(trackOther, ev.ts, typeInstant, e.Type.String(), annString("event", string(b)))
+	return pairs
+}
+
+// cpuTrackEvent is the track event of one event of a CPU: its track (k),
+// type, name and annotations; ok is false for the events ftrace has.
+// paired tells an entry or exit whose pair is in the windows.
+func cpuTrackEvent(ev event, paired bool) (k int, typ uint64, name string, anns []*msg, ok bool) {
+	e := ev.e
+	switch e.Type {
+	case trace.EventSwitch, trace.EventWakeup, trace.EventMigrate, trace.EventIRQEntry, trace.EventIRQExit, trace.EventSoftirqEntry, trace.EventSoftirqExit:
+		return 0, 0, "", nil, false
+	case trace.EventTimerEntry, trace.EventTimerExit:
+		anns = append(anns, annBool("hardirq", e.HardIRQ))
+		if e.ExpiryT != nil {
+			anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
 		}
+		typ, name, anns = sliceOrInstant(e, paired, trace.EventTimerEntry, e.Function, anns)
+		return trackTimers, typ, name, anns, true
+	case trace.EventHandlerEntry, trace.EventHandlerExit:
+		anns = []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}
+		if e.IRQ != nil {
+			anns = append(anns, annInt("irq", int64(*e.IRQ)))
+		}
+		typ, name, anns = sliceOrInstant(e, paired, trace.EventHandlerEntry, IRQName(e), anns)
+		if typ == typeSliceBegin {
+			name = "handler " + name
+		}
+		return trackOther, typ, name, anns, true
+	case trace.EventSleep:
+		anns = []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annString("state", e.State)}
+		if e.Reason != "" {
+			anns = append(anns, annString("reason", e.Reason.String()))
+		}
+		if e.ExpiryT != nil {
+			anns = append(anns, annInt("expiry_ns", *absRel(e.ExpiryT, ev.start)))
+		}
+		if len(e.Stack) > 0 {
+			anns = append(anns, annStrings("stack", e.Stack))
+		}
+		return trackOther, typeInstant, "sleep " + e.Comm, anns, true
+	case trace.EventStack:
+		anns = []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annUint("waiting_tid", uint64(e.WaitingTID))}
+		if e.Reason != "" {
+			anns = append(anns, annString("reason", e.Reason.String()))
+		}
+		if len(e.Stack) > 0 {
+			anns = append(anns, annStrings("stack", e.Stack))
+		}
+		return trackOther, typeInstant, "stack of " + e.Comm, anns, true
+	case trace.EventSteal:
+		anns = []*msg{annUint("steal_ns", e.StealNs)}
+		if e.SinceT != nil {
+			anns = append(anns, annInt("since_ns", *absRel(e.SinceT, ev.start)))
+		}
+		return trackOther, typeInstant, "steal " + units.Us(e.StealNs) + " us", anns, true
+	case trace.EventUserReturn, trace.EventExit, trace.EventTimerArm:
+		return trackOther, typeInstant, e.Type.String() + " " + e.Comm, []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}, true
 	}
-	return out
+	b, _ := json.Marshal(e) // plain data: cannot fail
+	return trackOther, typeInstant, e.Type.String(), []*msg{annString("event", string(b))}, true
+}
+
+// sliceOrInstant makes an entry or exit (entry: its entry type) the begin
+// or end of a slice when it is paired (an end has no name nor
+// annotations), else an instant named by its type and what.
+func sliceOrInstant(e *trace.Event, paired bool, entry trace.EventType, what string, anns []*msg) (uint64, string, []*msg) {
+	switch {
+	case paired && e.Type == entry:
+		return typeSliceBegin, what, anns
+	case paired:
+		return typeSliceEnd, "", nil
+	}
+	return typeInstant, e.Type.String() + " " + what, anns
 }
 
 // pairing tells which track an entry or exit event is on, the key its pair
