@@ -363,36 +363,7 @@ func (o *writer) systemInfo(ws []Window) {
 // wins (a task renames itself, or execs). Tasks whose process rtscope does
 // not know are their own process.
 func (o *writer) processTree(ts uint64, ws []Window, evs []event) {
-	names := map[uint32]string{}
-	note := func(tid uint32, comm string) {
-		if tid == 0 {
-			return // the idle task: Perfetto knows it
-		}
-		if _, ok := names[tid]; !ok {
-			names[tid] = ""
-		}
-		if comm != "" && comm != "?" {
-			names[tid] = comm
-		}
-	}
-	for _, ev := range evs {
-		e := ev.e
-		switch e.Type {
-		case trace.EventSwitch:
-			note(e.PrevTID, e.PrevComm)
-			note(e.NextTID, e.NextComm)
-		case trace.EventWakeup:
-			note(e.TID, e.Comm)
-			if e.Waker != nil && e.Waker.Kind == trace.WakerTask {
-				note(e.Waker.TID, e.Waker.Comm)
-			}
-		case trace.EventStack:
-			note(e.TID, e.Comm)
-			note(e.WaitingTID, "")
-		default:
-			note(e.TID, e.Comm)
-		}
-	}
+	names := taskNames(evs)
 	pids := map[uint32]uint32{}
 	for _, w := range ws {
 		for tid, pid := range w.PIDs {
@@ -446,6 +417,42 @@ func (o *writer) processTree(ts uint64, ws []Window, evs []event) {
 	p.varint(fPacketSequenceID, seqKernel)
 	p.sub(fPacketProcessTree, &tree)
 	o.packet(&p)
+}
+
+// taskNames are the tasks the events name, by tid, each with the last name
+// seen ("": none known); the idle task is left out, Perfetto knows it.
+func taskNames(evs []event) map[uint32]string {
+	names := map[uint32]string{}
+	note := func(tid uint32, comm string) {
+		if tid == 0 {
+			return // the idle task: Perfetto knows it
+		}
+		if _, ok := names[tid]; !ok {
+			names[tid] = ""
+		}
+		if comm != "" && comm != "?" {
+			names[tid] = comm
+		}
+	}
+	for _, ev := range evs {
+		e := ev.e
+		switch e.Type {
+		case trace.EventSwitch:
+			note(e.PrevTID, e.PrevComm)
+			note(e.NextTID, e.NextComm)
+		case trace.EventWakeup:
+			note(e.TID, e.Comm)
+			if e.Waker != nil && e.Waker.Kind == trace.WakerTask {
+				note(e.Waker.TID, e.Waker.Comm)
+			}
+		case trace.EventStack:
+			note(e.TID, e.Comm)
+			note(e.WaitingTID, "")
+		default:
+			note(e.TID, e.Comm)
+		}
+	}
+	return names
 }
 
 // ftrace writes the kernel events of one CPU as ftrace event bundles.
