@@ -233,6 +233,7 @@ func share(n, of uint64) string {
 type seriesView struct {
 	W, H, L, R, T, B float64
 	Max, P99         string // path data
+	MaxDots, P99Dots string // path data of the points no line joins
 	XTicks, YTicks   []tick
 	SLO              *hline
 	AxisY, TitleY    float64
@@ -280,32 +281,9 @@ func series(s *report.Series, slo *uint64) *seriesView {
 		v.XTicks = append(v.XTicks, tick{Pos: plotL + (t*1e9-start)/(end-start)*plotW, Label: seconds(t)})
 	}
 	placeXLabels(v.XTicks, v.W)
-	// A path per line, broken where an interval had no sample.
-	path := func(get func(report.Point) *uint64) string {
-		var b strings.Builder
-		pen := false
-		for _, p := range s.Points {
-			val := get(p)
-			if val == nil {
-				pen = false
-				continue
-			}
-			cmd := "L"
-			if !pen {
-				cmd = "M"
-			}
-			fmt.Fprintf(&b, "%s%s,%s", cmd, f1(xpos(p.TNs)), f1(ys.pos(float64(*val))))
-			pen = true
-		}
-		return b.String()
-	}
-	v.Max = path(func(p report.Point) *uint64 { return p.MaxNs })
-	v.P99 = path(func(p report.Point) *uint64 { return p.P99Ns })
-	if len(s.Points) == 1 {
-		// A single point draws no line: a dot shows it.
-		v.Max += "h0.1"
-		v.P99 += "h0.1"
-	}
+	ypos := func(ns uint64) float64 { return ys.pos(float64(ns)) }
+	v.Max, v.MaxDots = seriesPath(s.Points, func(p report.Point) *uint64 { return p.MaxNs }, xpos, ypos)
+	v.P99, v.P99Dots = seriesPath(s.Points, func(p report.Point) *uint64 { return p.P99Ns }, xpos, ypos)
 	pts := make([][]any, 0, len(s.Points))
 	for _, p := range s.Points {
 		pts = append(pts, []any{math.Round(xpos(p.TNs)*10) / 10, seconds(float64(p.TNs) / 1e9), p.Count, us(p.MaxNs), us(p.P99Ns)})
@@ -316,6 +294,42 @@ func series(s *report.Series, slo *uint64) *seriesView {
 		v.SLO = &hline{Y: ys.pos(float64(*slo)), Label: "SLO " + units.Us(*slo) + " µs"}
 	}
 	return v
+}
+
+// seriesPath is the path data of one line of a series, broken where an
+// interval had no sample, and of the dots of its lone points: a point with
+// no neighbour to join draws nothing as a line (a 2 s run's intervals at
+// 1 s and 2.1 s around an empty one showed an empty chart), so it is a
+// dot ("h0.1" under a wide round line cap).
+func seriesPath(points []report.Point, get func(report.Point) *uint64, xpos, ypos func(uint64) float64) (line, dots string) {
+	var b, d strings.Builder
+	var lone string // the current piece's point while it is alone
+	run := 0        // points of the current piece of line
+	end := func() {
+		if run == 1 {
+			d.WriteString(lone + "h0.1")
+		}
+		run = 0
+	}
+	for _, p := range points {
+		val := get(p)
+		if val == nil {
+			end()
+			continue
+		}
+		at := f1(xpos(p.TNs)) + "," + f1(ypos(*val))
+		if run == 0 {
+			lone = "M" + at
+		} else {
+			if run == 1 {
+				b.WriteString(lone)
+			}
+			b.WriteString("L" + at)
+		}
+		run++
+	}
+	end()
+	return b.String(), d.String()
 }
 
 func seconds(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) + " s" }

@@ -154,3 +154,32 @@ func TestLegendTextOutsideSwatch(t *testing.T) {
 		}
 	}
 }
+
+// A point of a series with no neighbour (the intervals around it had no
+// sample) is drawn as a dot: a path of bare moves draws nothing, and a 2 s
+// run's chart with samples at 1 s and 2.1 s only was empty.
+func TestSeriesLonePointsDrawn(t *testing.T) {
+	v := func(ns uint64) *uint64 { return &ns }
+	pts := []report.Point{{TNs: 1, MaxNs: v(10)}, {TNs: 2}, {TNs: 3, MaxNs: v(20)}, {TNs: 4, MaxNs: v(30)}, {TNs: 5}, {TNs: 6, MaxNs: v(40)}}
+	id := func(ns uint64) float64 { return float64(ns) }
+	line, dots := seriesPath(pts, func(p report.Point) *uint64 { return p.MaxNs }, id, id)
+	if want := "M3.0,20.0L4.0,30.0"; line != want {
+		t.Errorf("seriesPath's line = %q, want %q", line, want)
+	}
+	if want := "M1.0,10.0h0.1M6.0,40.0h0.1"; dots != want {
+		t.Errorf("seriesPath's dots = %q, want %q", dots, want)
+	}
+	for name, page := range layoutPages(t) {
+		doc := parseHTML(t, page)
+		for _, p := range doc.all("path.line") {
+			if d := p.attr["d"]; !strings.ContainsAny(d, "Lh") {
+				t.Errorf("%s: path.%s %q draws nothing", name, p.attr["class"], d)
+			}
+		}
+		for _, svg := range doc.all("svg.series") {
+			if len(svg.all("path.line")) == 0 {
+				t.Errorf("%s: svg.series of %s without a line or a dot", name, svg.attr["data-metric"])
+			}
+		}
+	}
+}
