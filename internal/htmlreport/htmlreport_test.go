@@ -213,7 +213,7 @@ func checkPage(t *testing.T, doc *node, r *report.Report) {
 		if who := sec.first("span.who"); who == nil || who.textContent() != tk.Comm+"/"+strconv.Itoa(int(tk.TID)) {
 			t.Errorf("task %d: section names %q", tk.TID, sec.first("summary").textContent())
 		}
-		if sec.attr["data-health"] != tk.Health || !strings.Contains(sec.textContent(), tk.Headline) {
+		if sec.attr["data-health"] != string(tk.Health) || !strings.Contains(sec.textContent(), tk.Headline) {
 			t.Errorf("task %d: health %q, headline missing (want %s: %s)", tk.TID, sec.attr["data-health"], tk.Health, tk.Headline)
 		}
 		hists := map[string]*node{}

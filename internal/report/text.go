@@ -61,6 +61,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		state = "exited"
 	}
 	fmt.Fprintf(w, "== tid %d %s (pid %d), %s, CPUs %s, %s\n", t.TID, t.Comm, t.PID, t.Sched, t.CPUs, state)
+	if t.Health != "" {
+		fmt.Fprintf(w, "   %s: %s; %s\n", strings.ToUpper(string(t.Health)), t.HealthReason, t.Headline)
+	}
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}
