@@ -34,7 +34,8 @@ type TextOptions struct {
 func WriteFinal(w io.Writer, r *Report, o TextOptions) {
 	if o.Log != nil {
 		if ps := Check(r); len(ps) > 0 {
-			fmt.Fprintf(o.Log, "rtscope watch: warning: the report contradicts itself in %d place(s), a bug of rtscope's; the first: %s\n", len(ps), ps[0])
+			fmt.Fprintf(o.Log, "rtscope watch: warning: the report contradicts itself in %d place(s), a bug of rtscope's (--verbose lists them); the first: %.160s\n",
+				len(ps), ps[0])
 			if o.Verbose {
 				for _, p := range ps[1:] {
 					fmt.Fprintf(o.Log, "rtscope watch: warning: %s\n", p)
@@ -61,9 +62,9 @@ func WriteFinal(w io.Writer, r *Report, o TextOptions) {
 const headlinesShown = 20
 
 // HeadlineOrder is the tasks the worst first: those that fail or warn
-// (by judgement, then the real-time ones), then the real-time ones, then
-// the rest; within each, by judgement, priority (highest first), SLO
-// violations, else in report order.
+// (by judgement, then SLO violations), then the real-time ones, then the
+// rest; within each, by judgement, priority (highest first), else in
+// report order.
 func HeadlineOrder(tasks []*Task) []*Task {
 	order := make([]*Task, len(tasks))
 	copy(order, tasks)
@@ -81,14 +82,14 @@ func HeadlineOrder(tasks []*Task) []*Task {
 			return pa
 		case pa && a.Health.Rank() != b.Health.Rank():
 			return a.Health.Rank() > b.Health.Rank()
+		case pa && violations(a) != violations(b):
+			return violations(a) > violations(b)
 		case ranRT(a) != ranRT(b):
 			return ranRT(a)
 		case a.Health.Rank() != b.Health.Rank():
 			return a.Health.Rank() > b.Health.Rank()
-		case prio(a) != prio(b):
-			return prio(a) > prio(b)
 		}
-		return violations(a) > violations(b)
+		return prio(a) > prio(b)
 	})
 	return order
 }
@@ -110,8 +111,11 @@ func WriteHeadlines(w io.Writer, tasks []*Task) {
 		if t.NominalPeriodNs != nil {
 			period = "period " + units.Us(*t.NominalPeriodNs) + " us"
 		}
-		fmt.Fprintf(w, "  %-7s %-20s %-13s %-18s %s; %s\n", strings.ToUpper(string(t.Health)), who(t), t.Sched, period,
-			t.HealthReason, t.Headline)
+		why := t.HealthReason
+		if t.Headline != why {
+			why += "; " + t.Headline
+		}
+		fmt.Fprintf(w, "  %-7s %-20s %-13s %-18s %s\n", strings.ToUpper(string(t.Health)), who(t), t.Sched, period, why)
 	}
 	if len(rest) > 0 {
 		var parts []string
@@ -173,6 +177,9 @@ func writeWorstTable(w io.Writer, tasks []*Task) {
 	}
 	fmt.Fprintln(w)
 	for _, t := range tasks {
+		if samples(t) == 0 {
+			continue
+		}
 		fmt.Fprintf(w, "  %-20s", who(t))
 		for _, id := range cols {
 			v := units.Unset

@@ -198,7 +198,7 @@ func (f Finding) Line() string {
 	}
 	var tail []string
 	if f.Count > 0 {
-		tail = append(tail, fmt.Sprintf("%d SLO violations", f.Count))
+		tail = append(tail, plural(f.Count, "SLO violation"))
 	}
 	tail = append(tail, fmt.Sprintf("worst %s %s us", f.Metric, units.Us(f.ValueNs)))
 	if len(f.Metrics) > 1 {
