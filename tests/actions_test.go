@@ -95,10 +95,10 @@ func TestOnThresholdStops(t *testing.T) {
 	if n, _ := strconv.Atoi(safe(f, 1)); safe(f, 0) != "2" || n < 1 {
 		t.Errorf("--on-end saw %q; want status 2 and the violations", end)
 	}
-	if tk := r.Tasks[0]; tk.Health != "violated" || !strings.HasPrefix(tk.Headline, "latency ") {
-		t.Errorf("headline %s %q", tk.Health, tk.Headline)
+	if tk := r.Tasks[0]; tk.Health != "fail" || !strings.HasPrefix(tk.HealthReason, "latency ") {
+		t.Errorf("judgement %s %q", tk.Health, tk.HealthReason)
 	}
-	if !strings.Contains(text, "headline") || !strings.Contains(text, "VIOLATED") {
+	if !strings.Contains(text, "the worst first") || !strings.Contains(text, "FAIL") {
 		t.Errorf("text report has no headline:\n%s", text)
 	}
 	t.Logf("first violation noticed %v after it ended", time.Duration(th.Noticed))

@@ -19,7 +19,7 @@ import (
 func TestPeriodicLoop(t *testing.T) {
 	r, _ := watch(t, "--show", "control", "--", rtscope, "scenario", "run", "healthy-loop",
 		"--work", "1ms", "--period", "2ms", "--duration", "2s", "-q")
-	if r.Schema != "rtscope.watch/v1" {
+	if r.Schema != "rtscope.watch/v2" {
 		t.Errorf("schema %q", r.Schema)
 	}
 	c := r.task(t, "control")
@@ -180,7 +180,7 @@ func TestExitingTaskFinalReport(t *testing.T) {
 	if !tk.Exited {
 		t.Errorf("not marked exited")
 	}
-	if !strings.Contains(text, fmt.Sprintf("== tid %d sleep", cmd.Process.Pid)) || !strings.Contains(text, "exited") {
+	if !strings.Contains(text, fmt.Sprintf("sleep/%d", cmd.Process.Pid)) || !strings.Contains(text, "the worst first") {
 		t.Errorf("no final report in the output:\n%s", text)
 	}
 	if tk.metric(t, "latency").Count != 1 {
