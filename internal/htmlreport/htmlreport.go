@@ -172,16 +172,6 @@ func judged(t *report.Task) *report.Task {
 	return &c
 }
 
-func violations(t *report.Task) uint64 {
-	var n uint64
-	for _, m := range t.Metrics {
-		if m != nil && m.Violations != nil {
-			n += *m.Violations
-		}
-	}
-	return n
-}
-
 func schedSuffix(t *report.Task) string {
 	s := ""
 	if t.Sched != "" {
