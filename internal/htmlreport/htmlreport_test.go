@@ -164,6 +164,7 @@ func sampleReport(t *testing.T) *report.Report {
 	worker := report.FromStats(ws)
 	worker.Comm = evilComm
 	attach(t, worker, metric.Latency, twoCPUWindow(4242))
+	worker.Metrics["response"].WorstNote = "no window: while tasks run, each metric keeps the windows of its 16 largest maxima only"
 	report.Judge(worker)
 
 	idle := report.FromStats(&engine.TaskStats{Id: 3, Tid: 99, Pid: 99, Prio: 120})
@@ -529,5 +530,13 @@ func TestHistogramScale(t *testing.T) {
 	}
 	if histogram(make([]uint32, metric.Buckets), nil) != nil || histogram(nil, nil) != nil {
 		t.Error("a histogram of nothing")
+	}
+}
+
+// The sample report is consistent (report.Check), as every report a test
+// builds must be.
+func TestSampleReportConsistent(t *testing.T) {
+	for _, p := range report.Check(sampleReport(t)) {
+		t.Errorf("report check: %s", p)
 	}
 }

@@ -34,6 +34,19 @@ const (
 	InvRuledOutAbsent = "ruled-out-absent"
 )
 
+// PendingElsewhere are the invariants whose violations on real runs come
+// from outside the report layer, each with where its fix lies: tests of
+// real runs log them instead of failing (the recorded fixtures list them
+// one by one, testdata/check-known.txt). Delete an entry when its fix
+// lands.
+var PendingElsewhere = map[string]string{
+	InvOverrunsIterations: "the BPF engine's overrun count (issue 36 item 4)",
+	InvNoOverrunTooLong:   "the start-up iteration, not yet excluded (issue 36 item 4)",
+	InvCounterVerdict:     "the BPF overrun count and the analysis' period verdicts (issue 36 item 4)",
+	InvBoostLabelled:      "the analysis' verdicts, which name a boosted priority as the task's own",
+	InvRuledOutAbsent:     "the analysis' ruled-out list",
+}
+
 // Problem is one violated invariant of a report: a bug of rtscope's, in
 // the report layer or in what feeds it.
 type Problem struct {
@@ -61,6 +74,20 @@ func Check(r *Report) []Problem {
 		ps = append(ps, checkTask(r, t)...)
 	}
 	return ps
+}
+
+// CheckSplit is Check's problems in two: those of the report layer (bugs
+// to fail a test on) and those PendingElsewhere (to log until their fix
+// lands), for tests of real runs.
+func CheckSplit(r *Report) (bugs, pending []Problem) {
+	for _, p := range Check(r) {
+		if _, ok := PendingElsewhere[p.Invariant]; ok {
+			pending = append(pending, p)
+		} else {
+			bugs = append(bugs, p)
+		}
+	}
+	return bugs, pending
 }
 
 func checkTask(r *Report, t *Task) []Problem {
