@@ -159,17 +159,22 @@ func Findings(t *Task) []Finding {
 	return out
 }
 
+// causeLongSleep is the analysis' cause of a timer armed more than a
+// period ahead: a sleep the task asked for, no cost.
+const causeLongSleep = "long-sleep"
+
 // beyond tells whether m's worst case (analysed) is a finding: a priority
 // inversion always; else a maximum over its SLO or, for a periodic task,
 // over its period (a period or iteration, which hold a sleep, over 1.5
-// periods; jitter never). A verdict that says "no overrun" is none.
+// periods; jitter never). A verdict that says "no overrun", or a sleep
+// the task asked for (long-sleep), is none.
 func beyond(t *Task, m *Metric) bool {
 	switch {
 	case m.Cause == "" || m.Verdict == "" || m.MaxNs == nil:
 		return false
 	case m.Cause == causePriorityInversion:
 		return true
-	case strings.HasPrefix(m.Verdict, "no overrun"):
+	case strings.HasPrefix(m.Verdict, "no overrun") || m.Cause == causeLongSleep:
 		return false
 	case m.SLONs != nil:
 		return *m.MaxNs > *m.SLONs
