@@ -193,10 +193,11 @@ func hygieneWarnings(t *Task) []string {
 	if f := t.Hygiene[HygieneMinorFaults] + t.Hygiene[HygieneMajorFaults]; f > 0 {
 		out = append(out, fmt.Sprintf("%d page faults of a real-time task", f))
 	}
-	// One relative sleep is the start-up's; a loop whose sleeps are
-	// relative (a tenth or more of its timer releases) drifts by its work.
-	if n := t.Hygiene["relative_timer_sleeps"]; n > 0 && n*10 >= t.Counters.TimerReleases {
-		out = append(out, fmt.Sprintf("%d relative timer sleeps (the period drifts)", n))
+	// One relative sleep is the start-up's; a periodic loop whose sleeps
+	// are relative (a tenth or more of its timer releases) drifts by its
+	// work. A task without a period has no period to drift.
+	if n := t.Hygiene["relative_timer_sleeps"]; n > 0 && t.NominalPeriodNs != nil && n*10 >= t.Counters.TimerReleases {
+		out = append(out, plural(n, "relative timer sleep")+" (the period drifts)")
 	}
 	if n := t.Hygiene["futex_waits_without_pi"]; n > 0 && inversionSeen(t) {
 		out = append(out, "a mutex without priority inheritance, and a priority inversion seen")
