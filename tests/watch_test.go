@@ -450,10 +450,10 @@ func TestLiveTable(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	text := string(out)
-	if n := strings.Count(text, "rtscope watch: 1 task(s)"); n < 2 {
+	if n := strings.Count(text, "elapsed, max in us"); n < 2 {
 		t.Errorf("%d live tables in 1.5 s at 300 ms:\n%s", n, text)
 	}
-	for _, want := range []string{"METRIC", "COUNT", "control", "FIFO 80", "latency", "times in us"} {
+	for _, want := range []string{"LATENCY", "CYCLE", "VIOL", "control", "FIFO 80"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("live table lacks %q", want)
 		}

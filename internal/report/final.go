@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/units"
 )
 
@@ -159,15 +158,7 @@ func writeFindings(w io.Writer, tasks []*Task) {
 // writeWorstTable prints the worst case (max) of each metric, a row a task,
 // a column a metric that any of them measured.
 func writeWorstTable(w io.Writer, tasks []*Task) {
-	var cols []metric.ID
-	for _, id := range metric.All() {
-		for _, t := range tasks {
-			if m := t.Metrics[id.String()]; m != nil && m.Count > 0 {
-				cols = append(cols, id)
-				break
-			}
-		}
-	}
+	cols := measured(tasks)
 	if len(cols) == 0 {
 		return
 	}
