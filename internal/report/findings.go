@@ -45,6 +45,7 @@ type facts struct {
 	} `json:"breakdown"`
 	Inversion *struct {
 		BlockedNs uint64 `json:"blocked_ns"`
+		Inverted  bool   `json:"inverted"`
 	} `json:"priority_inversion"`
 	RuledOut []string `json:"ruled_out"`
 }

@@ -211,10 +211,14 @@ func hygieneWarnings(t *Task) []string {
 // causePriorityInversion is the analysis' cause of a priority inversion.
 const causePriorityInversion = "priority-inversion"
 
-// inversionSeen tells whether a window of t was a priority inversion.
+// inversionSeen tells whether a window of t held a priority inversion:
+// its cause, or one the analysis found beside another cause.
 func inversionSeen(t *Task) bool {
 	for _, m := range t.Metrics {
 		if m.Cause == causePriorityInversion {
+			return true
+		}
+		if f := factsOf(m.Analysis); f.Inversion != nil && f.Inversion.Inverted {
 			return true
 		}
 		if m.ViolationCauses != nil {

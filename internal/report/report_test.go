@@ -178,6 +178,11 @@ func TestJudge(t *testing.T) {
 	inversion := judgeCase(func(s *engine.TaskStats) { noSLO(s); many(s); s.Hygiene[0] = 0 })
 	inversion.Hygiene["futex_waits_without_pi"] = 3 // from the traces (internal/explain)
 	inversion.Metrics["latency"].Cause = causePriorityInversion
+	// An inversion the analysis found under another dominant cause counts.
+	beside := judgeCase(func(s *engine.TaskStats) { noSLO(s); many(s); s.Hygiene[0] = 0 })
+	beside.Hygiene["futex_waits_without_pi"] = 1
+	beside.Metrics["latency"].Cause = "interference"
+	beside.Metrics["latency"].Analysis = Decoded{"priority_inversion": map[string]any{"inverted": true, "blocked_ns": 5000.0}}
 	for _, c := range []struct {
 		name           string
 		task           *Task
@@ -224,6 +229,8 @@ func TestJudge(t *testing.T) {
 			s.NominalPeriod, s.Hygiene[0] = 0, 0
 		}), HealthOK, "no finding in 10 wakeups (no SLO, no period)", "worst latency 10.0 us in 100"},
 		{"a mutex without PI and an inversion seen", inversion, HealthWarn,
+			"a mutex without priority inheritance, and a priority inversion seen", "worst latency 10.0 us in 100"},
+		{"an inversion beside another cause", beside, HealthWarn,
 			"a mutex without priority inheritance, and a priority inversion seen", "worst latency 10.0 us in 100"},
 	} {
 		Judge(c.task)
