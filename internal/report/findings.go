@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -196,8 +197,9 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// Line is the finding as the text report prints it: its text, then how
-// often, which metrics, and the worst instance.
+// Line is the finding as the text report prints it: its text without the
+// causes it ruled out, then how often, which metrics, and the worst
+// instance.
 func (f Finding) Line() string {
 	if f.Cause == CauseHygiene {
 		return f.Text
@@ -216,5 +218,9 @@ func (f Finding) Line() string {
 		}
 		tail = append(tail, "also "+strings.Join(others, ", "))
 	}
-	return fmt.Sprintf("%s (%s)", f.Text, strings.Join(tail, "; "))
+	return fmt.Sprintf("%s (%s)", ruledOut.ReplaceAllString(f.Text, ""), strings.Join(tail, "; "))
 }
+
+// ruledOut is a verdict's list of the causes it ruled out: evidence for
+// --verbose (and the JSON's text), not the finding.
+var ruledOut = regexp.MustCompile(`; ruled out: [^;]*`)
