@@ -292,8 +292,12 @@ func shellJoin(argv []string) string {
 }
 
 func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
+	why := t.HealthReason
+	if t.Headline != why {
+		why += "; " + t.Headline
+	}
 	tv := &taskView{Anchor: anchor, Who: fmt.Sprintf("%s/%d", t.Comm, t.TID), Health: string(t.Health),
-		Headline: t.HealthReason + "; " + t.Headline, Open: ntasks <= openTasks || t.Health == report.HealthFail}
+		Headline: why, Open: ntasks <= openTasks || t.Health == report.HealthFail}
 	state := "running"
 	if t.Exited {
 		state = "exited"
