@@ -200,7 +200,9 @@ func TestCheckFixtures(t *testing.T) {
 		}
 	}
 	if updating() {
-		if err := os.WriteFile(knownProblems, []byte(strings.Join(found, "\n")+"\n"), 0o644); err != nil {
+		head := "# report.Check's problems in the recorded reports whose fix lies outside the report layer\n" +
+			"# (report.PendingElsewhere says where); TestCheckFixtures. Delete a line when its fix lands.\n"
+		if err := os.WriteFile(knownProblems, []byte(head+strings.Join(found, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
