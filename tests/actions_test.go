@@ -66,7 +66,7 @@ func TestOnThresholdStops(t *testing.T) {
 	r, text := watch(t, "-d", "60s", "--slo", "latency=1ns",
 		"--on-threshold", "trace,file="+d+"/v.json",
 		"--on-threshold", `shell,command=env | grep ^RTSCOPE_ > `+d+`/env; cp "$RTSCOPE_JSON" `+d+`/copy.json`,
-		"--on-end", `shell,command=echo "$RTSCOPE_STATUS $RTSCOPE_VIOLATIONS" > `+d+`/end; test -s "$RTSCOPE_JSON"`,
+		"--on-end", `shell,command=echo "$RTSCOPE_STATUS $RTSCOPE_VIOLATIONS $RTSCOPE_HEALTH" > `+d+`/end; test -s "$RTSCOPE_JSON"`,
 		"--", "sh", "-c", "while :; do sleep 0.01; done")
 	if r.Command == nil || !r.Command.StoppedByRtscope || r.DurationNs >= uint64(60*time.Second) {
 		t.Fatalf("watch did not stop at the violation (command %+v, %v)\n%s", r.Command, time.Duration(r.DurationNs), text)
@@ -92,13 +92,13 @@ func TestOnThresholdStops(t *testing.T) {
 	}
 	end, _ := os.ReadFile(d + "/end")
 	f := strings.Fields(string(end))
-	if n, _ := strconv.Atoi(safe(f, 1)); safe(f, 0) != "2" || n < 1 {
-		t.Errorf("--on-end saw %q; want status 2 and the violations", end)
+	if n, _ := strconv.Atoi(safe(f, 1)); safe(f, 0) != "2" || n < 1 || safe(f, 2) != "fail" {
+		t.Errorf("--on-end saw %q; want status 2, the violations and health fail", end)
 	}
-	if tk := r.Tasks[0]; tk.Health != "violated" || !strings.HasPrefix(tk.Headline, "latency ") {
-		t.Errorf("headline %s %q", tk.Health, tk.Headline)
+	if tk := r.Tasks[0]; tk.Health != "fail" || !strings.HasPrefix(tk.HealthReason, "latency ") {
+		t.Errorf("judgement %s %q", tk.Health, tk.HealthReason)
 	}
-	if !strings.Contains(text, "headline") || !strings.Contains(text, "VIOLATED") {
+	if !strings.Contains(text, "the worst first") || !strings.Contains(text, "FAIL") {
 		t.Errorf("text report has no headline:\n%s", text)
 	}
 	t.Logf("first violation noticed %v after it ended", time.Duration(th.Noticed))

@@ -45,7 +45,7 @@ func TestHTMLFromTheCLI(t *testing.T) {
 		if who := html.EscapeString(fmt.Sprintf("%s/%d", tk.Comm, tk.TID)); !strings.Contains(page, who) {
 			t.Errorf("task %s not on the page", who)
 		}
-		if i < len(sections) && tk.Health == "violated" && !strings.Contains(page, `data-health="violated"`) {
+		if i < len(sections) && tk.Health == "fail" && !strings.Contains(page, `data-health="fail"`) {
 			t.Errorf("task %s/%d violated its SLO; no section says so", tk.Comm, tk.TID)
 		}
 	}

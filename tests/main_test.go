@@ -68,7 +68,9 @@ type task struct {
 	Counters map[string]uint64  `json:"counters"`
 	Metrics  map[string]*metric `json:"metrics"`
 	Health   string             `json:"health"`
-	Headline string             `json:"headline"`
+	// HealthReason says why in one phrase.
+	HealthReason string `json:"health_reason"`
+	Headline     string `json:"headline"`
 }
 
 type metric struct {

@@ -19,7 +19,7 @@ import (
 func TestPeriodicLoop(t *testing.T) {
 	r, _ := watch(t, "--show", "control", "--", rtscope, "scenario", "run", "healthy-loop",
 		"--work", "1ms", "--period", "2ms", "--duration", "2s", "-q")
-	if r.Schema != "rtscope.watch/v1" {
+	if r.Schema != "rtscope.watch/v2" {
 		t.Errorf("schema %q", r.Schema)
 	}
 	c := r.task(t, "control")
@@ -180,7 +180,7 @@ func TestExitingTaskFinalReport(t *testing.T) {
 	if !tk.Exited {
 		t.Errorf("not marked exited")
 	}
-	if !strings.Contains(text, fmt.Sprintf("== tid %d sleep", cmd.Process.Pid)) || !strings.Contains(text, "exited") {
+	if !strings.Contains(text, fmt.Sprintf("sleep/%d", cmd.Process.Pid)) || !strings.Contains(text, "the worst first") {
 		t.Errorf("no final report in the output:\n%s", text)
 	}
 	if tk.metric(t, "latency").Count != 1 {
@@ -450,10 +450,10 @@ func TestLiveTable(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	text := string(out)
-	if n := strings.Count(text, "rtscope watch: 1 task(s)"); n < 2 {
+	if n := strings.Count(text, "elapsed, max in us"); n < 2 {
 		t.Errorf("%d live tables in 1.5 s at 300 ms:\n%s", n, text)
 	}
-	for _, want := range []string{"METRIC", "COUNT", "control", "FIFO 80", "latency", "times in us"} {
+	for _, want := range []string{"LATENCY", "CYCLE", "VIOL", "control", "FIFO 80"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("live table lacks %q", want)
 		}

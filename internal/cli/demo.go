@@ -41,6 +41,7 @@ func runDemo(args []string) int {
 	*dur = 5 * time.Second
 	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "how long each scenario runs: `time`[s|m], seconds without a unit")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case")
+	verbose := fs.BoolP("verbose", "v", false, "print every task's full tables and each metric's verdict with its evidence")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -56,7 +57,7 @@ func runDemo(args []string) int {
 	}
 	ctx, stop := stopSignals()
 	defer stop()
-	d := demo{ctx: ctx, dur: *dur, traces: *traces, out: os.Stdout}
+	d := demo{ctx: ctx, dur: *dur, traces: *traces, verbose: *verbose, out: os.Stdout}
 	if fs.NArg() == 1 {
 		s, err := scenario.Get(fs.Arg(0))
 		if err != nil {
@@ -86,10 +87,11 @@ func runDemo(args []string) int {
 }
 
 type demo struct {
-	ctx    context.Context
-	dur    time.Duration
-	traces bool
-	out    io.Writer
+	ctx     context.Context
+	dur     time.Duration
+	traces  bool
+	verbose bool
+	out     io.Writer
 }
 
 // watch runs scenario s (this executable, 'scenario run') under watch and
@@ -107,6 +109,7 @@ func (d *demo) watch(s *scenario.Scenario, flags ...string) (*report.Report, err
 		Duration: d.dur + 30*time.Second, // the scenario ends first
 		Quiet:    true,
 		Traces:   d.traces,
+		Verbose:  d.verbose,
 		Show:     s.Threads(),
 		Out:      d.out,
 		Analyze:  analyzer(),

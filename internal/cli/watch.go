@@ -46,7 +46,14 @@ exited (never by itself with --comm).
 
 Exit status (the first that applies): 1 on an error of rtscope's own; the
 launched COMMAND's status when it failed by itself (128+N if signal N killed
-it); 2 when an SLO was violated; else 0.
+it); 2 when an SLO was violated, or with --fail-on when a task was judged
+that bad or worse; else 0.
+
+The report leads with the answer: a line per task with its judgement (OK,
+WARN, FAIL, UNKNOWN) and why, the findings one per cause, the costliest
+first, and each metric's worst case. With SLOs, the SLOs judge; without, a
+periodic task fails when it misses its period, real-time hygiene findings
+warn, and too few events are unknown.
 
 Flags:
 `
@@ -58,7 +65,8 @@ value, SLO, verdict, window); at --on-end, the report (default
 rtscope_report.json). Shell commands see RTSCOPE_JSON (that document, or
 --json's file at the end), RTSCOPE_VERDICT, RTSCOPE_TID, RTSCOPE_COMM,
 RTSCOPE_METRIC, RTSCOPE_VALUE_NS, RTSCOPE_THRESHOLD_NS, RTSCOPE_CAUSE; at the
-end RTSCOPE_STATUS (the exit status), RTSCOPE_VIOLATIONS. Example:
+end RTSCOPE_STATUS (the exit status), RTSCOPE_VIOLATIONS, RTSCOPE_HEALTH (the
+worst judgement: ok, unknown, warn or fail). Example:
   rtscope watch --pid $(pidof ctl) --slo cycle=1ms \
     --on-threshold trace,file=miss.json --on-threshold signal,num=USR1,pid=parent
 `
@@ -79,7 +87,9 @@ func runWatch(args []string) int {
 	perfettoPath := fs.String("perfetto", "", "write every worst-case and violation window as a Perfetto trace to FILE (open it in ui.perfetto.dev)")
 	htmlPath := fs.String("html", "", "write the report as one self-contained HTML page to FILE: histograms, each metric over time, worst-case timelines and verdicts")
 	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
-	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report")
+	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report (implies --verbose)")
+	verbose := fs.BoolP("verbose", "v", false, "print every task's full tables and each metric's verdict with its evidence")
+	failOn := fs.String("fail-on", "", "exit 2 also when a task is judged `warn` (or worse) or fail; default: only on SLO violations")
 	engineKind := fs.String("engine", engine.EngineAuto, "BPF engine: btf (tp_btf, needs kernel BTF) or classic (classic tracepoints, for kernels without BTF); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
 	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
 	traceEvents := fs.Uint32("trace-events", 0, "flight recorder depth per CPU, a power of two (48 bytes an event); 0: 8192 up to 2 CPUs, halved as the CPUs double, at least 2048")
@@ -116,8 +126,16 @@ func runWatch(args []string) int {
 	if *stackAfter < 0 {
 		return Fail("watch", fmt.Errorf("--stack-after %v: want a duration >= 0", *stackAfter))
 	}
+	var failHealth report.Health
+	if *failOn != "" {
+		h, err := report.ParseHealth(*failOn)
+		if err != nil || (h != report.HealthWarn && h != report.HealthFail) {
+			return Fail("watch", fmt.Errorf("--fail-on %q: want warn or fail", *failOn))
+		}
+		failHealth = h
+	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
-		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
+		NoTrace: *noTrace, Traces: *traces, Verbose: *verbose, FailOn: failHealth, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
 		Show: *show, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
 	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
 	o.Series = *htmlPath != "" // the page draws each metric over time

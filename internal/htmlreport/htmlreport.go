@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -86,6 +85,7 @@ type kv struct{ Key, Value string }
 
 type headlineView struct {
 	Health, Who, Headline, Anchor string
+	Findings                      []string // one per cause, the costliest first
 }
 
 type taskView struct {
@@ -118,7 +118,7 @@ type metricView struct {
 	Worst              *windowView
 }
 
-// openTasks: with more tasks than this (watch -- make), only the violated
+// openTasks: with more tasks than this (watch -- make), only the failed
 // ones start unfolded, so that the page opens on what matters.
 const openTasks = 20
 
@@ -142,47 +142,34 @@ func build(r *report.Report) *pageView {
 	for i, t := range tasks {
 		v.Tasks = append(v.Tasks, taskOf(t, "task-"+strconv.Itoa(i), len(tasks)))
 	}
-	// Headlines as the text report orders them: the violated first, most
-	// violations first, then the others in report order.
-	order := make([]int, len(tasks))
-	for i := range order {
-		order[i] = i
+	// Headlines as the text report orders them: the worst judgement first,
+	// then the real-time ones, then by violations.
+	index := make(map[*report.Task]int, len(tasks))
+	for i, t := range tasks {
+		index[t] = i
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := tasks[order[i]], tasks[order[j]]
-		va, vb := a.Health == report.HealthViolated, b.Health == report.HealthViolated
-		if va != vb {
-			return va
-		}
-		return va && violations(a) > violations(b)
-	})
-	for _, i := range order {
+	for _, t := range report.HeadlineOrder(tasks) {
+		i := index[t]
 		tv := v.Tasks[i]
-		v.Headlines = append(v.Headlines, headlineView{Health: tv.Health, Who: tv.Who + schedSuffix(tasks[i]),
-			Headline: tv.Headline, Anchor: "#" + tv.Anchor})
+		hv := headlineView{Health: tv.Health, Who: tv.Who + schedSuffix(tasks[i]), Headline: tv.Headline, Anchor: "#" + tv.Anchor}
+		for _, f := range t.Findings {
+			hv.Findings = append(hv.Findings, f.Line())
+		}
+		v.Headlines = append(v.Headlines, hv)
 	}
 	return v
 }
 
 // judged returns t with its health set: a copy judged here when the caller
-// did not (the report is not changed).
+// did not, or judged with a word of an older schema (the report is not
+// changed).
 func judged(t *report.Task) *report.Task {
-	if t.Health != "" {
+	if t.Health.Known() {
 		return t
 	}
 	c := *t
 	report.Judge(&c)
 	return &c
-}
-
-func violations(t *report.Task) uint64 {
-	var n uint64
-	for _, m := range t.Metrics {
-		if m != nil && m.Violations != nil {
-			n += *m.Violations
-		}
-	}
-	return n
 }
 
 func schedSuffix(t *report.Task) string {
@@ -305,8 +292,12 @@ func shellJoin(argv []string) string {
 }
 
 func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
-	tv := &taskView{Anchor: anchor, Who: fmt.Sprintf("%s/%d", t.Comm, t.TID), Health: t.Health, Headline: t.Headline,
-		Open: ntasks <= openTasks || t.Health == report.HealthViolated}
+	why := t.HealthReason
+	if t.Headline != why {
+		why += "; " + t.Headline
+	}
+	tv := &taskView{Anchor: anchor, Who: fmt.Sprintf("%s/%d", t.Comm, t.TID), Health: string(t.Health),
+		Headline: why, Open: ntasks <= openTasks || t.Health == report.HealthFail}
 	state := "running"
 	if t.Exited {
 		state = "exited"

@@ -164,6 +164,7 @@ func sampleReport(t *testing.T) *report.Report {
 	worker := report.FromStats(ws)
 	worker.Comm = evilComm
 	attach(t, worker, metric.Latency, twoCPUWindow(4242))
+	worker.Metrics["response"].WorstNote = "no window: while tasks run, each metric keeps the windows of its 16 largest maxima only"
 	report.Judge(worker)
 
 	idle := report.FromStats(&engine.TaskStats{Id: 3, Tid: 99, Pid: 99, Prio: 120})
@@ -213,7 +214,7 @@ func checkPage(t *testing.T, doc *node, r *report.Report) {
 		if who := sec.first("span.who"); who == nil || who.textContent() != tk.Comm+"/"+strconv.Itoa(int(tk.TID)) {
 			t.Errorf("task %d: section names %q", tk.TID, sec.first("summary").textContent())
 		}
-		if sec.attr["data-health"] != tk.Health || !strings.Contains(sec.textContent(), tk.Headline) {
+		if sec.attr["data-health"] != string(tk.Health) || !strings.Contains(sec.textContent(), tk.Headline) {
 			t.Errorf("task %d: health %q, headline missing (want %s: %s)", tk.TID, sec.attr["data-health"], tk.Health, tk.Headline)
 		}
 		hists := map[string]*node{}
@@ -542,5 +543,13 @@ func TestHistogramScale(t *testing.T) {
 	}
 	if histogram(make([]uint32, metric.Buckets), nil) != nil || histogram(nil, nil) != nil {
 		t.Error("a histogram of nothing")
+	}
+}
+
+// The sample report is consistent (report.Check), as every report a test
+// builds must be.
+func TestSampleReportConsistent(t *testing.T) {
+	for _, p := range report.Check(sampleReport(t)) {
+		t.Errorf("report check: %s", p)
 	}
 }

@@ -880,6 +880,9 @@ func TestWindowsOfReport(t *testing.T) {
 		}},
 		{TID: 200, PID: 200, Comm: "idle-task", Metrics: map[string]*report.Metric{"latency": {}}},
 	}}
+	for _, p := range report.Check(r) {
+		t.Errorf("report check: %s", p)
+	}
 	ws := perfetto.Windows(r)
 	want := []struct {
 		title, verdict, cause string

@@ -1,6 +1,6 @@
 // Package report builds rtscope's per-task reports from the engine's
 // statistics and renders them as text (live table, final report) and JSON
-// (schema rtscope.watch/v1, documented in docs/json.md).
+// (schema rtscope.watch/v2, documented in docs/json.md).
 package report
 
 import (
@@ -20,7 +20,7 @@ import (
 )
 
 // Schema names the JSON layout; it changes only with a new version.
-const Schema = "rtscope.watch/v1"
+const Schema = "rtscope.watch/v2"
 
 // Report is the result of one watch.
 type Report struct {
@@ -34,6 +34,9 @@ type Report struct {
 	Monitor    *Monitor `json:"monitor"`           // rtscope's own share of the windows; null without analysis
 	Command    *Command `json:"command,omitempty"` // watch -- CMD: how it ended
 	Actions    *Actions `json:"actions,omitempty"` // with --on-threshold
+	// FailOn is the judgement (--fail-on warn|fail) from which a task
+	// makes the exit status 2, beside SLO violations; empty: only these.
+	FailOn Health `json:"fail_on,omitempty"`
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
 	Housekeeping *Housekeeping `json:"housekeeping"`
 	Tasks        []*Task       `json:"tasks"`
@@ -222,10 +225,14 @@ type Task struct {
 	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
 	// a policy change); null when unread.
 	TimerSlackNs *uint64 `json:"timer_slack_ns"`
-	// Health is ok, violated, no-slo or no-samples; Headline says why in
-	// one line (Judge).
-	Health   string `json:"health"`
-	Headline string `json:"headline"`
+	// Health is the task's judgement (ok, warn, fail, unknown) and
+	// HealthReason why, in one phrase; Headline is its worst metric against
+	// its SLO or period; Findings its causes, one per cause, ranked by the
+	// time they cost it (Judge).
+	Health       Health    `json:"health"`
+	HealthReason string    `json:"health_reason"`
+	Headline     string    `json:"headline"`
+	Findings     []Finding `json:"findings"`
 
 	id uint64
 }

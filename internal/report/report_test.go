@@ -150,62 +150,109 @@ func TestFinalTextGolden(t *testing.T) {
 
 func intp(v int) *int { return &v }
 
-func TestHeadline(t *testing.T) {
-	violated := FromStats(sampleStats())
+// judgeCase is a task built from sampleStats (FIFO 80, 2 ms period, 4
+// latency samples, one over its 20 us SLO, 2 relative sleeps in 9
+// releases), changed by edit.
+func judgeCase(edit func(s *engine.TaskStats)) *Task {
+	s := sampleStats()
+	if edit != nil {
+		edit(s)
+	}
+	return FromStats(s)
+}
+
+func noSLO(s *engine.TaskStats) { s.M[metric.Latency].Slo, s.M[metric.Latency].Violations = 0, 0 }
+
+// many gives the task 100 latency samples of 10 us, none over its SLO.
+func many(s *engine.TaskStats) {
+	l := &s.M[metric.Latency]
+	*l = engine.MetricStats{Count: 100, Sum: 1000000, Min: 10000, Max: 10000, Slo: l.Slo}
+	l.Hist[metric.Bucket(10000)] = 100
+}
+
+func TestJudge(t *testing.T) {
+	violated := judgeCase(nil)
 	violated.Metrics["latency"].ViolationCauses = &Violations{Total: 1, Analysed: 1, Causes: []*ViolationCause{
-		{Cause: "interference", Culprit: "hog/99 (FIFO 90)", Count: 1, Percent: 100}}}
-	worstOnly := FromStats(sampleStats())
-	worstOnly.Metrics["latency"].Cause = "hypervisor"
-	keptStats := sampleStats()
-	keptStats.M[metric.Latency].Violations, keptStats.M[metric.Latency].Max = 0, 15000
-	kept := FromStats(keptStats)
-	noSLOStats := sampleStats()
-	noSLOStats.M[metric.Latency].Slo, noSLOStats.M[metric.Latency].Violations = 0, 0
-	noSLO := FromStats(noSLOStats)
-	noSLO.Metrics["latency"].Cause = "interference"
-	twoStats := sampleStats()
-	cyc := &twoStats.M[metric.Cycle]
-	cyc.Count, cyc.Sum, cyc.Min, cyc.Max, cyc.Slo, cyc.Violations = 4, 4000, 1000, 1000, 900, 4
-	two := FromStats(twoStats)
-	// A loop that never sleeps: no SLO, only its armings tell its overruns.
-	overStats := sampleStats()
-	overStats.M[metric.Latency].Slo, overStats.M[metric.Latency].Violations = 0, 0
-	overStats.Overruns = 1999
-	it := &overStats.M[metric.Iteration]
-	it.Count, it.Sum, it.Min, it.Max = 1999, 1999*1520000, 1500000, 1600000
-	over := FromStats(overStats)
-	over.Metrics["iteration"].Cause = "overrun"
+		{Cause: "interference", Culprit: "hog/99 (FIFO 90)", Count: 1, Percent: 100,
+			Example: &ViolationExample{ValueNs: 30000, Verdict: "interference by a higher priority: hog/99 (FIFO 90) ran"}}}}
+	inversion := judgeCase(func(s *engine.TaskStats) { noSLO(s); many(s); s.Hygiene[0] = 0 })
+	inversion.Hygiene["futex_waits_without_pi"] = 3 // from the traces (internal/explain)
+	inversion.Metrics["latency"].Cause = causePriorityInversion
+	// An inversion the analysis found under another dominant cause counts.
+	beside := judgeCase(func(s *engine.TaskStats) { noSLO(s); many(s); s.Hygiene[0] = 0 })
+	beside.Hygiene["futex_waits_without_pi"] = 1
+	beside.Metrics["latency"].Cause = "interference"
+	beside.Metrics["latency"].Analysis = Decoded{"priority_inversion": map[string]any{"inverted": true, "blocked_ns": 5000.0}}
 	for _, c := range []struct {
-		name   string
-		task   *Task
-		health string
-		line   string
+		name           string
+		task           *Task
+		health         Health
+		reason, headln string
 	}{
-		{"violated, causes analysed", violated, HealthViolated,
-			"latency 1 of 4 over 20.0 us (25.0%); top cause interference: hog/99 (FIFO 90) (100% of 1 explained)"},
-		{"violated, worst case only", worstOnly, HealthViolated, "latency 1 of 4 over 20.0 us (25.0%); worst case: hypervisor"},
-		{"most violated metric first", two, HealthViolated,
-			"cycle 4 of 4 over 0.9 us (100.0%); causes not analysed; also latency 1"},
-		{"kept", kept, HealthOK, "every SLO kept: latency worst 15.0 of 20.0 us in 4"},
-		{"no SLO", noSLO, HealthNoSLO, "worst latency 30.0 us in 4, mostly interference (set --slo to judge it)"},
-		{"nothing measured", Placeholder(1, 77), HealthNoSamples, "no samples"},
-		{"overruns", over, HealthNoSLO,
-			"worst latency 30.0 us in 4 (set --slo to judge it); 1999 overruns (missed deadlines) in 1999 iterations, worst iteration: overrun"},
+		{"SLO violated", violated, HealthFail, "latency 1 of 4 over its 20.0 us SLO (25.0%)",
+			"worst latency 30.0 us against its 20.0 us SLO"},
+		{"SLOs kept decide, whatever the hygiene", judgeCase(func(s *engine.TaskStats) { s.M[metric.Latency].Violations = 0 }),
+			HealthOK, "every SLO kept", "worst latency 30.0 us against its 20.0 us SLO"},
+		{"no SLO, a loop sleeping relative", judgeCase(noSLO), HealthWarn, "2 relative timer sleeps (the period drifts)",
+			"worst latency 30.0 us in 4"},
+		{"no SLO, too few events", judgeCase(func(s *engine.TaskStats) { noSLO(s); s.Hygiene[0] = 0 }), HealthUnknown,
+			"too few events to judge (4 samples)", "worst latency 30.0 us in 4"},
+		{"nothing measured", Placeholder(1, 77), HealthUnknown, "no samples", "no samples"},
+		{"overruns fail a periodic task", judgeCase(func(s *engine.TaskStats) {
+			noSLO(s)
+			s.Overruns = 1999
+			it := &s.M[metric.Iteration]
+			it.Count, it.Sum, it.Min, it.Max = 1999, 1999*1520000, 1500000, 1600000
+		}), HealthFail, "missed its period 1999 times in 1999 iterations", "worst latency 30.0 us in 4"},
+		{"more overruns than iterations: unknown", judgeCase(func(s *engine.TaskStats) {
+			noSLO(s)
+			s.Overruns = 43272049
+			s.M[metric.Iteration].Count = 4166
+		}), HealthUnknown, "43272049 overruns counted in 4166 iterations: its period is not credible", "worst latency 30.0 us in 4"},
+		{"a cycle beyond the period without an overrun warns", judgeCase(func(s *engine.TaskStats) {
+			noSLO(s)
+			many(s)
+			s.Hygiene[0] = 0
+			c := &s.M[metric.Cycle]
+			c.Count, c.Sum, c.Min, c.Max = 100, 100*500000, 400000, 2600000
+		}), HealthWarn, "cycle 2600.0 us beyond its period, no overrun counted", "worst cycle 2600.0 us, 1.30 of its period"},
+		{"a periodic task without finding", judgeCase(func(s *engine.TaskStats) {
+			noSLO(s)
+			many(s)
+			s.Hygiene[0] = 0
+			c := &s.M[metric.Cycle]
+			c.Count, c.Sum, c.Min, c.Max = 100, 100*500000, 400000, 600000
+		}), HealthOK, "kept its period in 100 iterations", "worst cycle 600.0 us, 0.30 of its period"},
+		{"an aperiodic task without finding", judgeCase(func(s *engine.TaskStats) {
+			noSLO(s)
+			many(s)
+			s.NominalPeriod, s.Hygiene[0] = 0, 0
+		}), HealthOK, "no finding in 10 wakeups (no SLO, no period)", "worst latency 10.0 us in 100"},
+		{"a mutex without PI and an inversion seen", inversion, HealthWarn,
+			"a mutex without priority inheritance, and a priority inversion seen", "worst latency 10.0 us in 100"},
+		{"an inversion beside another cause", beside, HealthWarn,
+			"a mutex without priority inheritance, and a priority inversion seen", "worst latency 10.0 us in 100"},
 	} {
 		Judge(c.task)
-		if c.task.Health != c.health || c.task.Headline != c.line {
-			t.Errorf("%s: got %s %q, want %s %q", c.name, c.task.Health, c.task.Headline, c.health, c.line)
+		if c.task.Health != c.health || c.task.HealthReason != c.reason || c.task.Headline != c.headln {
+			t.Errorf("%s: got %s %q %q, want %s %q %q", c.name, c.task.Health, c.task.HealthReason, c.task.Headline,
+				c.health, c.reason, c.headln)
 		}
+	}
+	if f := violated.Findings; len(f) != 2 || f[0].Cause != "interference" || f[0].Count != 1 || f[0].CostNs != 30000 ||
+		f[1].Cause != CauseHygiene {
+		t.Errorf("findings of the violated task: %+v", f)
 	}
 	var buf bytes.Buffer
 	WriteHeadlines(&buf, []*Task{violated})
-	want := "rtscope watch: headline, 1 task(s)\n  VIOLATED   control/1234 (FIFO 80) exited: latency 1 of 4 over 20.0 us (25.0%); top cause interference: hog/99 (FIFO 90) (100% of 1 explained)\n"
+	want := "rtscope watch: 1 task(s), the worst first\n  FAIL    control/1234         FIFO 80       period 2000.0 us   " +
+		"latency 1 of 4 over its 20.0 us SLO (25.0%); worst latency 30.0 us against its 20.0 us SLO\n"
 	if buf.String() != want {
-		t.Errorf("headline text:\n%s\nwant:\n%s", buf.String(), want)
+		t.Errorf("headline text:\n%q\nwant:\n%q", buf.String(), want)
 	}
 }
 
-// TestHeadlinesShort: the violated come first, and a thousand tasks make a
+// TestHeadlinesShort: the failed come first, and a thousand tasks make a
 // short headline.
 func TestHeadlinesShort(t *testing.T) {
 	var tasks []*Task
@@ -222,10 +269,10 @@ func TestHeadlinesShort(t *testing.T) {
 		Judge(tk)
 	}
 	var buf bytes.Buffer
-	WriteHeadlines(&buf, tasks)
+	WriteHeadlines(&buf, HeadlineOrder(tasks))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != headlinesShown+2 || !strings.Contains(lines[1], "VIOLATED") ||
-		lines[len(lines)-1] != "  and 981 more: 981 ok (their tables follow; JSON has every headline)" {
+	if len(lines) != headlinesShown+2 || !strings.Contains(lines[1], "FAIL") ||
+		lines[len(lines)-1] != "  and 981 more: 981 ok (--verbose prints every task; JSON has every judgement)" {
 		t.Errorf("headline of 1001 tasks:\n%s", buf.String())
 	}
 }

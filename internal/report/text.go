@@ -24,34 +24,57 @@ func usf(p *float64) string {
 	return units.UsF(*p)
 }
 
-// Live writes the periodic table: one row per task and metric with samples.
+// Live writes the periodic table: a row per task, the maximum of each
+// metric that any of them measured so far, and its SLO violations (the
+// final report has the percentiles). A row a task keeps it a screen at a
+// dozen tasks, where a row a metric took eight.
 func Live(w io.Writer, tasks []*Task, elapsed string) {
-	fmt.Fprintf(w, "rtscope watch: %d task(s), %s elapsed, times in us\n", len(tasks), elapsed)
-	fmt.Fprintf(w, "%7s %-15s %-14s %-12s %9s %9s %9s %9s %9s %6s\n",
-		"TID", "COMM", "SCHED", "METRIC", "COUNT", "MIN", "AVG", "MAX", "P99", "VIOL")
+	fmt.Fprintf(w, "rtscope watch: %d task(s), %s elapsed, max in us\n", len(tasks), elapsed)
+	cols := measured(tasks)
+	fmt.Fprintf(w, "%7s %-15s %-13s", "TID", "COMM", "SCHED")
+	for _, id := range cols {
+		fmt.Fprintf(w, " %9s", id.Info().Title)
+	}
+	fmt.Fprintf(w, " %6s\n", "VIOL")
 	for _, t := range tasks {
-		first := true
-		for _, id := range metric.All() {
-			m := t.Metrics[id.String()]
-			if m == nil || m.Count == 0 {
-				continue
+		fmt.Fprintf(w, "%7d %-15s %-13s", t.TID, t.Comm, t.Sched)
+		for _, id := range cols {
+			v := units.Unset
+			if m := t.Metrics[id.String()]; m != nil && m.Count > 0 {
+				v = us(m.MaxNs)
 			}
-			tid, comm, sch := fmt.Sprint(t.TID), t.Comm, t.Sched
-			if !first {
-				tid, comm, sch = "", "", ""
-			}
-			first = false
-			viol := units.Unset
-			if m.Violations != nil {
-				viol = fmt.Sprint(*m.Violations)
-			}
-			fmt.Fprintf(w, "%7s %-15s %-14s %-12s %9d %9s %9s %9s %9s %6s\n", tid, comm, sch, id.String(),
-				m.Count, us(m.MinNs), usf(m.AvgNs), us(m.MaxNs), us(m.P99Ns), viol)
+			fmt.Fprintf(w, " %9s", v)
 		}
-		if first {
-			fmt.Fprintf(w, "%7d %-15s %-14s (no samples yet)\n", t.TID, t.Comm, t.Sched)
+		viol := units.Unset
+		if slo(t) {
+			viol = fmt.Sprint(violations(t))
+		}
+		fmt.Fprintf(w, " %6s\n", viol)
+	}
+}
+
+// measured lists the metrics that any of the tasks has samples of.
+func measured(tasks []*Task) []metric.ID {
+	var cols []metric.ID
+	for _, id := range metric.All() {
+		for _, t := range tasks {
+			if m := t.Metrics[id.String()]; m != nil && m.Count > 0 {
+				cols = append(cols, id)
+				break
+			}
 		}
 	}
+	return cols
+}
+
+// slo tells whether t has an SLO on any metric.
+func slo(t *Task) bool {
+	for _, m := range t.Metrics {
+		if m.SLONs != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Final writes the full report of one task; withTraces adds the event listing of each worst case.
@@ -61,6 +84,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		state = "exited"
 	}
 	fmt.Fprintf(w, "== tid %d %s (pid %d), %s, CPUs %s, %s\n", t.TID, t.Comm, t.PID, t.Sched, t.CPUs, state)
+	if t.Health != "" {
+		fmt.Fprintf(w, "   %s: %s; %s\n", strings.ToUpper(string(t.Health)), t.HealthReason, t.Headline)
+	}
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}

@@ -65,9 +65,25 @@ type agg struct {
 	overruns                             uint64
 	tasks                                uint64 // live tasks
 	exited                               uint64
+	// health is the worst judgement of the target's tasks, live and
+	// exited (report.Judge on their statistics): a Health.Rank.
+	health int
+}
+
+// healthWords are the judgements by rank (report.Health.Rank).
+var healthWords = []report.Health{report.HealthOK, report.HealthUnknown, report.HealthWarn, report.HealthFail}
+
+// judged is the rank of the judgement of a task by its statistics, as the
+// end of a watch judges it (without its windows: the causes they tell do
+// not change a judgement without SLOs but through the hygiene they count).
+func judged(st *engine.TaskStats) int {
+	t := report.FromStats(st)
+	report.Judge(t)
+	return t.Health.Rank()
 }
 
 func (a *agg) add(st *engine.TaskStats) {
+	a.health = max(a.health, judged(st))
 	for i := range a.m {
 		a.m[i].add(&st.M[i])
 	}
@@ -95,6 +111,7 @@ func (a *agg) merge(b *agg) {
 	a.overruns += b.overruns
 	a.tasks += b.tasks
 	a.exited += b.exited
+	a.health = max(a.health, b.health)
 }
 
 // seriesKey is a series' target, unit and pod labels in one string
@@ -167,7 +184,7 @@ type exporterDescs struct {
 	violations, explained, notAnalysed                   *prometheus.Desc
 	wakeups, switches, timer, overruns, tasks, exited    *prometheus.Desc
 	lost, deferred, events, mem, bpfRun, bpfRuns, misses *prometheus.Desc
-	overflow, started                                    *prometheus.Desc
+	overflow, started, health                            *prometheus.Desc
 }
 
 // MetricName is the Prometheus name of an engine metric's histogram.
@@ -193,6 +210,9 @@ func NewExporter() *Exporter {
 	d.switches = prometheus.NewDesc("rtscope_context_switches_total", "Switches out of the target's tasks: voluntary (block, sleep) or preempted.", []string{"target", "unit", "pod", "kind"}, nil)
 	d.timer = prometheus.NewDesc("rtscope_timer_releases_total", "Timer releases (wakeups by a timer) of the target's tasks.", t, nil)
 	d.overruns = prometheus.NewDesc("rtscope_overruns_total", "Missed deadlines: armed already past, or skipped.", t, nil)
+	d.health = prometheus.NewDesc("rtscope_target_health", "The worst judgement of the target's tasks since the agent started, "+
+		"as its health label and as a value: 0 ok, 1 unknown (too few events), 2 warn (real-time hygiene), 3 fail (an SLO violated, a period missed).",
+		[]string{"target", "unit", "pod", "health"}, nil)
 	d.tasks = prometheus.NewDesc("rtscope_tasks", "Tasks of the target tracked now.", t, nil)
 	d.exited = prometheus.NewDesc("rtscope_tasks_exited_total", "Tasks of the target that exited while tracked (their counts stay in the totals).", t, nil)
 	d.lost = prometheus.NewDesc("rtscope_lost_total", "What was lost, by kind: notices (notice ring full), tasks_not_tracked (stats map full or task storage failed), stacks, windows (worst-case windows not cut).", []string{"kind"}, nil)
@@ -448,6 +468,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		counter(d.overruns, a.overruns, lv...)
 		counter(d.exited, a.exited, lv...)
 		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(a.tasks), lv...)
+		ch <- prometheus.MustNewConstMetric(d.health, prometheus.GaugeValue, float64(a.health), with(string(healthWords[a.health]))...)
 	}
 	for k, v := range x.explained {
 		counter(d.explained, v, append(seriesLabels(k.target), k.metric, k.cause)...)

@@ -378,3 +378,53 @@ func TestSeriesByPlace(t *testing.T) {
 		t.Errorf("%s: %v wakeups, want 30", OtherTarget, v)
 	}
 }
+
+// healthOf is the target's rtscope_target_health: its health label and value.
+func healthOf(t *testing.T, x *Exporter, target string) (string, float64) {
+	t.Helper()
+	f := gather(t, x)["rtscope_target_health"]
+	if f == nil {
+		t.Fatal("no rtscope_target_health")
+	}
+	for _, m := range f.Metric {
+		var tg, h string
+		for _, l := range m.Label {
+			switch l.GetName() {
+			case "target":
+				tg = l.GetValue()
+			case "health":
+				h = l.GetValue()
+			}
+		}
+		if tg == target {
+			return h, m.Gauge.GetValue()
+		}
+	}
+	t.Fatalf("no health for %s", target)
+	return "", 0
+}
+
+// /metrics has each target's health, judged as watch judges a task: the
+// worst of its tasks, exited ones included.
+func TestTargetHealth(t *testing.T) {
+	x := NewExporter()
+	var lat []uint64
+	for i := 0; i < 50; i++ {
+		lat = append(lat, 10000)
+	}
+	few := task(2, "few", 1000)
+	late := task(3, "loop", lat...)
+	late.NominalPeriod, late.Overruns = 1000000, 3
+	late.M[metric.Iteration].Count = 50
+	x.tick([]*engine.TaskStats{task(1, "calm", lat...), few, late})
+	for target, want := range map[string]report.Health{"calm": report.HealthOK, "few": report.HealthUnknown, "loop": report.HealthFail} {
+		if h, v := healthOf(t, x, target); h != string(want) || int(v) != want.Rank() {
+			t.Errorf("%s: health %s %v, want %s %d", target, h, v, want, want.Rank())
+		}
+	}
+	x.Exit(late)
+	x.tick([]*engine.TaskStats{task(1, "calm", lat...), task(4, "loop", lat...)})
+	if h, _ := healthOf(t, x, "loop"); h != string(report.HealthFail) {
+		t.Errorf("an exited task's failure forgotten: %s", h)
+	}
+}

@@ -75,13 +75,14 @@ func (s *watcher) threshold(viols []engine.Notice, first *explained) {
 func (s *watcher) endEvent(rep *report.Report) action.Event {
 	var lines []string
 	for _, t := range rep.Tasks {
-		lines = append(lines, fmt.Sprintf("%s %s/%d: %s", strings.ToUpper(t.Health), t.Comm, t.TID, t.Headline))
+		lines = append(lines, fmt.Sprintf("%s %s/%d: %s; %s", strings.ToUpper(string(t.Health)), t.Comm, t.TID, t.HealthReason, t.Headline))
 	}
 	ev := action.Event{Name: "end", Verdict: strings.Join(lines, "\n"), DefaultFile: DefaultEndFile,
 		SaveTrace: rep.WriteJSON, WriteJSON: rep.WriteJSON,
 		Env: map[string]string{
 			"RTSCOPE_TOOL":              "watch",
 			"RTSCOPE_STATUS":            strconv.Itoa(report.ExitStatus(rep)),
+			"RTSCOPE_HEALTH":            string(rep.Worst()),
 			"RTSCOPE_VIOLATIONS":        strconv.FormatUint(rep.Violations(), 10),
 			"RTSCOPE_THRESHOLD_FIRED":   strconv.FormatUint(s.actFired, 10),
 			"RTSCOPE_THRESHOLD_SKIPPED": strconv.FormatUint(s.actSkipped, 10),

@@ -66,6 +66,8 @@ type Options struct {
 	Poll        time.Duration // notice polling period (no BPF wakeups; 0: 10 ms, NoTracePoll with NoTrace)
 	Quiet       bool          // no live table
 	Traces      bool          // print worst-case event listings in the text report
+	Verbose     bool          // print every task's tables and per-metric verdicts (report.TextOptions)
+	FailOn      report.Health // --fail-on: tasks judged this or worse exit 2 (report.Report.FailOn)
 	NoTrace     bool          // no flight recorder, no worst-case windows
 	TraceEvents uint32        // flight recorder events per CPU
 	Engine      string        // engine.EngineAuto, EngineBTF or EngineClassic (--engine)
@@ -494,16 +496,11 @@ func (s *watcher) Finish(session.End) error {
 	direct := o.Out
 	out := bufio.NewWriterSize(direct, 64<<10)
 	s.o.Out, o.Out = out, out
-	// Headline first: whether each task is healthy and, if not, why mostly;
-	// the full tables follow (those of exited tasks came when they exited).
-	fmt.Fprintln(o.Out)
-	report.WriteHeadlines(o.Out, rep.Tasks)
-	for _, t := range rep.Tasks {
-		if !s.final[t.ID()] {
-			report.Final(o.Out, t, o.Traces)
-		}
-	}
-	report.WriteSummary(o.Out, rep, s.live.PerMetric, s.exitedWindows.PerMetric)
+	// The answer first: each task's judgement, the findings, the worst
+	// cases; exited tasks' come here too (report.WriteFinal).
+	rep.FailOn = o.FailOn
+	report.WriteFinal(o.Out, rep, report.TextOptions{Verbose: o.Verbose, Traces: o.Traces,
+		LiveKeep: s.live.PerMetric, ExitedKeep: s.exitedWindows.PerMetric, Log: o.Log})
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(o.Log, "rtscope watch: the final report: %v\n", err)
 	}
@@ -975,11 +972,8 @@ func (s *watcher) finish(id uint64) {
 	delete(s.notKept, id)
 	s.live.forget(id)
 	s.eng.Forget(id)
-	if s.visible(t) {
-		report.Final(s.o.Out, t, s.o.Traces)
-	}
-	// Printed: from now on only the run's report needs its windows, and
-	// only the largest of them, whatever the number of tasks that exit.
+	// From now on only the run's report needs its windows, and only the
+	// largest of them, whatever the number of tasks that exit.
 	s.exitedWindows.Keep(t)
 }
 

@@ -10,7 +10,7 @@
 # timeout: 150
 watch_json /tmp/w.json -d 40s -- sh -c 'sleep 4; exec vmkit periodic -n vmper -i 2ms -p 80 -cpu 1 -d 3s' || finish
 T='tasks[comm=vmper]'
-check "schema rtscope.watch/v1" [ "$(jget /tmp/w.json schema)" = rtscope.watch/v1 ]
+check "schema rtscope.watch/v2" [ "$(jget /tmp/w.json schema)" = rtscope.watch/v2 ]
 check "task vmper reported" [ "$(jget /tmp/w.json "$T.comm")" = vmper ]
 check "vmper is FIFO 80" [ "$(jget /tmp/w.json "$T.policy") $(jget /tmp/w.json "$T.priority")" = "FIFO 80" ]
 # 3 s of a 2 ms loop: 1500 releases at most. Under TCG the loop falls
