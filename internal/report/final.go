@@ -10,10 +10,19 @@ import (
 // every task's report (withTraces adds each worst case's event listing) and
 // the summary. It is the renderer the output goldens freeze (golden_test.go).
 func WriteFinal(w io.Writer, r *Report, withTraces bool, liveKeep, exitedKeep int) {
+	WriteEnd(w, r, withTraces, nil, liveKeep, exitedKeep)
+}
+
+// WriteEnd is WriteFinal for a watch that printed the reports of exited
+// tasks as they exited: printed (nil: none) tells which, and they are not
+// written again.
+func WriteEnd(w io.Writer, r *Report, withTraces bool, printed func(*Task) bool, liveKeep, exitedKeep int) {
 	fmt.Fprintln(w)
 	WriteHeadlines(w, r.Tasks)
 	for _, t := range r.Tasks {
-		Final(w, t, withTraces)
+		if printed == nil || !printed(t) {
+			Final(w, t, withTraces)
+		}
 	}
 	WriteSummary(w, r, liveKeep, exitedKeep)
 }

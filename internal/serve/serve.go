@@ -18,7 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
+	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
@@ -37,8 +40,8 @@ type Options struct {
 	// Archive, when set, gets the new worst and the violation windows,
 	// served by the API; Run closes it.
 	Archive *Archive
-	// Watch is the session: targets, SLOs, analysis, housekeeping. Its
-	// hooks, duration and output are set by Run.
+	// Watch is the session: targets, SLOs, analysis, housekeeping, run as
+	// an agent (watch.RunAgent) that the exporter and the archive observe.
 	Watch watch.Options
 	// Tick is how often the live tasks' statistics are read for /metrics
 	// (default 1s): a scrape sees values at most this old.
@@ -98,32 +101,12 @@ func Run(ctx context.Context, o Options) error {
 		defer o.Control.Ended()
 	}
 
-	w := o.Watch
-	w.Duration = 0
-	w.Quiet = true
-	w.Out = io.Discard
-	w.Log = o.Log
-	w.Series = false
-	w.Hooks.TickEvery = o.Tick
-	w.Hooks.Tick = x.Tick
-	w.Hooks.Start = x.Start
-	w.Hooks.Exit = x.Exit
-	w.Hooks.Violation = x.Violation
-	w.Hooks.DropExited = true
-	w.Hooks.NeverEnd = true
-	if o.Control != nil {
-		w.Hooks.Control = o.Control.Hook()
-	}
+	obs := observer{Exporter: x, archive: o.Archive}
 	if o.Archive != nil {
-		w.Hooks.Window = o.Archive.Add
 		defer o.Archive.Close() // after the session: it adds no more
 	}
-	ready := w.Ready
 	serveErr := make(chan error, 2) // /metrics and the API
-	w.Ready = func() {
-		if ready != nil {
-			ready()
-		}
+	agent := watch.Agent{Observer: obs, TickEvery: o.Tick, Ready: func() {
 		go func() { serveErr <- srv.Serve(ln) }()
 		if api != nil {
 			go func() { serveErr <- api.Serve(apiLn) }()
@@ -131,7 +114,12 @@ func Run(ctx context.Context, o Options) error {
 		if o.Ready != nil {
 			o.Ready(ln.Addr().String())
 		}
+	}}
+	if o.Control != nil {
+		agent.Control = o.Control.Hook()
 	}
+	w := o.Watch
+	w.Log = o.Log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	httpErr := make(chan error, 1) // the server's failure, which ends the run
@@ -145,7 +133,7 @@ func Run(ctx context.Context, o Options) error {
 		case <-ctx.Done():
 		}
 	}()
-	if _, err := watch.Run(ctx, w); err != nil {
+	if err := watch.RunAgent(ctx, w, agent); err != nil {
 		return err
 	}
 	select {
@@ -155,3 +143,19 @@ func Run(ctx context.Context, o Options) error {
 	}
 	return nil
 }
+
+// observer is what the agent observes the watch with (watch.Observer): the
+// exporter's events, and the windows for the archive.
+type observer struct {
+	*Exporter
+	archive *Archive // nil: none
+}
+
+// Window archives a new worst case or an explained violation's window.
+func (o observer) Window(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation)) {
+	if o.archive != nil {
+		o.archive.Add(worst, t, m, value, get)
+	}
+}
+
+var _ watch.Observer = observer{}

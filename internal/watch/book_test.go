@@ -1,0 +1,84 @@
+package watch
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/target"
+)
+
+// task is a report task of tracking id id, thread tid, named comm.
+func task(id uint64, tid uint32, comm string, exited bool) *report.Task {
+	t := report.Placeholder(id, tid)
+	t.Comm, t.Exited = comm, exited
+	return t
+}
+
+// TestBookShown: --show keeps the named tasks only, sorted as the report
+// sorts them; all or no --show gives every task.
+func TestBookShown(t *testing.T) {
+	b := newBook(target.Spec{}, []string{"ctl"})
+	b.tasks[1] = task(1, 11, "ctl", false)
+	b.tasks[2] = task(2, 12, "logger", false)
+	b.tasks[3] = task(3, 13, "ctl", true)
+	if got := b.shown(false); len(got) != 2 || got[0].Comm != "ctl" || got[1].Comm != "ctl" {
+		t.Errorf("shown with --show ctl: %d tasks %v", len(got), got)
+	}
+	if got := b.shown(true); len(got) != 3 {
+		t.Errorf("all: %d tasks, want 3", len(got))
+	}
+	b.show = nil
+	if got := b.shown(false); len(got) != 3 {
+		t.Errorf("no --show: %d tasks, want 3", len(got))
+	}
+}
+
+// TestBookGone: a watch ends by itself once every task it tracked exited
+// and its command ended, never with --comm (names may come back), and
+// not before a --tid target that still lives was tracked.
+func TestBookGone(t *testing.T) {
+	b := newBook(target.Spec{}, nil)
+	b.started(1, 11)
+	if b.gone(false) {
+		t.Error("gone while a task runs")
+	}
+	b.ended(task(1, 11, "a", true))
+	if !b.gone(false) {
+		t.Error("not gone once every task exited")
+	}
+	if b.gone(true) {
+		t.Error("gone while the launched command runs")
+	}
+	comm := newBook(target.Spec{Comms: []string{"a"}}, nil)
+	if comm.gone(false) {
+		t.Error("--comm watch gone")
+	}
+	self := newBook(target.Spec{TIDs: []int{os.Getpid()}}, nil)
+	if self.gone(false) {
+		t.Error("gone before a living --tid target was tracked")
+	}
+	self.started(1, uint32(os.Getpid()))
+	self.ended(task(1, uint32(os.Getpid()), "a", true))
+	if !self.gone(false) {
+		t.Error("not gone once the --tid target was tracked and exited")
+	}
+}
+
+// TestBookLearn: a task found by the sweep is added once, and the
+// report of an ended task is kept as final.
+func TestBookLearnAndEnd(t *testing.T) {
+	b := newBook(target.Spec{}, nil)
+	b.started(4, 44)
+	if b.tasks[4] == nil || b.tasks[4].TID != 44 {
+		t.Fatalf("started task not booked: %+v", b.tasks[4])
+	}
+	b.ended(task(4, 44, "w", true))
+	if !b.final[4] || b.tasks[4].Comm != "w" {
+		t.Errorf("ended task: final %v, comm %q", b.final[4], b.tasks[4].Comm)
+	}
+	b.drop(4)
+	if b.tasks[4] != nil {
+		t.Error("dropped task still booked")
+	}
+}
