@@ -34,6 +34,7 @@ func WriteSummary(w io.Writer, r *Report, liveKeep, exitedKeep int) {
 	l := r.Lost
 	fmt.Fprintf(w, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(r.Tasks), time.Duration(r.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	writeHidden(w, r)
 	if l.TracesSparse > 0 {
 		fmt.Fprintf(w, "rtscope watch: %d sparse trace(s): windows longer than the flight recorder or --trace-max-events holds, with their task's own events across them and the others' near their end\n",
 			l.TracesSparse)
