@@ -14,21 +14,27 @@ import (
 )
 
 // book is the target book: which tasks are tracked and why (the target
-// spec they matched), each one's latest report, whether its final report
-// was printed, and which of them the report shows (--show). Session
-// goroutine only.
+// spec they matched), each one's latest report, whether it ended, and
+// which of them the report shows and judges (sel). Session goroutine only.
 type book struct {
-	spec  target.Spec
-	show  []string                // report only tasks with these names (empty: all)
-	tasks map[uint64]*report.Task // by tracking id, live and exited
-	final map[uint64]bool         // final report printed
-	slack map[uint64]slackRead    // timer slack of each task (slackOf)
+	spec    target.Spec
+	eng     *engine.Engine // from Attached
+	sel     *report.Selection
+	tasks   map[uint64]*report.Task // by tracking id, live and exited
+	final   map[uint64]bool         // ended: its report is final
+	printed map[uint64]bool         // its final report was printed as it ended
+	leaders map[uint32]string       // the name of each process's first thread, by pid
+	slack   map[uint64]slackRead    // timer slack of each task (slackOf)
 	// everTracked: some task was tracked (gone).
 	everTracked bool
 }
 
-func newBook(spec target.Spec, show []string) *book {
-	return &book{spec: spec, show: show, tasks: map[uint64]*report.Task{}, final: map[uint64]bool{}, slack: map[uint64]slackRead{}}
+// newBook books the targets of spec; sel (with spec's --tid, --comm and
+// --pid) chooses the tasks shown.
+func newBook(spec target.Spec, sel report.Selection) *book {
+	sel.TIDs, sel.Comms, sel.Leaders = spec.TIDs, spec.Comms, append(sel.Leaders, spec.PIDs...)
+	return &book{spec: spec, sel: &sel, tasks: map[uint64]*report.Task{}, final: map[uint64]bool{},
+		printed: map[uint64]bool{}, leaders: map[uint32]string{}, slack: map[uint64]slackRead{}}
 }
 
 // register registers the targets in the engine, numbered by kind in the
@@ -82,7 +88,7 @@ func (b *book) learn(st *engine.TaskStats) bool {
 	}
 	t := report.FromStats(st)
 	b.slackOf(t)
-	b.tasks[st.Id] = t
+	b.keep(t)
 	return true
 }
 
@@ -95,7 +101,7 @@ func (b *book) update(all []*engine.TaskStats, names *trace.Names) {
 		t := report.FromStats(st)
 		b.slackOf(t)
 		names.SetComm(st.Tid, t.Comm)
-		b.tasks[st.Id] = t
+		b.keep(t)
 	}
 }
 
@@ -116,10 +122,59 @@ func (b *book) identify(e *engine.Engine, id uint64, tid uint32) *report.Task {
 	return t
 }
 
-// ended keeps the final report of an exited task.
-func (b *book) ended(t *report.Task) {
+// keep keeps t's latest report, and its name when it is its process's
+// first thread.
+func (b *book) keep(t *report.Task) {
 	b.tasks[t.ID()] = t
+	if t.TID == t.PID && t.Comm != "" {
+		b.leaders[t.PID] = t.Comm
+	}
+}
+
+// ended keeps the final report of an exited task, and tells whether it is
+// shown (then printed now: printed).
+func (b *book) ended(t *report.Task) bool {
+	b.keep(t)
 	b.final[t.ID()] = true
+	if !b.sel.Base(t, b.leader(t.PID)) {
+		return false
+	}
+	b.printed[t.ID()] = true
+	return true
+}
+
+// leader returns the name of the first thread of process pid: booked, read
+// from its statistics (tracked, not read yet), or from /proc while it runs
+// ("" when gone unseen). A Go program's threads exit with it, in any order:
+// the name must not depend on /proc then.
+func (b *book) leader(pid uint32) string {
+	if c, ok := b.leaders[pid]; ok {
+		return c
+	}
+	for id, t := range b.tasks {
+		if t.TID != pid {
+			continue
+		}
+		if t.Comm == "" && b.eng != nil {
+			t = b.identify(b.eng, id, t.TID)
+		}
+		if t.Comm != "" {
+			b.leaders[pid] = t.Comm
+			return t.Comm
+		}
+	}
+	c, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	b.leaders[pid] = strings.TrimSpace(string(c))
+	return b.leaders[pid]
+}
+
+// judged tells whether t, which violated an SLO, is one of the judged
+// tasks (report.Selection.Shows): on-threshold actions run for those only.
+func (b *book) judged(t *report.Task) bool {
+	return b.sel.Shows(t, b.leader(t.PID))
 }
 
 // drop forgets task id entirely (an agent's exited task).
@@ -128,24 +183,17 @@ func (b *book) drop(id uint64) {
 	delete(b.slack, id)
 }
 
-// visible tells whether the report shows t (--show).
-func (b *book) visible(t *report.Task) bool {
-	if len(b.show) == 0 {
-		return true
-	}
-	for _, n := range b.show {
-		if t.Comm == n {
-			return true
-		}
-	}
-	return false
-}
+// forgetLeader forgets an exited process's first thread: its pid may be
+// reused. Only an agent forgets: a watch's report still needs the name.
+func (b *book) forgetLeader(tid uint32) { delete(b.leaders, tid) }
 
-// shown returns the tasks the report shows (all: every task), sorted.
+// shown returns the tasks the live table shows (all: every task),
+// sorted: the selection without the causes, which only the final
+// analyses name.
 func (b *book) shown(all bool) []*report.Task {
 	r := &report.Report{}
 	for _, t := range b.tasks {
-		if all || b.visible(t) {
+		if all || b.sel.Base(t, b.leader(t.PID)) {
 			r.Tasks = append(r.Tasks, t)
 		}
 	}
@@ -251,6 +299,7 @@ func (s *watcher) finish(id uint64) {
 	if s.agent != nil {
 		// Nothing of it is kept: churn must not grow the agent's memory.
 		s.book.drop(id)
+		s.book.forgetLeader(st.Tid)
 		s.win.forget(id)
 		s.viol.forget(id)
 		s.eng.Forget(id)
@@ -264,10 +313,9 @@ func (s *watcher) finish(id uint64) {
 	s.attach(t)
 	s.series.forget(id) // in t now
 	report.Judge(t)
-	s.book.ended(t)
 	s.win.forget(id) // decoded into t
 	s.eng.Forget(id)
-	if s.book.visible(t) {
+	if s.book.ended(t) {
 		report.Final(s.o.Out, t, s.o.Traces)
 	}
 	// Printed: from now on only the run's report needs its windows, and

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/report"
@@ -16,21 +17,40 @@ func task(id uint64, tid uint32, comm string, exited bool) *report.Task {
 }
 
 // TestBookShown: --show keeps the named tasks only, sorted as the report
-// sorts them; all or no --show gives every task.
+// sorts them; all gives every task; by default the RT task and the named
+// one show, not a runtime thread named like its process.
 func TestBookShown(t *testing.T) {
-	b := newBook(target.Spec{}, []string{"ctl"})
-	b.tasks[1] = task(1, 11, "ctl", false)
-	b.tasks[2] = task(2, 12, "logger", false)
-	b.tasks[3] = task(3, 13, "ctl", true)
+	fill := func(b *book) {
+		b.keep(task(1, 11, "ctl", false))
+		b.tasks[1].Sched = "FIFO 80"
+		b.keep(task(2, 12, "logger", false))
+		b.keep(task(3, 13, "ctl", true))
+		b.keep(task(4, 10, "app", false)) // the process's first thread
+		b.keep(task(5, 14, "app", false)) // a runtime thread
+		for _, tk := range b.tasks {
+			tk.PID = 10
+		}
+		b.leaders = map[uint32]string{10: "app"}
+	}
+	b := newBook(target.Spec{}, report.Selection{Show: []string{"ctl"}})
+	fill(b)
 	if got := b.shown(false); len(got) != 2 || got[0].Comm != "ctl" || got[1].Comm != "ctl" {
 		t.Errorf("shown with --show ctl: %d tasks %v", len(got), got)
 	}
-	if got := b.shown(true); len(got) != 3 {
-		t.Errorf("all: %d tasks, want 3", len(got))
+	if got := b.shown(true); len(got) != 5 {
+		t.Errorf("all: %d tasks, want 5", len(got))
 	}
-	b.show = nil
-	if got := b.shown(false); len(got) != 3 {
-		t.Errorf("no --show: %d tasks, want 3", len(got))
+	b = newBook(target.Spec{Comms: []string{"logger"}, PIDs: []int{10}}, report.Selection{})
+	fill(b)
+	var got []uint32
+	for _, tk := range b.shown(false) {
+		got = append(got, tk.TID)
+	}
+	if !slices.Equal(got, []uint32{10, 11, 12}) {
+		t.Errorf("default: shown %v, want the --pid's first thread 10, the FIFO task 11 and --comm's 12", got)
+	}
+	if b.judged(b.tasks[5]) || !b.judged(b.tasks[3]) {
+		t.Error("a runtime thread is judged, or a task with a name of its own is not")
 	}
 }
 
@@ -38,7 +58,7 @@ func TestBookShown(t *testing.T) {
 // and its command ended, never with --comm (names may come back), and
 // not before a --tid target that still lives was tracked.
 func TestBookGone(t *testing.T) {
-	b := newBook(target.Spec{}, nil)
+	b := newBook(target.Spec{}, report.Selection{})
 	b.started(1, 11)
 	if b.gone(false) {
 		t.Error("gone while a task runs")
@@ -50,11 +70,11 @@ func TestBookGone(t *testing.T) {
 	if b.gone(true) {
 		t.Error("gone while the launched command runs")
 	}
-	comm := newBook(target.Spec{Comms: []string{"a"}}, nil)
+	comm := newBook(target.Spec{Comms: []string{"a"}}, report.Selection{})
 	if comm.gone(false) {
 		t.Error("--comm watch gone")
 	}
-	self := newBook(target.Spec{TIDs: []int{os.Getpid()}}, nil)
+	self := newBook(target.Spec{TIDs: []int{os.Getpid()}}, report.Selection{})
 	if self.gone(false) {
 		t.Error("gone before a living --tid target was tracked")
 	}
@@ -68,7 +88,7 @@ func TestBookGone(t *testing.T) {
 // TestBookLearn: a task found by the sweep is added once, and the
 // report of an ended task is kept as final.
 func TestBookLearnAndEnd(t *testing.T) {
-	b := newBook(target.Spec{}, nil)
+	b := newBook(target.Spec{}, report.Selection{})
 	b.started(4, 44)
 	if b.tasks[4] == nil || b.tasks[4].TID != 44 {
 		t.Fatalf("started task not booked: %+v", b.tasks[4])

@@ -27,13 +27,7 @@ func (s *watcher) build() *report.Report {
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
 			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
 	}
-	rep.Tasks = s.book.shown(false)
-	for _, t := range rep.Tasks {
-		if !s.book.final[t.ID()] {
-			s.attach(t) // exited tasks got theirs in their final report
-		}
-		report.Judge(t)
-	}
+	s.selectTasks(rep)
 	s.stealEnd()
 	rep.Steal = s.steal
 	if s.o.Analyze != nil || s.o.Explain != nil {
@@ -57,6 +51,23 @@ func (s *watcher) build() *report.Report {
 		}
 	}
 	return rep
+}
+
+// selectTasks puts every task in rep, the shown ones in Tasks and the
+// others in Hidden (report.Selection), each with its windows attached and
+// judged: the shown first, whose analyses name the causes shown in turn.
+func (s *watcher) selectTasks(rep *report.Report) {
+	rep.Tasks = s.book.shown(true)
+	prepare := func(t *report.Task) {
+		if !s.book.final[t.ID()] {
+			s.attach(t) // exited tasks got theirs in their final report
+		}
+		report.Judge(t)
+	}
+	s.book.sel.Select(rep, prepare)
+	for _, t := range rep.Hidden {
+		prepare(t)
+	}
 }
 
 // stealEnd adds the hypervisor's steal of the run, per CPU, to s.steal.

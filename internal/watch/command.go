@@ -1,7 +1,9 @@
 package watch
 
 import (
+	"debug/buildinfo"
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
 
@@ -20,6 +22,9 @@ type command struct {
 	wait     chan struct{} // closed once it has ended
 	exited   bool          // its end was seen
 	stopped  bool          // rtscope ended it (the watch ended first)
+	// goProgram: it is a Go program, whose first thread is the runtime's
+	// (report.Selection.GoPIDs).
+	goProgram bool
 }
 
 // launchCommand starts argv as user (nil: rtscope's), stopped at its
@@ -29,7 +34,18 @@ func launchCommand(argv []string, user *syscall.Credential) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &command{argv: argv, launched: l}, nil
+	return &command{argv: argv, launched: l, goProgram: isGo(argv[0])}, nil
+}
+
+// isGo tells whether the program run as argv0 is a Go program (it has Go's
+// build information): reading it takes well under a millisecond.
+func isGo(argv0 string) bool {
+	path, err := exec.LookPath(argv0)
+	if err != nil {
+		return false
+	}
+	_, err = buildinfo.ReadFile(path)
+	return err == nil
 }
 
 // pid is the command's first task.

@@ -112,12 +112,12 @@ func (v *violations) waitActions() {
 
 // explainViolations explains the window of each SLO violation noticed,
 // within the budget, into its task's and metric's cause histogram. It
-// returns the first explained, nil when none was.
-func (s *watcher) explainViolations(snap *trace.Snapshot, viols []engine.Notice) *explained {
+// returns those explained, in order.
+func (s *watcher) explainViolations(snap *trace.Snapshot, viols []engine.Notice) []*explained {
 	if s.o.Explain == nil || len(viols) == 0 {
 		return nil
 	}
-	var first *explained
+	var done []*explained
 	now := time.Now()
 	for _, n := range viols {
 		m := metric.ID(n.Metric)
@@ -139,16 +139,20 @@ func (s *watcher) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		s.house.monitor.AddViolation(e)
 		s.obs.Violation(n.Id, t.Comm, m, e.Cause, "")
 		s.obs.Window(false, t, m, n.Value, func() (*trace.Trace, report.Explanation) { return tr, e })
-		if first == nil {
-			first = &explained{n: n, t: t, tr: tr, e: e}
-		}
+		done = append(done, &explained{n: n, t: t, tr: tr, e: e})
 	}
-	return first
+	return done
 }
 
-// threshold starts the on-threshold actions for this poll's violations
-// (violations.threshold).
-func (s *watcher) threshold(viols []engine.Notice, first *explained) {
+// threshold starts the on-threshold actions for this poll's violations of
+// judged tasks (violations.threshold).
+func (s *watcher) threshold(viols []engine.Notice, done []*explained) {
+	mine, first := judgedOnly(viols, done, func(n engine.Notice) bool {
+		return s.book.judged(s.book.identify(s.eng, n.Id, n.Tid))
+	})
+	if len(mine) == 0 {
+		return
+	}
 	task := func(id uint64) *report.Task {
 		st, err := s.eng.Stats(id)
 		if err != nil {
@@ -156,5 +160,29 @@ func (s *watcher) threshold(viols []engine.Notice, first *explained) {
 		}
 		return report.FromStats(st)
 	}
-	s.viol.threshold(viols, first, task, s.eng.Tracing() && s.o.Explain != nil)
+	s.viol.threshold(mine, first, task, s.eng.Tracing() && s.o.Explain != nil)
+}
+
+// judgedOnly returns the violations of judged tasks (judged, asked once a
+// task) and the first of them explained: those of hidden tasks are neither
+// acted on nor counted by the actions, as the report does not count them.
+func judgedOnly(viols []engine.Notice, done []*explained, judged func(engine.Notice) bool) ([]engine.Notice, *explained) {
+	is := map[uint64]bool{}
+	var mine []engine.Notice
+	for _, n := range viols {
+		ok, seen := is[n.Id]
+		if !seen {
+			ok = judged(n)
+			is[n.Id] = ok
+		}
+		if ok {
+			mine = append(mine, n)
+		}
+	}
+	for _, x := range done {
+		if is[x.n.Id] {
+			return mine, x
+		}
+	}
+	return mine, nil
 }

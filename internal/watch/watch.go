@@ -81,7 +81,10 @@ type Options struct {
 	// Series: record each metric over time, one point a second
 	// (report.Series), for the HTML report.
 	Series bool
-	Show   []string // report only tasks with these names (empty: all)
+	// Show: report only tasks with these names; All: every task. Without
+	// either, the tasks that matter (report.Selection), the others hidden.
+	Show []string
+	All  bool
 	// Housekeeping CPUs for rtscope's own threads (empty: no pinning). On a
 	// kernel without full preemption, rtscope's time in the kernel (reading
 	// maps) cannot be preempted by the tasks it watches.
@@ -182,7 +185,7 @@ func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
 	if o.StackAfter != nil {
 		stackAfter = uint64(*o.StackAfter)
 	}
-	s := &watcher{o: o, agent: a, obs: nopObserver{}, out: out, book: newBook(o.Targets, o.Show),
+	s := &watcher{o: o, agent: a, obs: nopObserver{}, out: out, book: newBook(o.Targets, report.Selection{All: o.All, Show: o.Show}),
 		viol: newViolations(o.OnThreshold, o.Log), house: newHousekeeper(o.Housekeeping, o.AutoHousekeeping, o.Log)}
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
@@ -219,6 +222,7 @@ func (s *watcher) Attached(e *engine.Engine) error {
 	syms, _ := ksym.Kernel()
 	s.eng, s.names, s.started = e, trace.NewNames(syms, e.Stack), time.Now()
 	s.win = newWindows(e, s.names, s.o.TraceMax)
+	s.book.eng = e
 	if s.series != nil {
 		s.series.started = s.started
 	}
@@ -239,6 +243,11 @@ func (s *watcher) Register(e *engine.Engine) error {
 		return err
 	}
 	s.cmd = cmd // killed by Close if the session fails from here
+	if cmd.goProgram {
+		s.book.sel.GoPIDs = append(s.book.sel.GoPIDs, cmd.pid())
+	} else {
+		s.book.sel.Leaders = append(s.book.sel.Leaders, cmd.pid())
+	}
 	return e.WantTID(uint32(cmd.pid()), idx, engine.FlagFollow)
 }
 
@@ -368,7 +377,7 @@ func (s *watcher) writeText(rep *report.Report) {
 	// Through one buffer: a write a line to a terminal or pipe took
 	// 128 ms of the stop at 1000 tracked threads.
 	out := bufio.NewWriterSize(s.o.Out, 64<<10)
-	printed := func(t *report.Task) bool { return s.book.final[t.ID()] }
+	printed := func(t *report.Task) bool { return s.book.printed[t.ID()] }
 	report.WriteEnd(out, rep, s.o.Traces, printed, s.win.live.PerMetric, s.win.exited.PerMetric)
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(s.o.Log, "rtscope watch: the final report: %v\n", err)
@@ -444,7 +453,7 @@ func (s *watcher) handle(ns []engine.Notice) error {
 	if s.eng.Tracing() {
 		p.order = s.win.admit(p.order, p.latest)
 	}
-	var first *explained
+	var done []*explained
 	s.win.follow(true)
 	defer s.win.follow(false) // after a long poll: its work may outlast the rings
 	if s.eng.Tracing() && (len(p.order) > 0 || len(p.viols) > 0) {
@@ -453,11 +462,11 @@ func (s *watcher) handle(ns []engine.Notice) error {
 				s.win.follow(false)
 				s.keepWorst(snap, p.latest[k])
 			}
-			first = s.explainViolations(snap, p.viols)
+			done = s.explainViolations(snap, p.viols)
 		}
 	}
 	if len(p.viols) > 0 && len(s.o.OnThreshold) > 0 {
-		s.threshold(p.viols, first)
+		s.threshold(p.viols, done)
 	}
 	for _, n := range p.exits {
 		s.finish(n.Id)
