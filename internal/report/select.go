@@ -140,7 +140,7 @@ func (s *Selection) Select(r *Report, prepare func(*Task)) {
 		if prepare != nil {
 			prepare(t)
 		}
-		if s != nil && (s.All || len(s.Show) > 0) {
+		if s == nil || s.All || len(s.Show) > 0 {
 			continue // every task, or only those named
 		}
 		for _, tid := range causes(t) {

@@ -65,23 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
-			func() float64 { return 1 }))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
-		// Native histograms need the protobuf format; the text format
-		// carries the classic buckets.
-		EnableOpenMetrics: true}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "rtscope serve: metrics at /metrics")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := metricsServer(x)
 	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
@@ -142,6 +126,28 @@ func Run(ctx context.Context, o Options) error {
 	default:
 	}
 	return nil
+}
+
+// metricsServer serves the exporter's and the process's metrics on
+// /metrics.
+func metricsServer(x *Exporter) *http.Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
+			func() float64 { return 1 }))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
+		// Native histograms need the protobuf format; the text format
+		// carries the classic buckets.
+		EnableOpenMetrics: true}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "rtscope serve: metrics at /metrics")
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 }
 
 // observer is what the agent observes the watch with (watch.Observer): the

@@ -303,6 +303,9 @@ func (s *watcher) finish(id uint64) {
 		s.win.forget(id)
 		s.viol.forget(id)
 		s.eng.Forget(id)
+		// Not final, as dropped: the statistics read before its exit must
+		// not tick it again (the exporter would count it twice).
+		s.stats.stale()
 		return
 	}
 	t := report.FromStats(st)
