@@ -14,8 +14,9 @@ import (
 // (Shows). The others are hidden: still measured, kept in Report.Hidden,
 // and shown with --all.
 //
-// By default a task is shown when the user named it (--tid, --comm, the
-// first thread of a --pid process or of a launched program), when it ran
+// By default a task is shown when the user named it (--tid, --comm; a
+// --pid process, or a launched program that is not Go, names its first
+// thread and its threads with a name of their own), when it ran
 // with an RT or DEADLINE policy at any time (SchedSeen), when it has an
 // SLO or a detected period, or when a shown task's worst-case analysis
 // names it as the cause (the thread that ran instead, the lock owner or
@@ -29,8 +30,9 @@ type Selection struct {
 	Show  []string // --show: only the tasks of these names
 	TIDs  []int    // --tid
 	Comms []string // --comm
-	// Leaders are processes whose first thread is named: --pid, and a
-	// launched program that is not a Go program.
+	// Leaders are processes whose first thread, and threads with a name
+	// of their own, are named: --pid, and a launched program that is not
+	// a Go program.
 	Leaders []int
 	// GoPIDs are the processes of a Go program (a launched one): their
 	// first thread is the runtime's too.
@@ -46,7 +48,7 @@ func (s *Selection) Base(t *Task, leader string) bool {
 		return true
 	case len(s.Show) > 0:
 		return slices.Contains(s.Show, t.Comm)
-	case s.named(t):
+	case s.named(t, leader):
 		return true
 	case s.runtime(t, leader):
 		return false
@@ -63,13 +65,16 @@ func (s *Selection) Shows(t *Task, leader string) bool {
 	case len(s.Show) > 0:
 		return slices.Contains(s.Show, t.Comm)
 	}
-	return s.named(t) || !s.runtime(t, leader)
+	return s.named(t, leader) || !s.runtime(t, leader)
 }
 
-// named tells whether the user named t.
-func (s *Selection) named(t *Task) bool {
-	return slices.Contains(s.TIDs, int(t.TID)) || slices.Contains(s.Comms, t.Comm) ||
-		(t.TID == t.PID && slices.Contains(s.Leaders, int(t.PID)))
+// named tells whether the user named t (leader: the name of its process's
+// first thread).
+func (s *Selection) named(t *Task, leader string) bool {
+	if slices.Contains(s.TIDs, int(t.TID)) || slices.Contains(s.Comms, t.Comm) {
+		return true
+	}
+	return slices.Contains(s.Leaders, int(t.PID)) && (t.TID == t.PID || (leader != "" && t.Comm != leader))
 }
 
 // runtime tells whether t is one of its program's runtime threads.

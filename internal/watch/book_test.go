@@ -17,8 +17,9 @@ func task(id uint64, tid uint32, comm string, exited bool) *report.Task {
 }
 
 // TestBookShown: --show keeps the named tasks only, sorted as the report
-// sorts them; all gives every task; by default the RT task and the named
-// one show, not a runtime thread named like its process.
+// sorts them; all gives every task; by default a --pid process shows its
+// first thread and its threads with names of their own, not a runtime
+// thread named like the process.
 func TestBookShown(t *testing.T) {
 	fill := func(b *book) {
 		b.keep(task(1, 11, "ctl", false))
@@ -46,8 +47,8 @@ func TestBookShown(t *testing.T) {
 	for _, tk := range b.shown(false) {
 		got = append(got, tk.TID)
 	}
-	if !slices.Equal(got, []uint32{10, 11, 12}) {
-		t.Errorf("default: shown %v, want the --pid's first thread 10, the FIFO task 11 and --comm's 12", got)
+	if !slices.Equal(got, []uint32{10, 11, 12, 13}) {
+		t.Errorf("default: shown %v, want the --pid's first thread 10 and its threads with names of their own, not 14 named like it", got)
 	}
 	if b.judged(b.tasks[5]) || !b.judged(b.tasks[3]) {
 		t.Error("a runtime thread is judged, or a task with a name of its own is not")
