@@ -166,8 +166,12 @@ func (s *Selection) Select(r *Report, prepare func(*Task)) {
 	}
 }
 
-// culprits are the fields of an analysis (internal/analysis.Result, or a
-// Decoded one) that name the threads that caused a window.
+// causer is an analysis that names the threads that caused its window
+// (internal/analysis.Result).
+type causer interface{ CauseTIDs() []uint32 }
+
+// culprits are the fields of an analysis that name the threads that
+// caused its window, as its JSON writes them (a Decoded one).
 type culprits struct {
 	BlockingThread *struct {
 		TID uint32 `json:"tid"`
@@ -184,31 +188,40 @@ type culprits struct {
 
 // causes returns the threads t's worst-case analyses name as causes: the
 // thread that ran when t should have, and a priority inversion's lock
-// owner and middle-priority preempters. report does not know the
-// analysis' types: it reads their JSON fields.
+// owner and middle-priority preempters.
 func causes(t *Task) []uint32 {
 	var tids []uint32
 	for _, name := range sortedMetrics(t) {
-		a := t.Metrics[name].Analysis
-		if a == nil {
-			continue
+		switch a := t.Metrics[name].Analysis.(type) {
+		case nil:
+		case causer:
+			tids = append(tids, a.CauseTIDs()...)
+		default:
+			tids = append(tids, decodedCauses(a)...)
 		}
-		b, err := json.Marshal(a)
-		if err != nil {
-			continue
-		}
-		var c culprits
-		if json.Unmarshal(b, &c) != nil {
-			continue
-		}
-		if c.BlockingThread != nil {
-			tids = append(tids, c.BlockingThread.TID)
-		}
-		if c.Inversion != nil {
-			tids = append(tids, c.Inversion.Owner.TID)
-			for _, p := range c.Inversion.Preempters {
-				tids = append(tids, p.TID)
-			}
+	}
+	return tids
+}
+
+// decodedCauses reads the causes of an analysis report does not know the
+// type of (a Decoded one) from its JSON fields.
+func decodedCauses(a Analysis) []uint32 {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil
+	}
+	var c culprits
+	if json.Unmarshal(b, &c) != nil {
+		return nil
+	}
+	var tids []uint32
+	if c.BlockingThread != nil {
+		tids = append(tids, c.BlockingThread.TID)
+	}
+	if c.Inversion != nil {
+		tids = append(tids, c.Inversion.Owner.TID)
+		for _, p := range c.Inversion.Preempters {
+			tids = append(tids, p.TID)
 		}
 	}
 	return tids

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,18 +129,20 @@ func TestSelectCauses(t *testing.T) {
 		task(4, 1, "logger", "OTHER nice 0", nil),
 		task(5, 1, "app", "OTHER nice 0", nil), // a runtime thread: named like its process
 		task(6, 1, "idle", "OTHER nice 0", nil),
+		task(7, 1, "hog", "FIFO 90", causedBy{8}), // a live analysis names its causes itself
+		task(8, 1, "irq-helper", "OTHER nice 0", nil),
 	}}
 	var prepared []uint32
 	(&report.Selection{}).Select(r, func(t *report.Task) { prepared = append(prepared, t.TID) })
-	if got := comms(r.Tasks); !slices.Equal(got, []string{"ctl", "holder", "logger"}) {
-		t.Errorf("shown %v, want ctl, its lock holder and the holder's blocker", got)
+	if got := comms(r.Tasks); !slices.Equal(got, []string{"ctl", "holder", "logger", "hog", "irq-helper"}) {
+		t.Errorf("shown %v, want ctl, its lock holder and the holder's blocker, hog and its cause", got)
 	}
 	if got := comms(r.Hidden); !slices.Equal(got, []string{"app", "app", "idle"}) {
 		t.Errorf("hidden %v", got)
 	}
 	slices.Sort(prepared)
-	if !slices.Equal(prepared, []uint32{2, 3, 4}) {
-		t.Errorf("prepared %v, want the shown tasks 2, 3, 4", prepared)
+	if !slices.Equal(prepared, []uint32{2, 3, 4, 7, 8}) {
+		t.Errorf("prepared %v, want the shown tasks 2, 3, 4, 7, 8", prepared)
 	}
 	var b bytes.Buffer
 	report.WriteSummary(&b, r, 16, 16)
@@ -147,6 +150,13 @@ func TestSelectCauses(t *testing.T) {
 		t.Errorf("summary without the hidden tasks' line:\n%s", b.String())
 	}
 }
+
+// causedBy is a live analysis (as internal/analysis.Result) that names its
+// window's causes.
+type causedBy []uint32
+
+func (c causedBy) CauseTIDs() []uint32       { return c }
+func (causedBy) WriteText(io.Writer, string) {}
 
 // TestSelectHiddenLine: hidden tasks with SLO violations are said to be
 // so, and not judged: the exit status and the violations counted are the
