@@ -85,8 +85,9 @@ func Run(ctx context.Context, o Options) error {
 		defer o.Control.Ended()
 	}
 
-	obs := observer{Exporter: x, archive: o.Archive}
+	var obs watch.Observer = x
 	if o.Archive != nil {
+		obs = archiving{Exporter: x, archive: o.Archive}
 		defer o.Archive.Close() // after the session: it adds no more
 	}
 	serveErr := make(chan error, 2) // /metrics and the API
@@ -150,18 +151,19 @@ func metricsServer(x *Exporter) *http.Server {
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 }
 
-// observer is what the agent observes the watch with (watch.Observer): the
-// exporter's events, and the windows for the archive.
-type observer struct {
+// archiving observes the agent's watch with the exporter, and its windows
+// with the archive (watch.WindowObserver).
+type archiving struct {
 	*Exporter
-	archive *Archive // nil: none
+	archive *Archive
 }
 
 // Window archives a new worst case or an explained violation's window.
-func (o observer) Window(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation)) {
-	if o.archive != nil {
-		o.archive.Add(worst, t, m, value, get)
-	}
+func (a archiving) Window(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation)) {
+	a.archive.Add(worst, t, m, value, get)
 }
 
-var _ watch.Observer = observer{}
+var (
+	_ watch.Observer       = (*Exporter)(nil)
+	_ watch.WindowObserver = archiving{}
+)

@@ -31,6 +31,12 @@ type Observer interface {
 	// id and name (empty when not known yet): its analysed cause, or
 	// notAnalysed with the reason (report.NotAnalysed*).
 	Violation(id uint64, comm string, m metric.ID, cause, notAnalysed string)
+}
+
+// WindowObserver is an Observer that also gets the windows (serve's
+// archive). Without one, no window is decoded or its task read for it.
+type WindowObserver interface {
+	Observer
 	// Window gets each new worst-case window (worst true) and each
 	// explained SLO-violation window, with its task and value (ns). get
 	// decodes the window and explains it (Options.Analyze for a worst
@@ -41,7 +47,8 @@ type Observer interface {
 
 // Agent makes a watch an always-on agent's session (RunAgent).
 type Agent struct {
-	// Observer gets the events (required).
+	// Observer gets the events (required); a WindowObserver gets the
+	// windows too.
 	Observer Observer
 	// TickEvery is the period of Observer.Tick (0: a second).
 	TickEvery time.Duration
@@ -73,5 +80,3 @@ func (nopObserver) Start(uint64, uint32)                                {}
 func (nopObserver) Tick(*engine.Engine, []*engine.TaskStats, uint64)    {}
 func (nopObserver) Exit(*engine.TaskStats)                              {}
 func (nopObserver) Violation(uint64, string, metric.ID, string, string) {}
-func (nopObserver) Window(bool, *report.Task, metric.ID, uint64, func() (*trace.Trace, report.Explanation)) {
-}

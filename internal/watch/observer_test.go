@@ -10,9 +10,7 @@ import (
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
-	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
-	"github.com/rtscope/rtscope/internal/trace"
 )
 
 // events records what an agent's watch shows its observer.
@@ -49,9 +47,6 @@ func (ev *events) Exit(st *engine.TaskStats) {
 }
 
 func (ev *events) Violation(uint64, string, metric.ID, string, string) {}
-
-func (ev *events) Window(bool, *report.Task, metric.ID, uint64, func() (*trace.Trace, report.Explanation)) {
-}
 
 // TestAgentObserver: an agent's watch outlives its targets, and shows its
 // observer each task's start and exit, and ticks that never carry a task

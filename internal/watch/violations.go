@@ -138,7 +138,9 @@ func (s *watcher) explainViolations(snap *trace.Snapshot, viols []engine.Notice)
 		h.Add(e, n.Value, tr)
 		s.house.monitor.AddViolation(e)
 		s.obs.Violation(n.Id, t.Comm, m, e.Cause, "")
-		s.obs.Window(false, t, m, n.Value, func() (*trace.Trace, report.Explanation) { return tr, e })
+		if s.wobs != nil {
+			s.wobs.Window(false, t, m, n.Value, func() (*trace.Trace, report.Explanation) { return tr, e })
+		}
 		done = append(done, &explained{n: n, t: t, tr: tr, e: e})
 	}
 	return done

@@ -117,8 +117,9 @@ type Options struct {
 // and the parts they coordinate, all on the session's goroutine.
 type watcher struct {
 	o       Options
-	agent   *Agent   // nil: a watch, with its reports
-	obs     Observer // the agent's, or none
+	agent   *Agent         // nil: a watch, with its reports
+	obs     Observer       // the agent's, or none
+	wobs    WindowObserver // the agent's, when it gets the windows
 	out     *outputs
 	eng     *engine.Engine
 	names   *trace.Names
@@ -198,6 +199,7 @@ func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
 	}
 	if a != nil {
 		s.obs, spec.Control = a.Observer, a.Control
+		s.wobs, _ = a.Observer.(WindowObserver)
 		spec.Every = append(spec.Every, session.Job{Every: a.TickEvery, Run: func() bool { s.tick(); return false }})
 	}
 	if s.house.auto {

@@ -238,11 +238,11 @@ func noteLostNotices(t *report.Task, lost uint64) {
 // shows it to the observer, decoded and explained only if it asks.
 func (s *watcher) keepWorst(snap *trace.Snapshot, n engine.Notice) {
 	tr := s.win.keepWorst(snap, n)
-	if _, nop := s.obs.(nopObserver); nop {
+	if s.wobs == nil {
 		return
 	}
 	t, m := s.book.identify(s.eng, n.Id, n.Tid), metric.ID(n.Metric)
-	s.obs.Window(true, t, m, n.Value, func() (*trace.Trace, report.Explanation) {
+	s.wobs.Window(true, t, m, n.Value, func() (*trace.Trace, report.Explanation) {
 		d := tr.Decode(s.names)
 		var e report.Explanation
 		if s.o.Analyze != nil {
