@@ -40,7 +40,8 @@ func (s *watcher) build() *report.Report {
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.viol.fired, ThresholdSkipped: s.viol.skipped}
 	}
-	for _, t := range rep.Tasks {
+	// What the run lost is of every task, shown or not (bench counts it).
+	for _, t := range append(rep.Tasks, rep.Hidden...) {
 		for _, m := range t.Metrics {
 			if m.Worst != nil && m.Worst.Truncated {
 				rep.Lost.TracesTruncated++
