@@ -191,7 +191,7 @@ func TestBTFFileHidden(t *testing.T) {
 		{[]string{"--btf", copyPath}, "btf", "--btf " + copyPath, 20},
 	} {
 		out := filepath.Join(dir, c.engine+".json")
-		argv := append([]string{"watch", "-q", "--json", out}, c.args...)
+		argv := append([]string{"watch", "-q", "--all", "--json", out}, c.args...) // --all: the sleeps too
 		argv = append(argv, "--", "sh", "-c", "for i in $(seq 30); do sleep 0.002; done")
 		script := `mount --bind "$1" /sys/kernel/btf/vmlinux && shift && exec "$@"`
 		cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", empty, rtscope}, argv...)...)

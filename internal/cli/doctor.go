@@ -132,7 +132,7 @@ func watchPI(t doctor.Targets, d time.Duration) ([]doctor.Check, error) {
 	ctx, stop := stopSignals()
 	defer stop()
 	o := watch.Options{Targets: target.Spec{TIDs: t.TIDs, PIDs: t.PIDs, Comms: t.Comms}, Duration: d, Quiet: true,
-		Out: io.Discard, Log: io.Discard, AutoHousekeeping: true}
+		Out: io.Discard, Log: io.Discard, AutoHousekeeping: true, All: true} // every thread's PI use
 	o.Analyze = analyzer()
 	o.Explain = explain.ForViolation
 	rep, err := watch.Run(ctx, o)

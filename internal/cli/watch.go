@@ -96,7 +96,8 @@ func runWatch(args []string) int {
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window: the task's own across it, the others nearest its end (a sparse window); truncated when the task's own are more")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
-	show := fs.StringSlice("show", nil, "report only tasks with these names")
+	show := fs.StringSlice("show", nil, "report and judge only tasks with these names")
+	all := fs.Bool("all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")
 	userSpec := fs.String("user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0); default: chosen away from the watched tasks' CPUs and followed; none: unpinned")
 	onThreshold := fs.StringArray("on-threshold", nil, "action when an SLO is violated (repeatable, see Actions below); without continue, watching stops")
@@ -136,7 +137,7 @@ func runWatch(args []string) int {
 	}
 	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
 		NoTrace: *noTrace, Traces: *traces, Verbose: *verbose, FailOn: failHealth, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
-		Show: *show, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
+		Show: *show, All: *all, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
 	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
 	o.Series = *htmlPath != "" // the page draws each metric over time
 	var toStdout []string

@@ -190,6 +190,7 @@ func WriteSummary(w io.Writer, r *Report, o TextOptions) {
 	l := r.Lost
 	fmt.Fprintf(w, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
 		len(r.Tasks), time.Duration(r.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	writeHidden(w, r)
 	if o.Verbose {
 		writeWindowNotes(w, l, o)
 	}

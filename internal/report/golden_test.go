@@ -30,7 +30,8 @@ const keepLive, keepExited = 16, 16
 
 // TestOutputGoldens renders every recorded report (testdata/fixtures: the
 // JSON of real watch runs of the scenarios, recorded with --html, so they
-// hold series and histograms) as text, JSON, Perfetto and HTML, and
+// hold series and histograms), its tasks selected as watch selects them by
+// default (Selection), as text, JSON, Perfetto and HTML, and
 // compares each with its golden in testdata/golden. A change of output is
 // a change of golden, and its commit says why (go test ./internal/report
 // -run TestOutputGoldens -update rewrites them).
@@ -43,6 +44,8 @@ func TestOutputGoldens(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(p), ".json.gz")
 		t.Run(name, func(t *testing.T) {
 			r := readFixture(t, p)
+			// As watch's report selects them (its default: no flag).
+			fixtureSelection(r).Select(r, nil)
 			var text, js, pb, html bytes.Buffer
 			report.WriteFinal(&text, r, report.TextOptions{LiveKeep: keepLive, ExitedKeep: keepExited})
 			if err := r.EncodeJSON(&js); err != nil {

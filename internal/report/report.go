@@ -40,6 +40,8 @@ type Report struct {
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
 	Housekeeping *Housekeeping `json:"housekeeping"`
 	Tasks        []*Task       `json:"tasks"`
+	// Hidden are the tasks not shown (Selection): measured, not judged.
+	Hidden []*Task `json:"hidden_tasks,omitempty"`
 }
 
 // Housekeeping says where rtscope kept its own threads, away from the

@@ -124,7 +124,7 @@ func archiveName(n string) bool {
 	return strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".")
 }
 
-// Add is watch.Hooks.Window: it archives a target's new worst case, and a
+// Add is watch.WindowObserver.Window: it archives a target's new worst case, and a
 // violation unless one of that target and metric was archived less than
 // the gap ago. Session goroutine only.
 func (a *Archive) Add(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation)) {

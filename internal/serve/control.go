@@ -26,7 +26,7 @@ import (
 // Concurrency: its methods are safe for concurrent use (the HTTP API's
 // goroutines, the SIGHUP handler); they are serialised by a mutex, and
 // every engine change runs on the watch session's goroutine through
-// watch.Hooks.Control, the one goroutine that uses the engine. A method
+// watch.Agent.Control, the one goroutine that uses the engine. A method
 // waits for its change to be made, or fails once the session has ended.
 type Control struct {
 	mu      sync.Mutex
@@ -120,7 +120,7 @@ func buildSLO(specs []string) slo.Set {
 	return slo.Build(bs)
 }
 
-// Hook is the channel for watch.Hooks.Control.
+// Hook is the channel for watch.Agent.Control.
 func (c *Control) Hook() <-chan func(*engine.Engine) { return c.run }
 
 // Ended tells the control that the session has ended: changes fail from

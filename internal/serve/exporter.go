@@ -236,7 +236,7 @@ func (x *Exporter) SetPlaces(placeOf func(tid uint32) (target.Place, error)) {
 }
 
 // Start reads the place of a task that was just tracked
-// (watch.Hooks.Start), while it still runs: a short task has often exited
+// (watch.Observer.Start), while it still runs: a short task has often exited
 // by the next Tick.
 func (x *Exporter) Start(id uint64, tid uint32) {
 	if x.placeOf == nil {
@@ -287,7 +287,7 @@ func (x *Exporter) nameLabel(key string) string {
 }
 
 // Tick replaces the live tasks' statistics and the engine's own counters
-// (watch.Hooks.Tick).
+// (watch.Observer.Tick).
 func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64) {
 	counters := e.Counters()
 	mem := e.MemoryBytes()
@@ -359,7 +359,7 @@ func (x *Exporter) setLive(live []*engine.TaskStats) {
 }
 
 // Exit folds a task's final statistics into its target's total
-// (watch.Hooks.Exit).
+// (watch.Observer.Exit).
 func (x *Exporter) Exit(st *engine.TaskStats) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -383,7 +383,7 @@ func (x *Exporter) fold(st *engine.TaskStats) {
 }
 
 // Violation counts one SLO violation noticed, by cause or by why it was not
-// analysed (watch.Hooks.Violation), from the next Tick on.
+// analysed (watch.Observer.Violation), from the next Tick on.
 func (x *Exporter) Violation(id uint64, comm string, m metric.ID, cause, notAnalysed string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

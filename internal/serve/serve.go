@@ -18,7 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
+	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
@@ -37,8 +40,8 @@ type Options struct {
 	// Archive, when set, gets the new worst and the violation windows,
 	// served by the API; Run closes it.
 	Archive *Archive
-	// Watch is the session: targets, SLOs, analysis, housekeeping. Its
-	// hooks, duration and output are set by Run.
+	// Watch is the session: targets, SLOs, analysis, housekeeping, run as
+	// an agent (watch.RunAgent) that the exporter and the archive observe.
 	Watch watch.Options
 	// Tick is how often the live tasks' statistics are read for /metrics
 	// (default 1s): a scrape sees values at most this old.
@@ -62,23 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
-			func() float64 { return 1 }))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
-		// Native histograms need the protobuf format; the text format
-		// carries the classic buckets.
-		EnableOpenMetrics: true}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "rtscope serve: metrics at /metrics")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := metricsServer(x)
 	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
@@ -98,32 +85,13 @@ func Run(ctx context.Context, o Options) error {
 		defer o.Control.Ended()
 	}
 
-	w := o.Watch
-	w.Duration = 0
-	w.Quiet = true
-	w.Out = io.Discard
-	w.Log = o.Log
-	w.Series = false
-	w.Hooks.TickEvery = o.Tick
-	w.Hooks.Tick = x.Tick
-	w.Hooks.Start = x.Start
-	w.Hooks.Exit = x.Exit
-	w.Hooks.Violation = x.Violation
-	w.Hooks.DropExited = true
-	w.Hooks.NeverEnd = true
-	if o.Control != nil {
-		w.Hooks.Control = o.Control.Hook()
-	}
+	var obs watch.Observer = x
 	if o.Archive != nil {
-		w.Hooks.Window = o.Archive.Add
+		obs = archiving{Exporter: x, archive: o.Archive}
 		defer o.Archive.Close() // after the session: it adds no more
 	}
-	ready := w.Ready
 	serveErr := make(chan error, 2) // /metrics and the API
-	w.Ready = func() {
-		if ready != nil {
-			ready()
-		}
+	agent := watch.Agent{Observer: obs, TickEvery: o.Tick, Ready: func() {
 		go func() { serveErr <- srv.Serve(ln) }()
 		if api != nil {
 			go func() { serveErr <- api.Serve(apiLn) }()
@@ -131,7 +99,12 @@ func Run(ctx context.Context, o Options) error {
 		if o.Ready != nil {
 			o.Ready(ln.Addr().String())
 		}
+	}}
+	if o.Control != nil {
+		agent.Control = o.Control.Hook()
 	}
+	w := o.Watch
+	w.Log = o.Log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	httpErr := make(chan error, 1) // the server's failure, which ends the run
@@ -145,7 +118,7 @@ func Run(ctx context.Context, o Options) error {
 		case <-ctx.Done():
 		}
 	}()
-	if _, err := watch.Run(ctx, w); err != nil {
+	if err := watch.RunAgent(ctx, w, agent); err != nil {
 		return err
 	}
 	select {
@@ -155,3 +128,42 @@ func Run(ctx context.Context, o Options) error {
 	}
 	return nil
 }
+
+// metricsServer serves the exporter's and the process's metrics on
+// /metrics.
+func metricsServer(x *Exporter) *http.Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
+			func() float64 { return 1 }))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
+		// Native histograms need the protobuf format; the text format
+		// carries the classic buckets.
+		EnableOpenMetrics: true}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "rtscope serve: metrics at /metrics")
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// archiving observes the agent's watch with the exporter, and its windows
+// with the archive (watch.WindowObserver).
+type archiving struct {
+	*Exporter
+	archive *Archive
+}
+
+// Window archives a new worst case or an explained violation's window.
+func (a archiving) Window(worst bool, t *report.Task, m metric.ID, value uint64, get func() (*trace.Trace, report.Explanation)) {
+	a.archive.Add(worst, t, m, value, get)
+}
+
+var (
+	_ watch.Observer       = (*Exporter)(nil)
+	_ watch.WindowObserver = archiving{}
+)

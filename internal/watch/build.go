@@ -1,0 +1,116 @@
+package watch
+
+import (
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/report"
+)
+
+// build makes the run's report: every shown task with its windows
+// attached and judged, the features, what was lost, the steal, the
+// monitor, the housekeeping and the actions.
+func (s *watcher) build() *report.Report {
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	c := s.eng.Counters()
+	rep := &report.Report{
+		Schema:     report.Schema,
+		Kernel:     strings.TrimRight(string(uts.Release[:]), "\x00"),
+		Started:    s.started.UTC().Format(time.RFC3339Nano),
+		DurationNs: uint64(time.Since(s.started)),
+		Features:   features(s.eng),
+		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
+			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
+			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
+	}
+	s.selectTasks(rep)
+	s.stealEnd()
+	rep.Steal = s.steal
+	if s.o.Analyze != nil || s.o.Explain != nil {
+		rep.Monitor = s.house.monitor
+	}
+	rep.Lost.WindowsLost = s.win.lost
+	rep.Lost.ExitedWindowsDropped = s.win.exited.Dropped
+	rep.Lost.LiveWindowsNotKept = s.win.live.NotKept
+	rep.Housekeeping = s.house.house
+	if len(s.o.OnThreshold) > 0 {
+		rep.Actions = &report.Actions{ThresholdFired: s.viol.fired, ThresholdSkipped: s.viol.skipped}
+	}
+	// What the run lost is of every task, shown or not (bench counts it).
+	for _, t := range append(rep.Tasks, rep.Hidden...) {
+		for _, m := range t.Metrics {
+			if m.Worst != nil && m.Worst.Truncated {
+				rep.Lost.TracesTruncated++
+			}
+			if m.Worst != nil && m.Worst.SparseUntil != nil {
+				rep.Lost.TracesSparse++
+			}
+		}
+	}
+	return rep
+}
+
+// selectTasks puts every task in rep, the shown ones in Tasks and the
+// others in Hidden (report.Selection), each with its windows attached and
+// judged: the shown first, whose analyses name the causes shown in turn.
+func (s *watcher) selectTasks(rep *report.Report) {
+	rep.Tasks = s.book.shown(true)
+	prepare := func(t *report.Task) {
+		if !s.book.final[t.ID()] {
+			s.attach(t) // exited tasks got theirs in their final report
+		}
+		report.Judge(t)
+	}
+	s.book.sel.Select(rep, prepare)
+	for _, t := range rep.Hidden {
+		prepare(t)
+	}
+}
+
+// stealEnd adds the hypervisor's steal of the run, per CPU, to s.steal.
+func (s *watcher) stealEnd() {
+	end, err := engine.StealTotals()
+	if err != nil {
+		return
+	}
+	for cpu, v := range end {
+		d := uint64(0)
+		if cpu < len(s.stealStart) && v > s.stealStart[cpu] {
+			d = v - s.stealStart[cpu]
+		}
+		s.steal.PerCPUNs = append(s.steal.PerCPUNs, d)
+		s.steal.RunNs += d
+	}
+}
+
+// features says what the engine could measure on this kernel, and how.
+func features(e *engine.Engine) report.Features {
+	f := report.Features{Trace: e.Tracing(), Steal: e.Features.Steal.Method,
+		Engine: e.Features.Engine, EngineNote: e.Features.EngineNote,
+		SleepReasons: e.Features.SleepReasons, PageFaults: e.Features.PageFaults}
+	if err := e.Features.UserReturn; err != nil {
+		f.UserReturn = "unavailable: " + err.Error()
+	}
+	if err := e.Features.WaiterStacks; err != nil && e.Tracing() {
+		f.WaiterStacks = err.Error()
+	}
+	if !e.Features.UserReturnFexit && e.Features.UserReturn == nil {
+		f.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): fexit is not allowed on this kernel"
+	}
+	f.ThreadedIRQ = "exact (fentry/fexit on the threaded handler)"
+	if e.Features.ThreadedIRQFentry != nil {
+		f.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
+	}
+	if e.Features.Engine == engine.EngineClassic {
+		f.EngineLimits = engine.ClassicLimits
+		if e.Features.UserReturn == nil {
+			f.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): the classic engine has no fexit"
+		}
+		f.ThreadedIRQ = "on-CPU time of each irq/N thread activation (the classic engine has no fentry)"
+	}
+	return f
+}
