@@ -1128,7 +1128,7 @@ func (s *watcher) build() *report.Report {
 	if s.eng.Features.ThreadedIRQFentry != nil {
 		rep.Features.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
 	}
-	if s.eng.Features.Engine == engine.EngineClassic {
+	if !s.eng.Features.Has(engine.FeatureKernelBTF) {
 		rep.Features.EngineLimits = engine.ClassicLimits
 		if s.eng.Features.UserReturn == nil {
 			rep.Features.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): the classic engine has no fexit"
