@@ -137,7 +137,7 @@ var featureTable = [featureCount]featureSpec{
 		programs: []string{"on_irq_thread_fn", "on_irq_thread_fn_exit", "on_irq_forced_thread_fn", "on_irq_forced_thread_fn_exit"},
 	},
 	FeatureCgroupAttach: {
-		name: "cgroup_attach", needs: "the `cgroup_attach_task` tracepoint (tp_btf)", since: "5.5",
+		name: "cgroup_moves", needs: "the `cgroup_attach_task` tracepoint (tp_btf)", since: "5.5",
 		probe:    "loading and attaching on_cgroup_attach_task",
 		enables:  "tasks moved into a watched cgroup later are tracked",
 		fallback: "cgroup targets get the tasks there at start and their children only",
