@@ -314,7 +314,7 @@ func (classicBackend) scan(e *Engine, between func()) error {
 	return nil
 }
 
-// procStat is what scanClassic needs of /proc/PID/task/TID/stat.
+// procStat is what classicBackend.scan needs of /proc/PID/task/TID/stat.
 type procStat struct {
 	comm  string
 	state byte

@@ -176,7 +176,7 @@ type FeatureInfo struct {
 	Required bool
 }
 
-// Features lists the table's rows in order.
+// FeatureTable lists the rows of the table of kernel features, in order.
 func FeatureTable() []FeatureInfo {
 	out := make([]FeatureInfo, 0, featureCount)
 	for f := range Feature(featureCount) {

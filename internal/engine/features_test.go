@@ -107,3 +107,33 @@ func TestFeaturesDerivedErrors(t *testing.T) {
 		t.Errorf("cgroup attach: %v", f.CgroupAttach)
 	}
 }
+
+// ProbeFeatures runs every probe of the table once, on this kernel, for
+// either engine: each feature is probed, and the required ones found
+// (the engine loaded).
+func TestProbeFeatures(t *testing.T) {
+	if err := Probe(); err != nil {
+		t.Skip(err)
+	}
+	for _, kind := range []string{EngineBTF, EngineClassic} {
+		if kind == EngineBTF && KernelBTF() != nil {
+			continue
+		}
+		f, err := ProbeFeatures(Config{Engine: kind})
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		if f.Engine != kind || f.Has(FeatureKernelBTF) != (kind == EngineBTF) || !f.Has(FeatureRingBuf) {
+			t.Errorf("%s: engine %s, kernel BTF %v, ring buffer %v", kind, f.Engine, f.Has(FeatureKernelBTF), f.Has(FeatureRingBuf))
+		}
+		for x := range Feature(featureCount) {
+			if !f.Probed(x) {
+				t.Errorf("%s: %s not probed", kind, x)
+			}
+			if !f.Has(x) && f.Sentence(x) == "" {
+				t.Errorf("%s: %s missing without a sentence", kind, x)
+			}
+		}
+	}
+}

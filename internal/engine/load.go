@@ -19,6 +19,19 @@ import (
 // Load loads the programs with cfg (nothing is attached yet). The
 // features are probed once, here: Features records what was found.
 func Load(cfg Config) (*Engine, error) {
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.load(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// newEngine checks the process and chooses the engine's backend.
+func newEngine(cfg Config) (*Engine, error) {
 	if err := Probe(); err != nil {
 		return nil, err
 	}
@@ -28,10 +41,6 @@ func Load(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, back: back, carries: histCarries{}}
 	e.Features.Engine, e.Features.EngineNote = back.kind(), why
-	if err := e.load(); err != nil {
-		e.Close()
-		return nil, err
-	}
 	return e, nil
 }
 
@@ -61,16 +70,11 @@ func (e *Engine) load() error {
 // kernel: it loads and attaches it, with no target, and closes it
 // (doctor's BPF checks). On an error, the features probed before it.
 func ProbeFeatures(cfg Config) (Features, error) {
-	if err := Probe(); err != nil {
-		return Features{}, err
-	}
-	back, why, err := chooseEngine(cfg.Engine, cfg.BTFFile)
+	e, err := newEngine(cfg)
 	if err != nil {
 		return Features{}, err
 	}
-	e := &Engine{cfg: cfg, back: back, carries: histCarries{}}
 	defer e.Close()
-	e.Features.Engine, e.Features.EngineNote = back.kind(), why
 	if err = e.load(); err == nil {
 		err = e.Attach()
 	}
