@@ -85,7 +85,9 @@ func runDoctor(args []string) int {
 	if env.Targets, err = doctorTargets(*tids, *pids, *comms); err != nil {
 		return Fail("doctor", err)
 	}
-	if *probeBPF {
+	if err := engine.Probe(); err != nil && *probeBPF {
+		env.BPF = &doctor.BPF{Unprobed: err.Error()}
+	} else if *probeBPF {
 		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
 	}
 	var out *outfile.File

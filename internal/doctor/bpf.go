@@ -9,9 +9,12 @@ import "fmt"
 type BPF struct {
 	Engine string // the engine that would run: "btf" or "classic"
 	Note   string // why the classic one runs, or where the BTF came from
-	// Err is why the engine could not be loaded ("" when it was): without
-	// root, or a required feature missing.
-	Err      string
+	// Err is why the engine could not be loaded ("" when it was): a
+	// required feature missing, a refusal of the kernel.
+	Err string
+	// Unprobed is why nothing was probed (no root nor CAP_BPF): the
+	// section is one SKIP, not a failure of the machine.
+	Unprobed string
 	Features []Feature
 }
 
@@ -33,9 +36,12 @@ type Feature struct {
 func bpfChecks(b *BPF) []Check {
 	engine := Check{Name: "bpf_engine", Status: Pass, Data: map[string]any{"engine": b.Engine}}
 	switch {
+	case b.Unprobed != "":
+		engine.Status, engine.Evidence = Skip, "rtscope's BPF features not probed: "+b.Unprobed
+		return []Check{engine}
 	case b.Err != "":
 		engine.Status, engine.Evidence = Fail, "rtscope's engine cannot load: "+b.Err
-		engine.Remedy = "run as root (or with CAP_BPF and CAP_PERFMON); the failed checks below name what the kernel lacks"
+		engine.Remedy = "the failed checks below name what the kernel lacks"
 	case b.Note != "":
 		engine.Status, engine.Evidence = Info, fmt.Sprintf("the %s engine loads and attaches: %s", b.Engine, b.Note)
 	default:

@@ -38,11 +38,16 @@ func TestBPFChecks(t *testing.T) {
 			t.Errorf("check %d: %+v, want %+v", i, c, w)
 		}
 	}
-	b.Err = "rtscope needs root"
-	if c := bpfChecks(b)[0]; c.Status != Fail || !strings.Contains(c.Evidence, "needs root") || c.Remedy == "" {
+	b.Err = "this kernel lacks the BPF ring buffer"
+	if c := bpfChecks(b)[0]; c.Status != Fail || !strings.Contains(c.Evidence, "ring buffer") || c.Remedy == "" {
 		t.Errorf("engine not loaded: %+v", c)
 	}
-	b.Err, b.Engine, b.Note = "", "classic", "no usable kernel BTF"
+	// Without root nothing is probed: one SKIP, the machine not failed.
+	if cs := bpfChecks(&BPF{Unprobed: "rtscope needs root"}); len(cs) != 1 || cs[0].Status != Skip || !strings.Contains(cs[0].Evidence, "needs root") {
+		t.Errorf("unprobed: %+v", cs)
+	}
+	b.Err = ""
+	b.Engine, b.Note = "classic", "no usable kernel BTF"
 	if c := bpfChecks(b)[0]; c.Status != Info || !strings.Contains(c.Evidence, "classic engine loads and attaches: no usable kernel BTF") {
 		t.Errorf("classic: %+v", c)
 	}
