@@ -17,7 +17,8 @@ import (
 )
 
 // ClassicLimits are what the classic engine cannot measure, for the JSON
-// features and the README: the tracepoint records do not carry it.
+// features (Features.EngineLimits) and docs/features.md (generated): the
+// tracepoint records do not carry it.
 var ClassicLimits = []string{
 	"policy and affinity come from the live task when stats are read (sched_getattr, sched_getaffinity), not from the kernel at each switch; an exited task keeps the policy its prio implies (FIFO for RT prios: RR looks the same)",
 	"hypervisor steal is not in the flight recorder (it is read from the run queue, a kernel structure)",
