@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/doctor"
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/outfile"
 	"github.com/rtscope/rtscope/internal/report"
@@ -30,9 +32,12 @@ cpufreq governor and boost, RT throttling, THP and swap, SMT siblings of
 isolated CPUs, timer migration and watchdogs, the hypervisor and its steal
 time (measured over --sample), the clock source. With targets, each thread's
 policy, locked memory and affinity; with --watch DUR also its PI mutex use,
-from rtscope watch's analysis of its worst cases over DUR (loads BPF). Each check prints its status (PASS,
-WARN, FAIL, INFO, SKIP), the evidence read and, when not passed, the remedy.
-Every check is described in docs/doctor.md.
+from rtscope watch's analysis of its worst cases over DUR (loads BPF). The
+BPF section (bpf_*) loads and attaches rtscope's engine for a moment, as
+root, and says which kernel feature it found, one check each (the table in
+docs/features.md). Each check prints its status (PASS, WARN, FAIL, INFO,
+SKIP), the evidence read and, when not passed, the remedy. Every check is
+described in docs/doctor.md.
 
 Targets (repeatable, combinable), as in rtscope watch:
   -p, --tid TID          one thread
@@ -54,6 +59,7 @@ func runDoctor(args []string) int {
 	sample := fs.Duration("sample", time.Second, "measure the hypervisor's steal time over this long (0: do not)")
 	jsonPath := fs.String("json", "", "write the checks as JSON to FILE (- for stdout; the text then goes to stderr)")
 	strict := fs.Bool("strict", false, "warnings fail too (exit status 2)")
+	probeBPF := fs.Bool("bpf", true, "probe rtscope's BPF features: load and attach its engine for a moment (the bpf_* checks)")
 	watchFor := fs.Duration("watch", 0, "with targets: watch them this long with the BPF engine and check their PI mutex use (futex waits without priority inheritance in their worst cases)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, doctorUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
@@ -76,18 +82,14 @@ func runDoctor(args []string) int {
 	}
 	env := doctor.Env{FS: doctor.Root(), Sample: *sample}
 	var err error
-	if env.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
+	if env.Targets, err = doctorTargets(*tids, *pids, *comms); err != nil {
 		return Fail("doctor", err)
 	}
-	if env.Targets.PIDs, err = parseIDs("pid", *pids); err != nil {
-		return Fail("doctor", err)
+	if err := engine.Probe(); err != nil && *probeBPF {
+		env.BPF = &doctor.BPF{Unprobed: err.Error()}
+	} else if *probeBPF {
+		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
 	}
-	for _, c := range *comms {
-		if c == "" || len(c) > 15 {
-			return Fail("doctor", fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c))
-		}
-	}
-	env.Targets.Comms = *comms
 	var out *outfile.File
 	if *jsonPath != "" {
 		if out, err = outfile.Create(*jsonPath); err != nil {
@@ -124,6 +126,44 @@ func runDoctor(args []string) int {
 	}
 	return rep.ExitStatus
 }
+
+// doctorTargets parses doctor's target flags.
+func doctorTargets(tids, pids, comms []string) (doctor.Targets, error) {
+	var t doctor.Targets
+	var err error
+	if t.TIDs, err = parseIDs("tid", tids); err != nil {
+		return t, err
+	}
+	if t.PIDs, err = parseIDs("pid", pids); err != nil {
+		return t, err
+	}
+	for _, c := range comms {
+		if c == "" || len(c) > 15 {
+			return t, fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c)
+		}
+	}
+	t.Comms = comms
+	return t, nil
+}
+
+// bpfSection is doctor's BPF section: each row of the engine's feature
+// table with what the probe found (f), or the error that stopped it.
+func bpfSection(f engine.Features, err error) *doctor.BPF {
+	b := &doctor.BPF{Engine: f.Engine, Note: f.EngineNote}
+	if err != nil {
+		b.Err = err.Error()
+	}
+	for _, row := range engine.FeatureTable() {
+		x := row.Feature
+		b.Features = append(b.Features, doctor.Feature{Name: row.Name, Needs: plain(row.Needs), Enables: plain(row.Enables),
+			Fallback: plain(row.Fallback), Required: row.Required && f.Applies(x), Probed: f.Probed(x), Found: f.Has(x),
+			Sentence: plain(f.Sentence(x)), Cause: f.Cause(x)})
+	}
+	return b
+}
+
+// plain drops the table's Markdown code marks, for the terminal.
+func plain(s string) string { return strings.ReplaceAll(s, "`", "") }
 
 // watchPI watches the targets for d with the engine and the worst-case
 // analysis (as rtscope watch -q does) and judges each thread's PI mutex

@@ -71,6 +71,9 @@ type Env struct {
 	Sleep func(time.Duration)
 	// Targets are the tasks to check (none: system checks only).
 	Targets Targets
+	// BPF is what rtscope's engine found of the kernel's BPF features
+	// (nil: no BPF section).
+	BPF *BPF
 }
 
 // Summary counts the checks by status.
@@ -112,6 +115,9 @@ func Run(env Env) (*Report, error) {
 		Started: time.Now().UTC().Format(time.RFC3339Nano), SampleNs: env.Sample.Nanoseconds()}
 	for _, c := range systemChecks {
 		r.Checks = append(r.Checks, c(m, &env))
+	}
+	if env.BPF != nil {
+		r.Checks = append(r.Checks, bpfChecks(env.BPF)...)
 	}
 	tasks, err := resolve(env.FS, env.Targets)
 	if err != nil {

@@ -246,10 +246,11 @@ func showAt(file, target string) error {
 }
 
 // kernelSpec is the kernel's types for rtscope's own probes: the file's
-// with --btf, else the kernel's.
+// with --btf, else the kernel's, from the cache the loads share (read
+// only: the probes look types up).
 func (e *Engine) kernelSpec() (*btf.Spec, error) {
 	if e.types != nil {
 		return e.types.spec, nil
 	}
-	return btf.LoadKernelSpec()
+	return e.btfCache.Kernel()
 }

@@ -111,9 +111,9 @@ func TestReadBTFFileErrors(t *testing.T) {
 // --btf forces the BTF engine and cannot go with --engine classic.
 func TestChooseEngineBTFFile(t *testing.T) {
 	for _, want := range []string{EngineAuto, EngineBTF} {
-		kind, why, err := chooseEngine(want, "/x.btf")
-		if err != nil || kind != EngineBTF || !strings.Contains(why, "--btf /x.btf") {
-			t.Errorf("%q: %s %q %v", want, kind, why, err)
+		back, why, err := chooseEngine(want, "/x.btf")
+		if err != nil || back.kind() != EngineBTF || !strings.Contains(why, "--btf /x.btf") {
+			t.Errorf("%q: %v %q %v", want, back, why, err)
 		}
 	}
 	if _, _, err := chooseEngine(EngineClassic, "/x.btf"); err == nil || !strings.Contains(err.Error(), "--engine classic") {

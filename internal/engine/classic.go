@@ -16,15 +16,9 @@ import (
 	"github.com/rtscope/rtscope/internal/tpformat"
 )
 
-// Engine kinds (Config.Engine, Features.Engine).
-const (
-	EngineAuto    = ""        // BTF when the kernel has it, else classic
-	EngineBTF     = "btf"     // tp_btf, task storage, CO-RE (rtscope.bpf.c)
-	EngineClassic = "classic" // classic tracepoints, offsets from tracefs (classic.bpf.c)
-)
-
 // ClassicLimits are what the classic engine cannot measure, for the JSON
-// features and the README: the tracepoint records do not carry it.
+// features (Features.EngineLimits) and docs/features.md (generated): the
+// tracepoint records do not carry it.
 var ClassicLimits = []string{
 	"policy and affinity come from the live task when stats are read (sched_getattr, sched_getaffinity), not from the kernel at each switch; an exited task keeps the policy its prio implies (FIFO for RT prios: RR looks the same)",
 	"hypervisor steal is not in the flight recorder (it is read from the run queue, a kernel structure)",
@@ -53,31 +47,31 @@ func KernelBTF() error {
 	return nil
 }
 
-// chooseEngine resolves Config.Engine: the kind to load, and why when it
-// is the classic one or when the kernel's types come from --btf FILE.
-func chooseEngine(want, btfFile string) (kind, why string, err error) {
+// chooseEngine resolves Config.Engine: the backend to load, and why when
+// it is the classic one or when the kernel's types come from --btf FILE.
+func chooseEngine(want, btfFile string) (back backend, why string, err error) {
 	if btfFile != "" {
 		if want == EngineClassic {
-			return "", "", errors.New("--btf is for the BTF engine: --engine classic reads no kernel types")
+			return nil, "", errors.New("--btf is for the BTF engine: --engine classic reads no kernel types")
 		}
-		return EngineBTF, "kernel types from --btf " + btfFile, nil
+		return btfBackend{}, "kernel types from --btf " + btfFile, nil
 	}
 	switch want {
 	case EngineBTF:
-		return EngineBTF, "", nil
+		return btfBackend{}, "", nil
 	case EngineClassic:
-		return EngineClassic, "forced by --engine classic", nil
+		return classicBackend{}, "forced by --engine classic", nil
 	case EngineAuto:
 		if err := KernelBTF(); err != nil {
 			why := err.Error() + "; the classic engine (classic tracepoints) runs instead"
 			if KernelHasBTF() {
 				why += " (the kernel has BTF of its own: --btf FILE with a copy of this kernel's vmlinux BTF runs the full engine)"
 			}
-			return EngineClassic, why, nil
+			return classicBackend{fallback: true}, why, nil
 		}
-		return EngineBTF, "", nil
+		return btfBackend{}, "", nil
 	}
-	return "", "", fmt.Errorf("--engine %q: must be btf or classic", want)
+	return nil, "", fmt.Errorf("--engine %q: must be btf or classic", want)
 }
 
 // classicField binds a load-time constant of classic.bpf.c to a tracepoint field.
@@ -169,33 +163,49 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 }
 
 // classicAttach lists the classic engine's programs and their tracepoints;
-// the optional ones cost a feature when missing.
+// one that a feature of featureTable names (featureOf) costs that feature
+// when missing, any other the engine.
 var classicAttach = []struct {
 	prog, system, event string
-	optional            bool
 }{
-	{"on_sched_switch", "sched", "sched_switch", false},
-	{"on_sched_waking", "sched", "sched_waking", false},
-	{"on_sched_migrate", "sched", "sched_migrate_task", false},
-	{"on_task_newtask", "task", "task_newtask", false},
-	{"on_sched_exec", "sched", "sched_process_exec", false},
-	{"on_task_rename", "task", "task_rename", false},
-	{"on_sched_exit", "sched", "sched_process_exit", false},
-	{"on_hrtimer_start", "timer", "hrtimer_start", false},
-	{"on_hrtimer_expire_entry", "timer", "hrtimer_expire_entry", false},
-	{"on_hrtimer_expire_exit", "timer", "hrtimer_expire_exit", false},
-	{"on_irq_entry", "irq", "irq_handler_entry", false},
-	{"on_irq_exit", "irq", "irq_handler_exit", false},
-	{"on_softirq_entry", "irq", "softirq_entry", false},
-	{"on_softirq_exit", "irq", "softirq_exit", false},
-	{"on_rseq_update", "rseq", "rseq_update", true},
+	{"on_sched_switch", "sched", "sched_switch"},
+	{"on_sched_waking", "sched", "sched_waking"},
+	{"on_sched_migrate", "sched", "sched_migrate_task"},
+	{"on_task_newtask", "task", "task_newtask"},
+	{"on_sched_exec", "sched", "sched_process_exec"},
+	{"on_task_rename", "task", "task_rename"},
+	{"on_sched_exit", "sched", "sched_process_exit"},
+	{"on_hrtimer_start", "timer", "hrtimer_start"},
+	{"on_hrtimer_expire_entry", "timer", "hrtimer_expire_entry"},
+	{"on_hrtimer_expire_exit", "timer", "hrtimer_expire_exit"},
+	{"on_irq_entry", "irq", "irq_handler_entry"},
+	{"on_irq_exit", "irq", "irq_handler_exit"},
+	{"on_softirq_entry", "irq", "softirq_entry"},
+	{"on_softirq_exit", "irq", "softirq_exit"},
+	{"on_rseq_update", "rseq", "rseq_update"},
 }
 
-// loadClassic loads classic.bpf.c with the shared settings vars and this
+// classicBackend is the classic engine: classic.bpf.c's classic
+// tracepoint programs, which read each value from the tracepoint's record
+// at the offsets tracefs prints, for kernels without BTF.
+type classicBackend struct {
+	fallback bool // chosen because the kernel's BTF is not usable (Features.EngineFallback)
+}
+
+func (classicBackend) kind() string { return EngineClassic }
+
+// load loads classic.bpf.c with the shared settings vars and this
 // kernel's field offsets; its maps fill e.objs.bpfMaps, so that every
-// reader of the engine works unchanged. It returns the spec with its
-// settings, for loadReapply.
-func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) (*ebpf.CollectionSpec, error) {
+// reader of the engine works unchanged. The features only BTF gives are
+// recorded missing, with the classic engine's sentence.
+func (c classicBackend) load(e *Engine, vars map[string]any, entries uint32) (*ebpf.CollectionSpec, error) {
+	e.Features.set(FeatureKernelBTF, errors.New(e.Features.EngineNote))
+	e.Features.EngineFallback = c.fallback
+	for _, f := range []Feature{FeatureTaskStorage, FeatureSwitchPrevState, FeatureFexit, FeatureFentry, FeatureCgroupAttach, FeatureStealClock} {
+		e.Features.set(f, errClassic)
+	}
+	vars["hold_samples"] = haveForEachMapElem(e.cfg.TestNoReapply)
+	e.Features.PageFaults = "not measured: the classic engine reads no kernel structure (task_struct's fault counters, the mm's locking)"
 	spec, err := loadClassic()
 	if err != nil {
 		return nil, err
@@ -207,12 +217,10 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) (*ebpf.C
 	for name, v := range offs {
 		vars[name] = v
 	}
-	for name, v := range vars {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
+	if err := setVariables(spec, vars); err != nil {
+		return nil, err
 	}
-	spec.Maps["flight"].MaxEntries = flightEntries
+	spec.Maps["flight"].MaxEntries = entries
 	core := spec.Copy()
 	delete(core.Programs, "reapply_slo") // loadReapply, on its own
 	delete(core.Programs, "settle_held") // the same
@@ -232,14 +240,16 @@ func (e *Engine) loadClassic(vars map[string]any, flightEntries uint32) (*ebpf.C
 	return spec, nil
 }
 
-// attachClassic attaches the classic programs to their tracepoints.
-func (e *Engine) attachClassic() error {
+// attach attaches the classic programs to their tracepoints; the rseq
+// tracepoint's failure costs its feature only.
+func (classicBackend) attach(e *Engine) error {
 	progs := e.core.Programs
+	e.Features.set(FeatureRseq, nil)
 	for _, p := range classicAttach {
 		l, err := link.Tracepoint(p.system, p.event, progs[p.prog], nil)
 		if err != nil {
-			if p.optional {
-				e.Features.UserReturn = fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err)
+			if f, ok := featureOf(p.prog); ok {
+				e.Features.set(f, fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err))
 				continue
 			}
 			e.closeLinks() // a failed attach: nothing to settle
@@ -247,14 +257,22 @@ func (e *Engine) attachClassic() error {
 		}
 		e.links = append(e.links, l)
 	}
+	e.Features.derive()
 	return nil
 }
 
-// scanClassic starts tracking the existing tasks that match a target,
-// found in /proc (no task iterator without BTF): each is registered by
-// running classic_scan with its /proc state, at once, so that a caller sees
-// it tracked on return as with the BTF engine.
-func (e *Engine) scanClassic(between func()) error {
+// untrack does nothing: the classic engine cannot walk the tasks, so a
+// removed target's tasks stay tracked until they exit.
+func (classicBackend) untrack(*Engine, uint32) error { return nil }
+
+func (classicBackend) taskStarted(e *Engine, id uint64, tid uint32) { e.classicLearn(id, tid) }
+func (classicBackend) identity(e *Engine, s *TaskStats)             { e.classicIdentity(s) }
+
+// scan starts tracking the existing tasks that match a target, found in
+// /proc (no task iterator without BTF): each is registered by running
+// classic_scan with its /proc state, at once, so that a caller sees it
+// tracked on return as with the BTF engine.
+func (classicBackend) scan(e *Engine, between func()) error {
 	scan := e.core.Programs["classic_scan"]
 	tasks, err := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	if err != nil {
@@ -297,7 +315,7 @@ func (e *Engine) scanClassic(between func()) error {
 	return nil
 }
 
-// procStat is what scanClassic needs of /proc/PID/task/TID/stat.
+// procStat is what classicBackend.scan needs of /proc/PID/task/TID/stat.
 type procStat struct {
 	comm  string
 	state byte

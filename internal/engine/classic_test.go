@@ -126,18 +126,19 @@ func TestClassicNoCORE(t *testing.T) {
 
 func TestChooseEngine(t *testing.T) {
 	for _, c := range []struct{ want, kind string }{{EngineBTF, EngineBTF}, {EngineClassic, EngineClassic}} {
-		kind, _, err := chooseEngine(c.want, "")
-		if err != nil || kind != c.kind {
-			t.Errorf("%q: %s %v", c.want, kind, err)
+		back, _, err := chooseEngine(c.want, "")
+		if err != nil || back.kind() != c.kind {
+			t.Errorf("%q: %v %v", c.want, back, err)
 		}
 	}
 	if _, _, err := chooseEngine("bogus", ""); err == nil || !strings.Contains(err.Error(), "--engine") {
 		t.Errorf("bogus: %v", err)
 	}
-	kind, why, err := chooseEngine(EngineAuto, "")
+	back, why, err := chooseEngine(EngineAuto, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	kind := back.kind()
 	if (KernelBTF() == nil) != (kind == EngineBTF) || (kind == EngineClassic) != (why != "") {
 		t.Errorf("auto: %s (%s) with KernelBTF() = %v", kind, why, KernelBTF())
 	}

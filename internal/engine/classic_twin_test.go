@@ -469,7 +469,7 @@ func TestClassicTwinRename(t *testing.T) {
 		if st == nil {
 			return
 		}
-		e := &Engine{Features: Features{Engine: EngineClassic}}
+		e := &Engine{back: classicBackend{}, Features: Features{Engine: EngineClassic}}
 		e.objs.Stats = tw.objs.Stats
 		e.classicLearn(st.Id, other)
 		s := tw.stats(st.Id)

@@ -145,8 +145,6 @@ func (e *Engine) joined(id uint64, k *bpfRtsTaskStats) (*TaskStats, error) {
 		}
 		s, pending = e.carries.join(k)
 	}
-	if e.Features.Engine == EngineClassic {
-		e.classicIdentity(s)
-	}
+	e.back.identity(e, s)
 	return s, nil
 }

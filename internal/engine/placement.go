@@ -23,8 +23,9 @@ type Placement struct {
 // and 10 MB of garbage (BenchmarkPlacements), once a second for the
 // housekeeping choice. Safe for concurrent use.
 func (e *Engine) Placements() ([]Placement, error) {
-	if e.Features.Engine == EngineClassic {
-		// Its placements come from the tasks themselves (classicIdentity).
+	if !e.Features.Has(FeatureKernelBTF) {
+		// The classic engine's placements come from the tasks themselves
+		// (classicIdentity): its records carry no policy nor affinity.
 		all, err := e.AllStats()
 		out := make([]Placement, 0, len(all))
 		for _, s := range all {

@@ -804,7 +804,7 @@ func TestTwinHistogramCarry(t *testing.T) {
 // every other notice and not the carry.
 func TestTwinStatsTakesCarries(t *testing.T) {
 	tw := newTwin(t, nil)
-	e := &Engine{carries: histCarries{}, notices: noticeReader(t, tw)}
+	e := &Engine{back: btfBackend{}, carries: histCarries{}, notices: noticeReader(t, tw)}
 	e.objs.Stats = tw.objs.Stats
 	tw.track(100, true, false)
 	id := tw.id(100)
@@ -861,7 +861,7 @@ func TestTwinHoldNotices(t *testing.T) {
 	}
 
 	tw := newTwin(t, nil)
-	e := &Engine{carries: histCarries{}, notices: noticeReader(t, tw)}
+	e := &Engine{back: btfBackend{}, carries: histCarries{}, notices: noticeReader(t, tw)}
 	tw.track(100, true, false)
 	for i := range 3 * capacity {
 		if i%(capacity/4) == 0 {

@@ -203,7 +203,7 @@ func Run(ctx context.Context, spec Spec, tool Tool) (End, error) {
 		return 0, err
 	}
 	eng = e
-	if spec.Engine.Engine == engine.EngineAuto && eng.Features.Engine == engine.EngineClassic {
+	if eng.Features.EngineFallback {
 		fmt.Fprintf(log, "rtscope %s: %s%s\n", spec.Name, eng.Features.EngineNote, spec.ClassicHint)
 	} else if spec.Engine.BTFFile != "" {
 		fmt.Fprintf(log, "rtscope %s: BTF engine, %s\n", spec.Name, eng.Features.EngineNote)

@@ -80,7 +80,7 @@ func openStream(eng *engine.Engine, samplesPerSec int) (*stream, error) {
 	// Only the program of the engine's kind is loaded: the tp_btf one
 	// needs kernel BTF, the classic one the record's layout.
 	prog := "tl_on_hrtimer_start"
-	classic := eng.Features.Engine == engine.EngineClassic
+	classic := !eng.Features.Has(engine.FeatureKernelBTF)
 	if classic {
 		prog = "tl_on_hrtimer_start_classic"
 		f, err := tpformat.ReadFormat("timer", "hrtimer_start")

@@ -22,7 +22,7 @@ func (s *watcher) build() *report.Report {
 		Kernel:     strings.TrimRight(string(uts.Release[:]), "\x00"),
 		Started:    s.started.UTC().Format(time.RFC3339Nano),
 		DurationNs: uint64(time.Since(s.started)),
-		Features:   features(s.eng),
+		Features:   report.FeaturesFrom(&s.eng.Features, s.eng.Tracing()),
 		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
 			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
@@ -85,32 +85,4 @@ func (s *watcher) stealEnd() {
 		s.steal.PerCPUNs = append(s.steal.PerCPUNs, d)
 		s.steal.RunNs += d
 	}
-}
-
-// features says what the engine could measure on this kernel, and how.
-func features(e *engine.Engine) report.Features {
-	f := report.Features{Trace: e.Tracing(), Steal: e.Features.Steal.Method,
-		Engine: e.Features.Engine, EngineNote: e.Features.EngineNote,
-		SleepReasons: e.Features.SleepReasons, PageFaults: e.Features.PageFaults}
-	if err := e.Features.UserReturn; err != nil {
-		f.UserReturn = "unavailable: " + err.Error()
-	}
-	if err := e.Features.WaiterStacks; err != nil && e.Tracing() {
-		f.WaiterStacks = err.Error()
-	}
-	if !e.Features.UserReturnFexit && e.Features.UserReturn == nil {
-		f.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): fexit is not allowed on this kernel"
-	}
-	f.ThreadedIRQ = "exact (fentry/fexit on the threaded handler)"
-	if e.Features.ThreadedIRQFentry != nil {
-		f.ThreadedIRQ = "on-CPU time of each irq/N thread activation (fentry is not allowed on this kernel)"
-	}
-	if e.Features.Engine == engine.EngineClassic {
-		f.EngineLimits = engine.ClassicLimits
-		if e.Features.UserReturn == nil {
-			f.UserReturn = "only for threads with a registered rseq area (glibc >= 2.35): the classic engine has no fexit"
-		}
-		f.ThreadedIRQ = "on-CPU time of each irq/N thread activation (the classic engine has no fentry)"
-	}
-	return f
 }
