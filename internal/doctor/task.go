@@ -114,11 +114,15 @@ func taskChecks(m *machine, t thread) []Check {
 	stat, _ := fs.ReadFile(m.fsys, t.dir+"/stat")
 	status, _ := fs.ReadFile(m.fsys, t.dir+"/status")
 	pstatus, _ := fs.ReadFile(m.fsys, path.Join("proc", strconv.Itoa(t.PID), "status"))
+	return []Check{policyCheck(&task, string(stat)), mlockCheck(&task, string(pstatus)), m.affinityCheck(&task, string(status))}
+}
 
-	// Policy: /proc/.../stat fields 40 (rt_priority) and 41 (policy), counted
-	// after the comm, which may hold spaces.
-	pol := Check{Name: "task_policy", Task: &task}
-	policy, rtprio, nice, ok := statPolicy(string(stat))
+// policyCheck checks a thread's scheduling policy: /proc/.../stat fields 40
+// (rt_priority) and 41 (policy), counted after the comm, which may hold
+// spaces.
+func policyCheck(task *Task, stat string) Check {
+	pol := Check{Name: "task_policy", Task: task}
+	policy, rtprio, nice, ok := statPolicy(stat)
 	switch {
 	case !ok:
 		pol.Status, pol.Evidence = Skip, "the thread's /proc stat is unreadable (exited?)"
@@ -136,30 +140,39 @@ func taskChecks(m *machine, t thread) []Check {
 	if ok {
 		pol.Data = map[string]any{"policy": sched.PolicyName(policy), "rt_priority": rtprio}
 	}
+	return pol
+}
 
-	// Memory locking: VmLck of the process.
-	lck := Check{Name: "task_mlock", Task: &task}
-	if v := statusField(string(pstatus), "VmLck"); v == "" {
+// mlockCheck checks the memory locked by a thread's process: VmLck of its
+// /proc/PID/status (pstatus).
+func mlockCheck(task *Task, pstatus string) Check {
+	lck := Check{Name: "task_mlock", Task: task}
+	v := statusField(pstatus, "VmLck")
+	if v == "" {
 		lck.Status, lck.Evidence = Skip, "VmLck unreadable in /proc/PID/status"
-	} else {
-		kb, _ := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
-		lck.Data = map[string]any{"locked_bytes": kb * 1024}
-		lck.Evidence = "VmLck " + v
-		if kb == 0 {
-			lck.Status = Warn
-			lck.Evidence += ": no memory locked"
-			lck.Remedy = "call mlockall(MCL_CURRENT|MCL_FUTURE) at start (and pre-fault the stack and heap): an unlocked page may fault in from disk (milliseconds)"
-		} else {
-			lck.Status = Pass
-		}
+		return lck
 	}
+	kb, _ := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+	lck.Data = map[string]any{"locked_bytes": kb * 1024}
+	lck.Evidence = "VmLck " + v
+	if kb == 0 {
+		lck.Status = Warn
+		lck.Evidence += ": no memory locked"
+		lck.Remedy = "call mlockall(MCL_CURRENT|MCL_FUTURE) at start (and pre-fault the stack and heap): an unlocked page may fault in from disk (milliseconds)"
+	} else {
+		lck.Status = Pass
+	}
+	return lck
+}
 
-	// Affinity: on isolated CPUs only, and no device IRQ there.
-	aff := Check{Name: "task_affinity", Task: &task}
-	cpus := m.listOf(statusField(string(status), "Cpus_allowed_list"))
+// affinityCheck checks that a thread may run on isolated CPUs only, and
+// that no device IRQ lands there (its Cpus_allowed_list in status).
+func (m *machine) affinityCheck(task *Task, status string) Check {
+	aff := Check{Name: "task_affinity", Task: task}
+	cpus := m.listOf(statusField(status, "Cpus_allowed_list"))
 	if cpus == nil {
 		aff.Status, aff.Evidence = Skip, "Cpus_allowed_list unreadable"
-		return []Check{pol, lck, aff}
+		return aff
 	}
 	aff.Data = map[string]any{"cpus": fmtList(cpus)}
 	aff.Evidence = "may run on CPUs " + fmtList(cpus)
@@ -169,13 +182,7 @@ func taskChecks(m *machine, t thread) []Check {
 	} else if house := minus(cpus, m.isolated); len(house) > 0 {
 		why = append(why, "housekeeping (not isolated) CPUs "+fmtList(house)+" are among them")
 	}
-	var irqs []string
-	for _, q := range m.irqs {
-		if len(intersect(q.cpus, cpus)) > 0 && len(cpus) < len(m.online) {
-			irqs = append(irqs, q.num)
-		}
-	}
-	if len(irqs) > 0 {
+	if irqs := m.irqsOn(cpus); len(irqs) > 0 {
 		shown := irqs
 		if len(shown) > 8 {
 			shown = append(append([]string{}, irqs[:8]...), "...")
@@ -185,12 +192,24 @@ func taskChecks(m *machine, t thread) []Check {
 	if len(why) == 0 {
 		aff.Status = Pass
 		aff.Evidence += " (isolated, no device IRQ)"
-		return []Check{pol, lck, aff}
+		return aff
 	}
 	aff.Status = Warn
 	aff.Evidence += ": " + strings.Join(why, "; ")
 	aff.Remedy = "pin it to isolated CPUs (taskset -p -c LIST TID, or sched_setaffinity) and move IRQs away from them"
-	return []Check{pol, lck, aff}
+	return aff
+}
+
+// irqsOn returns the device IRQs that may land on cpus, unless cpus are
+// all the online CPUs (an unpinned thread: its IRQs are not a finding).
+func (m *machine) irqsOn(cpus []int) []string {
+	var irqs []string
+	for _, q := range m.irqs {
+		if len(intersect(q.cpus, cpus)) > 0 && len(cpus) < len(m.online) {
+			irqs = append(irqs, q.num)
+		}
+	}
+	return irqs
 }
 
 func (m *machine) listOf(s string) []int {
