@@ -132,3 +132,39 @@ func TestSplitCommand(t *testing.T) {
 		t.Errorf("-- alone: %v", err)
 	}
 }
+
+// serve's flags and the engine flags it shares with watch reach the agent's
+// options; those it does not have keep watch's defaults.
+func TestServeFlagsToOptions(t *testing.T) {
+	var f serveFlags
+	fs := f.flagSet()
+	dir := t.TempDir()
+	err := fs.Parse([]string{"--listen", "127.0.0.1:0", "--archive", dir, "--archive-max-mb", "2", "--socket", "",
+		"--tid", "7", "--pid", "8", "--comm", "ctl", "--cgroup", "ctl.service", "--slo", "latency=50us",
+		"--tick", "3s", "--no-trace", "--trace-events", "4096", "--btf", "vmlinux.btf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.options(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Archive.Close()
+	w := o.Watch
+	if o.Listen != "127.0.0.1:0" || o.Socket != "" || o.Tick != 3*time.Second || o.Archive == nil || o.Control == nil {
+		t.Errorf("listen %q socket %q tick %v archive %v control %v", o.Listen, o.Socket, o.Tick, o.Archive != nil, o.Control != nil)
+	}
+	tg := w.Targets
+	if !reflect.DeepEqual(tg.TIDs, []int{7}) || !reflect.DeepEqual(tg.PIDs, []int{8}) ||
+		!reflect.DeepEqual(tg.Comms, []string{"ctl"}) || !reflect.DeepEqual(tg.Cgroups, []string{"ctl.service"}) {
+		t.Errorf("targets %+v", tg)
+	}
+	if w.SLO.Default[metric.Latency] != 50_000 {
+		t.Errorf("SLO %+v", w.SLO)
+	}
+	if !w.NoTrace || w.TraceEvents != 4096 || w.BTFFile != "vmlinux.btf" || w.Engine != engine.EngineAuto ||
+		w.TraceMax != 0 || w.StackAfter != nil || !w.AutoHousekeeping {
+		t.Errorf("engine: no-trace %v trace-events %d btf %q engine %q trace-max %d stack-after %v auto housekeeping %v",
+			w.NoTrace, w.TraceEvents, w.BTFFile, w.Engine, w.TraceMax, w.StackAfter, w.AutoHousekeeping)
+	}
+}
