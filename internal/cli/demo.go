@@ -41,7 +41,8 @@ func runDemo(args []string) int {
 	*dur = 5 * time.Second
 	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "how long each scenario runs: `time`[s|m], seconds without a unit")
 	traces := fs.Bool("traces", false, "print the event listing of each worst case")
-	verbose := fs.BoolP("verbose", "v", false, "print every task's full tables and each metric's verdict with its evidence")
+	var verbose bool
+	addVerbose(fs, &verbose)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -57,7 +58,7 @@ func runDemo(args []string) int {
 	}
 	ctx, stop := stopSignals()
 	defer stop()
-	d := demo{ctx: ctx, dur: *dur, traces: *traces, verbose: *verbose, out: os.Stdout}
+	d := demo{ctx: ctx, dur: *dur, traces: *traces, verbose: verbose, out: os.Stdout}
 	if fs.NArg() == 1 {
 		s, err := scenario.Get(fs.Arg(0))
 		if err != nil {

@@ -53,9 +53,8 @@ Flags:
 func runDoctor(args []string) int {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SortFlags = false
-	tids := fs.StringSliceP("tid", "p", nil, "thread id to check")
-	pids := fs.StringSlice("pid", nil, "process id: check all its threads")
-	comms := fs.StringSlice("comm", nil, "task name to check (max 15 characters)")
+	var targets targetFlags
+	targets.add(fs, "check", "")
 	sample := fs.Duration("sample", time.Second, "measure the hypervisor's steal time over this long (0: do not)")
 	jsonPath := fs.String("json", "", "write the checks as JSON to FILE (- for stdout; the text then goes to stderr)")
 	strict := fs.Bool("strict", false, "warnings fail too (exit status 2)")
@@ -81,10 +80,11 @@ func runDoctor(args []string) int {
 		return Fail("doctor", errors.New("--json: empty value"))
 	}
 	env := doctor.Env{FS: doctor.Root(), Sample: *sample}
-	var err error
-	if env.Targets, err = doctorTargets(*tids, *pids, *comms); err != nil {
+	spec, err := targets.spec()
+	if err != nil {
 		return Fail("doctor", err)
 	}
+	env.Targets.TIDs, env.Targets.PIDs, env.Targets.Comms = spec.TIDs, spec.PIDs, spec.Comms
 	if err := engine.Probe(); err != nil && *probeBPF {
 		env.BPF = &doctor.BPF{Unprobed: err.Error()}
 	} else if *probeBPF {
@@ -102,7 +102,7 @@ func runDoctor(args []string) int {
 		return Fail("doctor", err)
 	}
 	if *watchFor > 0 {
-		if len(*tids)+len(*pids)+len(*comms) == 0 {
+		if targets.empty() {
 			return Fail("doctor", errors.New("--watch needs targets (-p, --pid or --comm)"))
 		}
 		pi, err := watchPI(env.Targets, *watchFor)
@@ -125,25 +125,6 @@ func runDoctor(args []string) int {
 		}
 	}
 	return rep.ExitStatus
-}
-
-// doctorTargets parses doctor's target flags.
-func doctorTargets(tids, pids, comms []string) (doctor.Targets, error) {
-	var t doctor.Targets
-	var err error
-	if t.TIDs, err = parseIDs("tid", tids); err != nil {
-		return t, err
-	}
-	if t.PIDs, err = parseIDs("pid", pids); err != nil {
-		return t, err
-	}
-	for _, c := range comms {
-		if c == "" || len(c) > 15 {
-			return t, fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c)
-		}
-	}
-	t.Comms = comms
-	return t, nil
 }
 
 // bpfSection is doctor's BPF section: each row of the engine's feature

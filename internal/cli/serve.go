@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/serve"
@@ -51,26 +50,8 @@ Flags:
 `
 
 func runServe(args []string) int {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SortFlags = false
-	config := fs.String("config", "", "YAML configuration file (targets, slo, listen)")
-	listen := fs.String("listen", "", "address of /metrics (default "+serve.DefaultListen+", localhost only)")
-	archive := fs.String("archive", "", "directory of archived worst-case and SLO-violation windows (empty: none)")
-	archiveMB := fs.Int64("archive-max-mb", 0, "size cap of --archive in MiB; the oldest windows are removed (default 64)")
-	violGap := fs.Duration("archive-violation-gap", serve.DefaultViolationGap, "least time between two archived violation windows of a target and metric")
-	socket := fs.String("socket", serve.DefaultSocket, "unix socket of the control API (rtscope ctl), root only; empty: no API")
-	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
-	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
-	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters), including tasks that appear later")
-	cgroups := fs.StringArray("cgroup", nil, "cgroup v2 path or systemd unit name: every task in it or below, now and when it enters later (repeatable)")
-	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us (repeatable)")
-	tick := fs.Duration("tick", time.Second, "how often live tasks' statistics are read for /metrics")
-	noTrace := fs.Bool("no-trace", false, "no flight recorder: violations are counted but not explained (lowest overhead)")
-	traceEvents := fs.Uint32("trace-events", 0, "flight recorder depth per CPU, a power of two (48 bytes an event); 0: 8192 up to 2 CPUs, halved as the CPUs double, at least 2048")
-	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
-	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
-	}
+	var f serveFlags
+	fs := f.flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -80,93 +61,10 @@ func runServe(args []string) int {
 	if fs.NArg() > 0 {
 		return Fail("serve", fmt.Errorf("unexpected argument %q (serve launches no command: watch it by --comm)", fs.Arg(0)))
 	}
-	var o serve.Options
-	var flagCfg serve.Config
-	tidList, err := parseIDs("tid", *tids)
+	o, err := f.options(fs)
 	if err != nil {
 		return Fail("serve", err)
 	}
-	pidList, err := parseIDs("pid", *pids)
-	if err != nil {
-		return Fail("serve", err)
-	}
-	for _, t := range tidList {
-		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{TID: t})
-	}
-	for _, p := range pidList {
-		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{PID: p})
-	}
-	for _, c := range *comms {
-		t := serve.TargetConfig{Comm: c}
-		if err := t.Check(); err != nil {
-			return Fail("serve", fmt.Errorf("--comm %s: %w", c, err))
-		}
-		flagCfg.Targets = append(flagCfg.Targets, t)
-	}
-	for _, c := range *cgroups {
-		flagCfg.Targets = append(flagCfg.Targets, serve.TargetConfig{Cgroup: c})
-	}
-	for _, s := range *slos {
-		if _, err := slo.Parse(s); err != nil {
-			return Fail("serve", fmt.Errorf("--slo: %w", err))
-		}
-	}
-	flagCfg.SLO = *slos
-	var file *serve.Config
-	if *config != "" {
-		if file, err = serve.LoadConfig(*config); err != nil {
-			return Fail("serve", err)
-		}
-		o.Listen = file.Listen
-	}
-	if *listen != "" {
-		o.Listen = *listen // the flag wins over the file
-	}
-	if *tick <= 0 {
-		return Fail("serve", errors.New("--tick must be positive"))
-	}
-	if err := engine.CheckFlightPerCPU(*traceEvents); *traceEvents != 0 && err != nil {
-		return Fail("serve", fmt.Errorf("--trace-events %w", err))
-	}
-	archDir, archBytes := *archive, int64(serve.DefaultArchiveBytes)
-	if file != nil {
-		if archDir == "" {
-			archDir = file.Archive
-		}
-		if file.ArchMB > 0 {
-			archBytes = file.ArchMB << 20
-		}
-	}
-	if fs.Changed("archive-max-mb") {
-		if *archiveMB <= 0 {
-			return Fail("serve", errors.New("--archive-max-mb must be above zero"))
-		}
-		archBytes = *archiveMB << 20
-	}
-	if *violGap < 0 {
-		return Fail("serve", errors.New("--archive-violation-gap must not be negative"))
-	}
-	if archDir != "" {
-		if o.Archive, err = serve.OpenArchive(archDir, archBytes, *violGap); err != nil {
-			return Fail("serve", err)
-		}
-	}
-	o.Control = serve.NewControl(flagCfg, *config, file)
-	o.Socket = *socket
-	o.Watch.Targets = o.Control.Spec()
-	if o.Watch.Targets.Empty() {
-		return Fail("serve", errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config"))
-	}
-	o.Watch.SLO = o.Control.SLO()
-	o.Watch.NoTrace, o.Watch.TraceEvents, o.Watch.BTFFile = *noTrace, *traceEvents, *btfFile
-	o.Watch.AutoHousekeeping = true
-	// The agent explains a worst window only when it archives it (once per
-	// window), and reports no per-task hygiene: explain.ForWatch's cache,
-	// a decoded trace per task and metric never forgotten, would grow with
-	// task churn.
-	o.Watch.Analyze = explain.ForViolation
-	o.Watch.Explain = explain.ForViolation
-	o.Tick = *tick
 	o.Log = os.Stderr
 	o.Ready = func(addr string) {
 		fmt.Fprintf(os.Stderr, "rtscope serve: attached and tracking; metrics on http://%s/metrics\n", addr)
@@ -175,14 +73,164 @@ func runServe(args []string) int {
 	// (targets and SLOs of the flags and --config, docs/serve.md).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopReload := reloadOnHangup(ctx, o.Control)
+	defer stopReload()
+	if err := serve.Run(ctx, o); err != nil {
+		return Fail("serve", err)
+	}
+	return 0
+}
+
+// serveFlags are serve's command line, before options checks them into
+// serve.Options.
+type serveFlags struct {
+	config, listen, archive, socket string
+	archiveMB                       int64
+	violGap, tick                   time.Duration
+	targets                         targetFlags
+	slos                            []string
+	engine                          engineFlags
+}
+
+// flagSet defines serve's flags into f, one line a flag, in the order of
+// its help.
+func (f *serveFlags) flagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&f.config, "config", "", "YAML configuration file (targets, slo, listen)")
+	fs.StringVar(&f.listen, "listen", "", "address of /metrics (default "+serve.DefaultListen+", localhost only)")
+	fs.StringVar(&f.archive, "archive", "", "directory of archived worst-case and SLO-violation windows (empty: none)")
+	fs.Int64Var(&f.archiveMB, "archive-max-mb", 0, "size cap of --archive in MiB; the oldest windows are removed (default 64)")
+	fs.DurationVar(&f.violGap, "archive-violation-gap", serve.DefaultViolationGap, "least time between two archived violation windows of a target and metric")
+	fs.StringVar(&f.socket, "socket", serve.DefaultSocket, "unix socket of the control API (rtscope ctl), root only; empty: no API")
+	f.targets.add(fs, "watch", ", including tasks that appear later")
+	f.targets.addCgroup(fs, " or below")
+	addSLO(fs, &f.slos, "latency=50us")
+	fs.DurationVar(&f.tick, "tick", time.Second, "how often live tasks' statistics are read for /metrics")
+	f.engine.addNoTrace(fs, "no flight recorder: violations are counted but not explained (lowest overhead)")
+	f.engine.addTraceEvents(fs)
+	f.engine.addBTF(fs)
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
+	}
+	return fs
+}
+
+// options checks the command line and --config into the agent's options:
+// the control of its targets and SLOs, /metrics, the archive, and the
+// watch session it runs.
+func (f *serveFlags) options(fs *pflag.FlagSet) (o serve.Options, err error) {
+	flagCfg, err := f.targetConfig()
+	if err != nil {
+		return o, err
+	}
+	var file *serve.Config
+	if f.config != "" {
+		if file, err = serve.LoadConfig(f.config); err != nil {
+			return o, err
+		}
+		o.Listen = file.Listen
+	}
+	if f.listen != "" {
+		o.Listen = f.listen // the flag wins over the file
+	}
+	if f.tick <= 0 {
+		return o, errors.New("--tick must be positive")
+	}
+	if err := f.engine.check(); err != nil {
+		return o, err
+	}
+	if o.Archive, err = f.openArchive(fs, file); err != nil {
+		return o, err
+	}
+	o.Control = serve.NewControl(flagCfg, f.config, file)
+	o.Socket = f.socket
+	o.Watch.Targets = o.Control.Spec()
+	if o.Watch.Targets.Empty() {
+		return o, errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config")
+	}
+	o.Watch.SLO = o.Control.SLO()
+	f.engine.options(&o.Watch)
+	o.Watch.AutoHousekeeping = true
+	// The agent explains a worst window only when it archives it (once per
+	// window), and reports no per-task hygiene: explain.ForWatch's cache,
+	// a decoded trace per task and metric never forgotten, would grow with
+	// task churn.
+	o.Watch.Analyze = explain.ForViolation
+	o.Watch.Explain = explain.ForViolation
+	o.Tick = f.tick
+	return o, nil
+}
+
+// targetConfig checks the targets and SLOs of the flags into the
+// configuration they add to --config's.
+func (f *serveFlags) targetConfig() (c serve.Config, err error) {
+	tids, pids, err := f.targets.ids()
+	if err != nil {
+		return c, err
+	}
+	for _, t := range tids {
+		c.Targets = append(c.Targets, serve.TargetConfig{TID: t})
+	}
+	for _, p := range pids {
+		c.Targets = append(c.Targets, serve.TargetConfig{PID: p})
+	}
+	for _, n := range f.targets.comms {
+		t := serve.TargetConfig{Comm: n}
+		if err := t.Check(); err != nil {
+			return c, fmt.Errorf("--comm %s: %w", n, err)
+		}
+		c.Targets = append(c.Targets, t)
+	}
+	for _, g := range f.targets.cgroups {
+		c.Targets = append(c.Targets, serve.TargetConfig{Cgroup: g})
+	}
+	for _, s := range f.slos {
+		if _, err := slo.Parse(s); err != nil {
+			return c, fmt.Errorf("--slo: %w", err)
+		}
+	}
+	c.SLO = f.slos
+	return c, nil
+}
+
+// openArchive opens the archive of windows: its directory and size cap
+// from the flags, else from --config (file, nil for none); nil for none.
+func (f *serveFlags) openArchive(fs *pflag.FlagSet, file *serve.Config) (*serve.Archive, error) {
+	dir, bytes := f.archive, int64(serve.DefaultArchiveBytes)
+	if file != nil {
+		if dir == "" {
+			dir = file.Archive
+		}
+		if file.ArchMB > 0 {
+			bytes = file.ArchMB << 20
+		}
+	}
+	if fs.Changed("archive-max-mb") {
+		if f.archiveMB <= 0 {
+			return nil, errors.New("--archive-max-mb must be above zero")
+		}
+		bytes = f.archiveMB << 20
+	}
+	if f.violGap < 0 {
+		return nil, errors.New("--archive-violation-gap must not be negative")
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	return serve.OpenArchive(dir, bytes, f.violGap)
+}
+
+// reloadOnHangup rereads the configuration on each SIGHUP until ctx ends;
+// the function it returns stops listening for SIGHUP.
+func reloadOnHangup(ctx context.Context, c *serve.Control) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
 			case <-hup:
-				if err := o.Control.Reload(); err != nil {
+				if err := c.Reload(); err != nil {
 					fmt.Fprintf(os.Stderr, "rtscope serve: SIGHUP: reload failed, nothing changed: %v\n", err)
 				} else {
 					fmt.Fprintln(os.Stderr, "rtscope serve: SIGHUP: configuration reloaded")
@@ -192,8 +240,5 @@ func runServe(args []string) int {
 			}
 		}
 	}()
-	if err := serve.Run(ctx, o); err != nil {
-		return Fail("serve", err)
-	}
-	return 0
+	return func() { signal.Stop(hup) }
 }

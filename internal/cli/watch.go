@@ -10,11 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/action"
-	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
-	"github.com/rtscope/rtscope/internal/session"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -72,49 +70,9 @@ worst judgement: ok, unknown, warn or fail). Example:
 `
 
 func runWatch(args []string) int {
-	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
-	fs.SortFlags = false
-	tids := fs.StringSliceP("tid", "p", nil, "thread id to watch")
-	pids := fs.StringSlice("pid", nil, "process id: watch all its threads")
-	comms := fs.StringSlice("comm", nil, "task name to watch (max 15 characters)")
-	cgroups := fs.StringArray("cgroup", nil, "cgroup v2 path or systemd unit name: every task in it, now and when it enters later (repeatable)")
-	dur := new(time.Duration)
-	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "stop after this long: `time`[s|m|h|d], seconds without a unit (e.g. 30s, 5m, 1h30m); default: until Ctrl-C or targets exit")
-	interval := fs.DurationP("interval", "i", time.Second, "live table period")
-	quiet := fs.BoolP("quiet", "q", false, "no live table, only the final report")
-	slos := fs.StringArray("slo", nil, "SLO bound [ID:]METRIC=TIME, e.g. latency=50us or 1234:cycle=2ms (repeatable)")
-	jsonPath := fs.String("json", "", "write the report as JSON to FILE (- for stdout; the text report then goes to stderr)")
-	perfettoPath := fs.String("perfetto", "", "write every worst-case and violation window as a Perfetto trace to FILE (open it in ui.perfetto.dev)")
-	htmlPath := fs.String("html", "", "write the report as one self-contained HTML page to FILE: histograms, each metric over time, worst-case timelines and verdicts")
-	noTrace := fs.Bool("no-trace", false, "do not record worst-case traces (flight recorder off)")
-	traces := fs.Bool("traces", false, "print the event listing of each worst case in the text report (implies --verbose)")
-	verbose := fs.BoolP("verbose", "v", false, "print every task's full tables and each metric's verdict with its evidence")
-	failOn := fs.String("fail-on", "", "exit 2 also when a task is judged `warn` (or worse) or fail; default: only on SLO violations")
-	engineKind := fs.String("engine", engine.EngineAuto, "BPF engine: btf (tp_btf, needs kernel BTF) or classic (classic tracepoints, for kernels without BTF); default: btf when /sys/kernel/btf/vmlinux is readable, else classic")
-	btfFile := fs.String("btf", "", "the running kernel's vmlinux BTF as a FILE (raw, BTFHub style), for the BTF engine where /sys/kernel/btf/vmlinux does not show it; the kernel must have BTF of its own")
-	traceEvents := fs.Uint32("trace-events", 0, "flight recorder depth per CPU, a power of two (48 bytes an event); 0: 8192 up to 2 CPUs, halved as the CPUs double, at least 2048")
-	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window: the task's own across it, the others nearest its end (a sparse window); truncated when the task's own are more")
-	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
-		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
-	show := fs.StringSlice("show", nil, "report and judge only tasks with these names")
-	all := fs.Bool("all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")
-	userSpec := fs.String("user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
-	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0); default: chosen away from the watched tasks' CPUs and followed; none: unpinned")
-	onThreshold := fs.StringArray("on-threshold", nil, "action when an SLO is violated (repeatable, see Actions below); without continue, watching stops")
-	onEnd := fs.StringArray("on-end", nil, "action when watching ends, after the report (repeatable, see Actions below)")
-	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n\n",
-			action.Usage, "\n", watchActionsUsage)
-	}
-	// Everything after "--" is the command.
-	var command []string
-	dashDash := false
-	for i, a := range args {
-		if a == "--" {
-			command, args, dashDash = args[i+1:], args[:i], true
-			break
-		}
-	}
+	var f watchFlags
+	fs := f.flagSet()
+	command, args, dashDash := splitCommand(args)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -124,108 +82,9 @@ func runWatch(args []string) int {
 	if fs.NArg() > 0 {
 		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", fs.Arg(0)))
 	}
-	if *stackAfter < 0 {
-		return Fail("watch", fmt.Errorf("--stack-after %v: want a duration >= 0", *stackAfter))
-	}
-	var failHealth report.Health
-	if *failOn != "" {
-		h, err := report.ParseHealth(*failOn)
-		if err != nil || (h != report.HealthWarn && h != report.HealthFail) {
-			return Fail("watch", fmt.Errorf("--fail-on %q: want warn or fail", *failOn))
-		}
-		failHealth = h
-	}
-	o := watch.Options{Duration: *dur, Interval: *interval, Quiet: *quiet, JSONPath: *jsonPath,
-		NoTrace: *noTrace, Traces: *traces, Verbose: *verbose, FailOn: failHealth, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
-		Show: *show, All: *all, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
-	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
-	o.Series = *htmlPath != "" // the page draws each metric over time
-	var toStdout []string
-	for _, f := range []string{"json", "perfetto", "html"} {
-		if fs.Lookup(f).Value.String() == "-" {
-			toStdout = append(toStdout, "--"+f)
-		}
-	}
-	switch {
-	case len(toStdout) > 1:
-		return Fail("watch", fmt.Errorf("%s cannot all write to stdout (-): give all but one a file", strings.Join(toStdout, " and ")))
-	case len(toStdout) == 1:
-		o.Out = os.Stderr // the document is the whole of stdout
-	}
-	var err error
-	if o.Targets.TIDs, err = parseIDs("tid", *tids); err != nil {
+	o, err := f.options(fs, command, dashDash)
+	if err != nil {
 		return Fail("watch", err)
-	}
-	if o.Targets.PIDs, err = parseIDs("pid", *pids); err != nil {
-		return Fail("watch", err)
-	}
-	o.Targets.Comms = *comms
-	o.Targets.Cgroups = *cgroups
-	o.Targets.Command = command
-	switch {
-	case fs.Changed("user") && len(command) == 0:
-		return Fail("watch", errors.New("--user applies to a command launched after --"))
-	case fs.Changed("user"):
-		if o.Targets.User, err = target.ParseUser(*userSpec); err != nil {
-			return Fail("watch", err)
-		}
-	case len(command) > 0:
-		if o.Targets.User, err = target.DefaultUser(); err != nil {
-			return Fail("watch", err)
-		}
-	}
-	if dashDash && len(command) == 0 {
-		return Fail("watch", errors.New("no command after --"))
-	}
-	for _, f := range []string{"json", "perfetto", "html", "housekeeping"} {
-		if fl := fs.Lookup(f); fl.Changed && fl.Value.String() == "" {
-			return Fail("watch", fmt.Errorf("--%s: empty value", f))
-		}
-	}
-	for _, c := range *comms {
-		if c == "" || len(c) > 15 {
-			return Fail("watch", fmt.Errorf("--comm %q: a task name has 1 to 15 characters (the kernel's limit)", c))
-		}
-	}
-	if *interval <= 0 {
-		return Fail("watch", errors.New("--interval must be positive"))
-	}
-	if *noTrace && *perfettoPath != "" {
-		return Fail("watch", errors.New("--perfetto draws the recorded windows: it needs the flight recorder (drop --no-trace)"))
-	}
-	if *noTrace && *traces {
-		return Fail("watch", errors.New("--traces and --no-trace conflict"))
-	}
-	if err := engine.CheckFlightPerCPU(*traceEvents); *traceEvents != 0 && err != nil {
-		return Fail("watch", fmt.Errorf("--trace-events %w", err))
-	}
-	o.AutoHousekeeping = *house == ""
-	if *house != "" && *house != "none" {
-		// Checked against the online CPUs when the session starts (session.Spec.Check).
-		if o.Housekeeping, err = session.ParseCPUs("-H", *house); err != nil {
-			return Fail("watch", err)
-		}
-	}
-	if *traceMax < 16 {
-		return Fail("watch", fmt.Errorf("--trace-max-events %d is too small (at least 16)", *traceMax))
-	}
-	var bounds []slo.Bound
-	for _, s := range *slos {
-		b, err := slo.Parse(s)
-		if err != nil {
-			return Fail("watch", err)
-		}
-		bounds = append(bounds, b)
-	}
-	o.SLO = slo.Build(bounds)
-	if o.OnThreshold, err = action.ParseList("on-threshold", *onThreshold, false); err != nil {
-		return Fail("watch", err)
-	}
-	if o.OnEnd, err = action.ParseList("on-end", *onEnd, true); err != nil {
-		return Fail("watch", err)
-	}
-	if len(o.OnThreshold) > 0 && len(bounds) == 0 {
-		return Fail("watch", errors.New("--on-threshold acts on SLO violations: give an SLO with --slo"))
 	}
 	o.Analyze = analyzer()
 	o.Explain = explain.ForViolation
@@ -242,16 +101,147 @@ func runWatch(args []string) int {
 	return report.ExitStatus(rep)
 }
 
-func parseIDs(kind string, vals []string) ([]int, error) {
-	var out []int
-	for _, v := range vals {
-		var id int
-		if _, err := fmt.Sscanf(v, "%d", &id); err != nil || fmt.Sprint(id) != strings.TrimSpace(v) {
-			return nil, fmt.Errorf("--%s %q is not a number", kind, v)
-		}
-		out = append(out, id)
+// watchFlags are watch's command line, before options checks them into
+// watch.Options.
+type watchFlags struct {
+	targets         targetFlags
+	dur, interval   time.Duration
+	quiet           bool
+	slos            []string
+	outputs         outputFlags
+	engine          engineFlags
+	traces, verbose bool
+	failOn          string
+	show            []string
+	all             bool
+	user            string
+	house           string
+	actions         actionFlags
+}
+
+// flagSet defines watch's flags into f, one line a flag, in the order of
+// its help.
+func (f *watchFlags) flagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
+	fs.SortFlags = false
+	f.targets.add(fs, "watch", "")
+	f.targets.addCgroup(fs, "")
+	fs.VarP(units.DurationFlag{D: &f.dur}, "duration", "d", "stop after this long: `time`[s|m|h|d], seconds without a unit (e.g. 30s, 5m, 1h30m); default: until Ctrl-C or targets exit")
+	fs.DurationVarP(&f.interval, "interval", "i", time.Second, "live table period")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no live table, only the final report")
+	addSLO(fs, &f.slos, "latency=50us or 1234:cycle=2ms")
+	f.outputs.add(fs)
+	f.engine.addNoTrace(fs, "do not record worst-case traces (flight recorder off)")
+	fs.BoolVar(&f.traces, "traces", false, "print the event listing of each worst case in the text report (implies --verbose)")
+	addVerbose(fs, &f.verbose)
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 2 also when a task is judged `warn` (or worse) or fail; default: only on SLO violations")
+	f.engine.addKind(fs)
+	f.engine.addBTF(fs)
+	f.engine.addTraceEvents(fs)
+	f.engine.addTraceMax(fs)
+	f.engine.addStackAfter(fs)
+	fs.StringSliceVar(&f.show, "show", nil, "report and judge only tasks with these names")
+	fs.BoolVar(&f.all, "all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")
+	fs.StringVar(&f.user, "user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
+	addHousekeeping(fs, &f.house)
+	f.actions.add(fs)
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n\n",
+			action.Usage, "\n", watchActionsUsage)
 	}
-	return out, nil
+	return fs
+}
+
+// splitCommand splits watch's arguments at "--": everything after it is
+// the command to launch; dashDash tells whether there was one.
+func splitCommand(args []string) (command, flags []string, dashDash bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[i+1:], args[:i], true
+		}
+	}
+	return nil, args, false
+}
+
+// options checks the command line into the options of a watch session
+// (flag, parse, options: docs/design.md 2.1), the command launched after
+// -- among its targets.
+func (f *watchFlags) options(fs *pflag.FlagSet, command []string, dashDash bool) (o watch.Options, err error) {
+	if err := f.engine.check(); err != nil {
+		return o, err
+	}
+	if o.FailOn, err = parseFailOn(f.failOn); err != nil {
+		return o, err
+	}
+	if err := f.outputs.options(fs, &o); err != nil {
+		return o, err
+	}
+	if o.Targets, err = f.targetSpec(fs, command, dashDash); err != nil {
+		return o, err
+	}
+	if f.interval <= 0 {
+		return o, errors.New("--interval must be positive")
+	}
+	if *f.engine.noTrace && f.outputs.perfetto != "" {
+		return o, errors.New("--perfetto draws the recorded windows: it needs the flight recorder (drop --no-trace)")
+	}
+	if *f.engine.noTrace && f.traces {
+		return o, errors.New("--traces and --no-trace conflict")
+	}
+	if err := housekeeping(fs, f.house, &o); err != nil {
+		return o, err
+	}
+	f.engine.options(&o)
+	o.Duration, o.Interval, o.Quiet, o.Traces, o.Verbose = f.dur, f.interval, f.quiet, f.traces, f.verbose
+	o.Show, o.All = f.show, f.all
+	bounds, err := parseSLOs(f.slos)
+	if err != nil {
+		return o, err
+	}
+	o.SLO = slo.Build(bounds)
+	if o.OnThreshold, o.OnEnd, err = f.actions.lists(); err != nil {
+		return o, err
+	}
+	if len(o.OnThreshold) > 0 && len(bounds) == 0 {
+		return o, errors.New("--on-threshold acts on SLO violations: give an SLO with --slo")
+	}
+	return o, nil
+}
+
+// parseFailOn parses --fail-on: warn or fail ("": only SLO violations fail).
+func parseFailOn(s string) (report.Health, error) {
+	if s == "" {
+		return "", nil
+	}
+	h, err := report.ParseHealth(s)
+	if err != nil || (h != report.HealthWarn && h != report.HealthFail) {
+		return "", fmt.Errorf("--fail-on %q: want warn or fail", s)
+	}
+	return h, nil
+}
+
+// targetSpec checks watch's targets: those named, and the command launched
+// after -- with the user it runs as.
+func (f *watchFlags) targetSpec(fs *pflag.FlagSet, command []string, dashDash bool) (s target.Spec, err error) {
+	if s, err = f.targets.spec(); err != nil {
+		return s, err
+	}
+	s.Command = command
+	switch {
+	case fs.Changed("user") && len(command) == 0:
+		return s, errors.New("--user applies to a command launched after --")
+	case fs.Changed("user"):
+		s.User, err = target.ParseUser(f.user)
+	case len(command) > 0:
+		s.User, err = target.DefaultUser()
+	}
+	if err != nil {
+		return s, err
+	}
+	if dashDash && len(command) == 0 {
+		return s, errors.New("no command after --")
+	}
+	return s, nil
 }
 
 // analyzer returns the worst-case explainer (internal/explain over internal/analysis).

@@ -57,8 +57,8 @@ func TestModuleFunctionLengths(t *testing.T) {
 // splitPackages are the packages whose long functions are split (issue 37
 // item 5): in them the rule holds now, and a new function over 80 lines
 // fails here.
-var splitPackages = []string{"internal/codesize", "internal/htmlreport", "internal/perfetto", "internal/scenario",
-	"internal/timerlat", "internal/trace"}
+var splitPackages = []string{"internal/cli", "internal/codesize", "internal/doctor", "internal/htmlreport", "internal/perfetto",
+	"internal/report", "internal/scenario", "internal/serve", "internal/timerlat", "internal/trace", "internal/watch"}
 
 func TestSplitPackagesFitOnAScreen(t *testing.T) {
 	for _, dir := range splitPackages {

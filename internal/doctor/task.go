@@ -114,11 +114,12 @@ func taskChecks(m *machine, t thread) []Check {
 	stat, _ := fs.ReadFile(m.fsys, t.dir+"/stat")
 	status, _ := fs.ReadFile(m.fsys, t.dir+"/status")
 	pstatus, _ := fs.ReadFile(m.fsys, path.Join("proc", strconv.Itoa(t.PID), "status"))
-	return []Check{policyCheck(&task, string(stat)), mlockCheck(&task, string(pstatus)), affinityCheck(m, &task, string(status))}
+	return []Check{policyCheck(&task, string(stat)), mlockCheck(&task, string(pstatus)), m.affinityCheck(&task, string(status))}
 }
 
-// policyCheck: /proc/.../stat fields 40 (rt_priority) and 41 (policy),
-// counted after the comm, which may hold spaces.
+// policyCheck checks a thread's scheduling policy: /proc/.../stat fields 40
+// (rt_priority) and 41 (policy), counted after the comm, which may hold
+// spaces.
 func policyCheck(task *Task, stat string) Check {
 	pol := Check{Name: "task_policy", Task: task}
 	policy, rtprio, nice, ok := statPolicy(stat)
@@ -142,7 +143,8 @@ func policyCheck(task *Task, stat string) Check {
 	return pol
 }
 
-// mlockCheck: VmLck of the process.
+// mlockCheck checks the memory locked by a thread's process: VmLck of its
+// /proc/PID/status (pstatus).
 func mlockCheck(task *Task, pstatus string) Check {
 	lck := Check{Name: "task_mlock", Task: task}
 	v := statusField(pstatus, "VmLck")
@@ -153,17 +155,19 @@ func mlockCheck(task *Task, pstatus string) Check {
 	kb, _ := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
 	lck.Data = map[string]any{"locked_bytes": kb * 1024}
 	lck.Evidence = "VmLck " + v
-	lck.Status = Pass
 	if kb == 0 {
 		lck.Status = Warn
 		lck.Evidence += ": no memory locked"
 		lck.Remedy = "call mlockall(MCL_CURRENT|MCL_FUTURE) at start (and pre-fault the stack and heap): an unlocked page may fault in from disk (milliseconds)"
+	} else {
+		lck.Status = Pass
 	}
 	return lck
 }
 
-// affinityCheck: on isolated CPUs only, and no device IRQ there.
-func affinityCheck(m *machine, task *Task, status string) Check {
+// affinityCheck checks that a thread may run on isolated CPUs only, and
+// that no device IRQ lands there (its Cpus_allowed_list in status).
+func (m *machine) affinityCheck(task *Task, status string) Check {
 	aff := Check{Name: "task_affinity", Task: task}
 	cpus := m.listOf(statusField(status, "Cpus_allowed_list"))
 	if cpus == nil {
@@ -178,13 +182,7 @@ func affinityCheck(m *machine, task *Task, status string) Check {
 	} else if house := minus(cpus, m.isolated); len(house) > 0 {
 		why = append(why, "housekeeping (not isolated) CPUs "+fmtList(house)+" are among them")
 	}
-	var irqs []string
-	for _, q := range m.irqs {
-		if len(intersect(q.cpus, cpus)) > 0 && len(cpus) < len(m.online) {
-			irqs = append(irqs, q.num)
-		}
-	}
-	if len(irqs) > 0 {
+	if irqs := m.irqsOn(cpus); len(irqs) > 0 {
 		shown := irqs
 		if len(shown) > 8 {
 			shown = append(append([]string{}, irqs[:8]...), "...")
@@ -200,6 +198,18 @@ func affinityCheck(m *machine, task *Task, status string) Check {
 	aff.Evidence += ": " + strings.Join(why, "; ")
 	aff.Remedy = "pin it to isolated CPUs (taskset -p -c LIST TID, or sched_setaffinity) and move IRQs away from them"
 	return aff
+}
+
+// irqsOn returns the device IRQs that may land on cpus, unless cpus are
+// all the online CPUs (an unpinned thread: its IRQs are not a finding).
+func (m *machine) irqsOn(cpus []int) []string {
+	var irqs []string
+	for _, q := range m.irqs {
+		if len(intersect(q.cpus, cpus)) > 0 && len(cpus) < len(m.online) {
+			irqs = append(irqs, q.num)
+		}
+	}
+	return irqs
 }
 
 func (m *machine) listOf(s string) []int {

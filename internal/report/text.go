@@ -175,91 +175,122 @@ func WriteTrace(w io.Writer, tr *trace.Trace, indent string) {
 
 // Describe renders one trace event on a line.
 func Describe(e trace.Event) string {
-	task := func(tid uint32, comm, sch string) string {
-		if tid == 0 {
-			return "idle"
-		}
-		if sch == "" {
-			return fmt.Sprintf("%s/%d", comm, tid)
-		}
-		return fmt.Sprintf("%s/%d (%s)", comm, tid, sch)
-	}
 	switch e.Type {
 	case trace.EventSwitch:
 		how := "preempted"
 		if !e.Preempted {
 			how = "state " + e.PrevState
 		}
-		return fmt.Sprintf("switch   %s [%s] -> %s", task(e.PrevTID, e.PrevComm, e.PrevSched), how,
-			task(e.NextTID, e.NextComm, e.NextSched))
+		return fmt.Sprintf("switch   %s [%s] -> %s", taskLabel(e.PrevTID, e.PrevComm, e.PrevSched), how,
+			taskLabel(e.NextTID, e.NextComm, e.NextSched))
 	case trace.EventWakeup:
-		by := ""
-		if w := e.Waker; w != nil {
-			switch w.Kind {
-			case trace.WakerTask:
-				by = "by " + task(w.TID, w.Comm, w.Sched)
-			case trace.WakerHardIRQ:
-				by = fmt.Sprintf("by hard IRQ %d %s", deref(w.IRQ), w.IRQName)
-			case trace.WakerSoftIRQ:
-				by = "by softirq " + w.VecName
-			case trace.WakerTimer:
-				by = "by timer " + w.Function
-				if e.ExpiryT != nil {
-					by += fmt.Sprintf(" (expiry %s)", units.UsFine(*e.ExpiryT))
-				}
-			}
-		}
-		return fmt.Sprintf("wakeup   %s %s, on CPU %d", task(e.TID, e.Comm, e.Sched), by, deref(e.TargetCPU))
+		return fmt.Sprintf("wakeup   %s %s, on CPU %d", taskLabel(e.TID, e.Comm, e.Sched), wakerLabel(e), deref(e.TargetCPU))
 	case trace.EventMigrate:
-		return fmt.Sprintf("migrate  %s CPU %d -> %d", task(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
+		return fmt.Sprintf("migrate  %s CPU %d -> %d", taskLabel(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
 	case trace.EventIRQEntry, trace.EventIRQExit:
-		return fmt.Sprintf("%-8s %d %s", strings.Replace(e.Type.String(), "_", " ", 1), deref(e.IRQ), e.IRQName)
+		return fmt.Sprintf("%-8s %d %s", eventWords(e), deref(e.IRQ), e.IRQName)
 	case trace.EventSoftirqEntry, trace.EventSoftirqExit:
-		return fmt.Sprintf("%s %s", strings.Replace(e.Type.String(), "_", " ", 1), e.VecName)
+		return fmt.Sprintf("%s %s", eventWords(e), e.VecName)
 	case trace.EventTimerEntry, trace.EventTimerExit:
-		ctx := "softirq"
-		if e.HardIRQ {
-			ctx = "hard IRQ"
-		}
-		s := fmt.Sprintf("%s %s (%s)", strings.Replace(e.Type.String(), "_", " ", 1), e.Function, ctx)
-		if e.ExpiryT != nil {
-			s += fmt.Sprintf(", expiry %s", units.UsFine(*e.ExpiryT))
-		}
-		return s
+		return describeTimer(e)
 	case trace.EventSleep:
-		s := fmt.Sprintf("sleep    %s %s: %s", task(e.TID, e.Comm, ""), e.State, e.Reason)
-		if e.BlockedIn != "" {
-			s += " in " + e.BlockedIn
-		}
-		if e.ExpiryT != nil {
-			s += fmt.Sprintf(" until %s", units.UsFine(*e.ExpiryT))
-		}
-		return s
+		return describeSleep(e)
 	case trace.EventFaults:
-		return fmt.Sprintf("faults   %s: %d minor, %d major page faults in its run", task(e.TID, e.Comm, ""), e.MinorFaults, e.MajorFaults)
+		return fmt.Sprintf("faults   %s: %d minor, %d major page faults in its run", taskLabel(e.TID, e.Comm, ""), e.MinorFaults, e.MajorFaults)
 	case trace.EventUserReturn:
-		return fmt.Sprintf("return   %s to user space", task(e.TID, e.Comm, ""))
+		return fmt.Sprintf("return   %s to user space", taskLabel(e.TID, e.Comm, ""))
 	case trace.EventTimerArm:
-		s := fmt.Sprintf("arm      %s its timer", task(e.TID, e.Comm, ""))
-		if e.ExpiryT != nil {
-			s += fmt.Sprintf(" for %s", units.UsFine(*e.ExpiryT))
-		}
-		if e.Missed {
-			s += ": already past, no sleep (missed deadline)"
-		}
-		return s
+		return describeTimerArm(e)
 	case trace.EventHandlerEntry, trace.EventHandlerExit:
-		return fmt.Sprintf("%s %s IRQ %d", strings.Replace(e.Type.String(), "_", " ", 1), task(e.TID, e.Comm, ""), deref(e.IRQ))
+		return fmt.Sprintf("%s %s IRQ %d", eventWords(e), taskLabel(e.TID, e.Comm, ""), deref(e.IRQ))
 	case trace.EventExit:
-		return fmt.Sprintf("exit     %s", task(e.TID, e.Comm, ""))
+		return fmt.Sprintf("exit     %s", taskLabel(e.TID, e.Comm, ""))
 	case trace.EventStack:
 		where := "user space"
 		if len(e.Stack) > 0 {
 			where = strings.Join(e.Stack, " <- ")
 		}
-		return fmt.Sprintf("stack    %s runs while tid %d waits: %s", task(e.TID, e.Comm, ""), e.WaitingTID, where)
+		return fmt.Sprintf("stack    %s runs while tid %d waits: %s", taskLabel(e.TID, e.Comm, ""), e.WaitingTID, where)
 	}
 	return e.Type.String()
+}
+
+// taskLabel names a task in an event line: comm/tid, with its scheduling
+// when the event gives it (sch), or "idle" for tid 0.
+func taskLabel(tid uint32, comm, sch string) string {
+	if tid == 0 {
+		return "idle"
+	}
+	if sch == "" {
+		return fmt.Sprintf("%s/%d", comm, tid)
+	}
+	return fmt.Sprintf("%s/%d (%s)", comm, tid, sch)
+}
+
+// eventWords is the event type as words ("irq_entry" -> "irq entry").
+func eventWords(e trace.Event) string { return strings.Replace(e.Type.String(), "_", " ", 1) }
+
+// wakerLabel says who woke the task of a wakeup event ("by ..."), or "" when
+// the event does not say.
+func wakerLabel(e trace.Event) string {
+	w := e.Waker
+	if w == nil {
+		return ""
+	}
+	switch w.Kind {
+	case trace.WakerTask:
+		return "by " + taskLabel(w.TID, w.Comm, w.Sched)
+	case trace.WakerHardIRQ:
+		return fmt.Sprintf("by hard IRQ %d %s", deref(w.IRQ), w.IRQName)
+	case trace.WakerSoftIRQ:
+		return "by softirq " + w.VecName
+	case trace.WakerTimer:
+		by := "by timer " + w.Function
+		if e.ExpiryT != nil {
+			by += fmt.Sprintf(" (expiry %s)", units.UsFine(*e.ExpiryT))
+		}
+		return by
+	}
+	return ""
+}
+
+// describeTimer renders a timer callback's entry or exit.
+func describeTimer(e trace.Event) string {
+	ctx := "softirq"
+	if e.HardIRQ {
+		ctx = "hard IRQ"
+	}
+	s := fmt.Sprintf("%s %s (%s)", eventWords(e), e.Function, ctx)
+	if e.ExpiryT != nil {
+		s += fmt.Sprintf(", expiry %s", units.UsFine(*e.ExpiryT))
+	}
+	return s
+}
+
+// describeSleep renders a task going to sleep: its state, why, where, and
+// until when for a timed sleep.
+func describeSleep(e trace.Event) string {
+	s := fmt.Sprintf("sleep    %s %s: %s", taskLabel(e.TID, e.Comm, ""), e.State, e.Reason)
+	if e.BlockedIn != "" {
+		s += " in " + e.BlockedIn
+	}
+	if e.ExpiryT != nil {
+		s += fmt.Sprintf(" until %s", units.UsFine(*e.ExpiryT))
+	}
+	return s
+}
+
+// describeTimerArm renders a task arming its timer, and a deadline it
+// already missed.
+func describeTimerArm(e trace.Event) string {
+	s := fmt.Sprintf("arm      %s its timer", taskLabel(e.TID, e.Comm, ""))
+	if e.ExpiryT != nil {
+		s += fmt.Sprintf(" for %s", units.UsFine(*e.ExpiryT))
+	}
+	if e.Missed {
+		s += ": already past, no sleep (missed deadline)"
+	}
+	return s
 }
 
 func deref(p *int) int {

@@ -291,84 +291,123 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 			return err
 		}
 	}
-	nset := buildSLO(slos)
-	oset := buildSLO(c.slos)
-	sloChanged := nset.Default != oset.Default || !maps.Equal(nset.ByID, oset.ByID)
-	var added, removed []TargetConfig
-	for _, t := range targets {
-		if !slices.Contains(c.targets, t) {
-			added = append(added, t)
-		}
+	ch := &change{
+		oldSLO: buildSLO(c.slos), newSLO: buildSLO(slos),
+		added: missing(targets, c.targets), removed: missing(c.targets, targets),
+		next: c.next, index: maps.Clone(c.index),
 	}
-	for _, t := range c.targets {
-		if !slices.Contains(targets, t) {
-			removed = append(removed, t)
-		}
-	}
-	next := c.next
-	index := maps.Clone(c.index)
-	err := c.do(func(e *engine.Engine) error {
-		// Bounds first: the tasks tracked below get them.
-		if nset.Default != oset.Default {
-			if err := e.SetSLODefault(nset.Default); err != nil {
-				return err
-			}
-		}
-		for id, b := range nset.ByID {
-			if ob, ok := oset.ByID[id]; !ok || ob != b {
-				if err := e.SetSLO(id, b); err != nil {
-					restoreSLO(e, oset, nset)
-					return err
-				}
-			}
-		}
-		for id := range oset.ByID {
-			if _, ok := nset.ByID[id]; !ok {
-				e.ForgetSLO(id)
-			}
-		}
-		for i, t := range added {
-			if err := want(e, t, next); err != nil {
-				for _, u := range added[:i] {
-					forget(e, u)
-				}
-				restoreSLO(e, oset, nset)
-				return fmt.Errorf("target %s: %w", t, err)
-			}
-			index[t] = next
-			next++
-		}
-		for _, t := range removed {
-			forget(e, t)
-		}
-		for _, t := range removed {
-			// After every forget: a task another removed target also
-			// selected is not moved to it.
-			if i, ok := index[t]; ok {
-				if err := e.Untrack(i); err != nil {
-					return fmt.Errorf("target %s: %w", t, err)
-				}
-				delete(index, t)
-			}
-		}
-		if len(added) > 0 {
-			if err := e.Scan(); err != nil { // the tasks that exist already
-				return err
-			}
-		}
-		if sloChanged {
-			// The tasks tracked already: without the kernel's support
-			// (State.SLONote) only tasks tracked later get the bounds.
-			if _, err := e.ReapplySLO(); err != nil && err != e.Features.SLOReapply {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := c.do(ch.make); err != nil {
 		return err
 	}
-	c.targets, c.slos, c.next, c.index = targets, slos, next, index
+	c.targets, c.slos, c.next, c.index = targets, slos, ch.next, ch.index
+	return nil
+}
+
+// missing returns the targets of ts that are not in of.
+func missing(ts, of []TargetConfig) []TargetConfig {
+	var out []TargetConfig
+	for _, t := range ts {
+		if !slices.Contains(of, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// change is one apply's change of the engine: the SLO bounds before and
+// after, the targets added and removed, and the target indexes it gives
+// (kept by Control only when the whole change is made).
+type change struct {
+	oldSLO, newSLO slo.Set
+	added, removed []TargetConfig
+	next           uint32
+	index          map[TargetConfig]uint32
+}
+
+// make changes the engine, on the session's goroutine. Bounds first: the
+// tasks tracked by the targets added get them.
+func (ch *change) make(e *engine.Engine) error {
+	if err := ch.setBounds(e); err != nil {
+		return err
+	}
+	if err := ch.addTargets(e); err != nil {
+		return err
+	}
+	if err := ch.removeTargets(e); err != nil {
+		return err
+	}
+	if len(ch.added) > 0 {
+		if err := e.Scan(); err != nil { // the tasks that exist already
+			return err
+		}
+	}
+	if ch.newSLO.Default != ch.oldSLO.Default || !maps.Equal(ch.newSLO.ByID, ch.oldSLO.ByID) {
+		// The tasks tracked already: without the kernel's support
+		// (State.SLONote) only tasks tracked later get the bounds.
+		if _, err := e.ReapplySLO(); err != nil && err != e.Features.SLOReapply {
+			return err
+		}
+	}
+	return nil
+}
+
+// setBounds sets the default and per-id SLO bounds that changed, and
+// forgets the per-id ones dropped; on a failure the old bounds are back.
+func (ch *change) setBounds(e *engine.Engine) error {
+	nset, oset := ch.newSLO, ch.oldSLO
+	if nset.Default != oset.Default {
+		if err := e.SetSLODefault(nset.Default); err != nil {
+			return err
+		}
+	}
+	for id, b := range nset.ByID {
+		if ob, ok := oset.ByID[id]; !ok || ob != b {
+			if err := e.SetSLO(id, b); err != nil {
+				restoreSLO(e, oset, nset)
+				return err
+			}
+		}
+	}
+	for id := range oset.ByID {
+		if _, ok := nset.ByID[id]; !ok {
+			e.ForgetSLO(id)
+		}
+	}
+	return nil
+}
+
+// addTargets makes the engine want the targets added, each under a new
+// index; on a failure those added are forgotten and the old bounds are back.
+func (ch *change) addTargets(e *engine.Engine) error {
+	for i, t := range ch.added {
+		if err := want(e, t, ch.next); err != nil {
+			for _, u := range ch.added[:i] {
+				forget(e, u)
+			}
+			restoreSLO(e, ch.oldSLO, ch.newSLO)
+			return fmt.Errorf("target %s: %w", t, err)
+		}
+		ch.index[t] = ch.next
+		ch.next++
+	}
+	return nil
+}
+
+// removeTargets forgets the targets removed and stops tracking their tasks.
+func (ch *change) removeTargets(e *engine.Engine) error {
+	for _, t := range ch.removed {
+		forget(e, t)
+	}
+	for _, t := range ch.removed {
+		// After every forget: a task another removed target also
+		// selected is not moved to it.
+		if i, ok := ch.index[t]; ok {
+			if err := e.Untrack(i); err != nil {
+				return fmt.Errorf("target %s: %w", t, err)
+			}
+			delete(ch.index, t)
+		}
+	}
 	return nil
 }
 
