@@ -47,6 +47,11 @@ type Config struct {
 	Trace        bool                            // flight recorder + worst-case windows
 	SleepStacks  bool                            // kernel stack of each tracked sleep
 	StackMinWait uint64                          // ns a task waits before the stack of what runs instead is taken
+	// WarmUp is each task's start-up, whose samples are left out of its
+	// metrics: 0 detects it (its loop metrics count once its period
+	// settles), > 0 leaves out every sample of its first WarmUp after
+	// tracking (--warm-up), < 0 leaves out nothing.
+	WarmUp time.Duration
 	FlightPerCPU uint32                          // events kept per CPU, power of two
 	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
 	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
@@ -334,6 +339,7 @@ func Load(cfg Config) (*Engine, error) {
 		"stack_min_wait_ns": cfg.StackMinWait,
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
+		"warm_up_ns":        warmUpNs(cfg.WarmUp),
 		"test_storage_busy": cfg.TestStorageBusy,
 		"test_stats_nomem":  cfg.TestStatsNoMem,
 		"hold_samples":      kind == EngineBTF || canSettleClassic(cfg.TestNoReapply),
@@ -1244,4 +1250,18 @@ func SchedSeen(s *TaskStats) []Identity {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// warmUpDetect is RTS_WARM_UP_DETECT: the start-up is detected.
+const warmUpDetect = ^uint64(0)
+
+// warmUpNs is the warm_up_ns setting of Config.WarmUp.
+func warmUpNs(d time.Duration) uint64 {
+	switch {
+	case d == 0:
+		return warmUpDetect
+	case d < 0:
+		return 0
+	}
+	return uint64(d)
 }
