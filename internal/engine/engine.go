@@ -44,17 +44,17 @@ const FlagFollow = 1
 
 // Config is set before the programs are loaded.
 type Config struct {
-	Trace        bool   // flight recorder + worst-case windows
-	SleepStacks  bool   // kernel stack of each tracked sleep
-	StackMinWait uint64 // ns a task waits before the stack of what runs instead is taken
+	Trace        bool                            // flight recorder + worst-case windows
+	SleepStacks  bool                            // kernel stack of each tracked sleep
+	StackMinWait uint64                          // ns a task waits before the stack of what runs instead is taken
+	FlightPerCPU uint32                          // events kept per CPU, power of two
+	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
+	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
 	// WarmUp is each task's start-up, whose samples are left out of its
 	// metrics: 0 detects it (its loop metrics count once its period
 	// settles), > 0 leaves out every sample of its first WarmUp after
 	// tracking (--warm-up), < 0 leaves out nothing.
-	WarmUp       time.Duration
-	FlightPerCPU uint32                          // events kept per CPU, power of two
-	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
-	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
+	WarmUp time.Duration
 	// ViolationNotices: notice SLO violations without the flight recorder
 	// too (rate-limited, as with it), for on-threshold actions. Trace
 	// implies them: their windows are explained.
