@@ -63,11 +63,12 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 	s.SchedChanges = 1
 	s.SchedSeen[0] = 1<<31 | 0<<8 | 120 // OTHER nice 0, at discovery
 	s.SchedSeen[1] = 1<<31 | 1<<8 | 49
+	s.SchedCur, s.SchedMs[0], s.SchedOpenNs = 1, 100, 5_000_000_000 // 0.1 s, then 5 s to its exit
 	tk := FromStats(s)
 	var buf bytes.Buffer
 	Final(&buf, tk, false)
 	head := strings.SplitN(buf.String(), "\n", 3)
-	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run (seen OTHER nice 0, FIFO 50; last FIFO 50)" {
+	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run: OTHER nice 0 for 0.1 s, FIFO 50 for 5.0 s at exit" {
 		t.Errorf("header:\n%s\n%s", head[0], head[1])
 	}
 	b, err := json.Marshal(tk)
@@ -75,7 +76,8 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"policy":"FIFO"`, `"priority":50`, `"sched":"FIFO 50"`,
-		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`} {
+		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`,
+		`"sched_times":[{"sched":"OTHER nice 0","ns":100000000,"last":false},{"sched":"FIFO 50","ns":5000000000,"last":true}]`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("JSON lacks %s: %s", want, b)
 		}

@@ -64,7 +64,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}
-	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us)\n",
+	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us; pNN ±12.5%%)\n",
 		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
 	any := false
 	for _, id := range metric.All() {
@@ -89,6 +89,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
 	if t.NominalPeriodNs != nil {
 		fmt.Fprintf(w, ", period %s us", units.Us(*t.NominalPeriodNs))
+	}
+	if s := t.Startup(); s != "" {
+		fmt.Fprintf(w, ", %s", s)
 	}
 	fmt.Fprintln(w)
 	var hy []string
