@@ -86,6 +86,7 @@ func runWatch(args []string) int {
 	traceMax := fs.Int("trace-max-events", watch.DefaultTraceMax, "events kept per worst-case window: the task's own across it, the others nearest its end (a sparse window); truncated when the task's own are more")
 	stackAfter := fs.Duration("stack-after", engine.DefaultStackMinWait*time.Nanosecond,
 		"take the kernel stack of what keeps a tracked task off its CPU once it has waited this long (the walk delays the task by 1-20 us; 0: always)")
+	warmUp := fs.Duration("warm-up", 0, "leave every sample of each task's first `time` after it is tracked out of its metrics, as its start-up (0: none); default: detected, the iterations before a periodic task's period settles")
 	show := fs.StringSlice("show", nil, "report only tasks with these names")
 	userSpec := fs.String("user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
 	house := fs.StringP("housekeeping", "H", "", "run rtscope's own threads on these CPUs (e.g. 0); default: chosen away from the watched tasks' CPUs and followed; none: unpinned")
@@ -120,6 +121,12 @@ func runWatch(args []string) int {
 		NoTrace: *noTrace, Traces: *traces, TraceEvents: *traceEvents, TraceMax: *traceMax, StackAfter: stackAfter,
 		Show: *show, Out: os.Stdout, Engine: *engineKind, BTFFile: *btfFile}
 	o.PerfettoPath, o.HTMLPath = *perfettoPath, *htmlPath
+	if fs.Changed("warm-up") {
+		if *warmUp < 0 {
+			return Fail("watch", fmt.Errorf("--warm-up %v: want a duration >= 0", *warmUp))
+		}
+		o.WarmUp = warmUp
+	}
 	o.Series = *htmlPath != "" // the page draws each metric over time
 	var toStdout []string
 	for _, f := range []string{"json", "perfetto", "html"} {

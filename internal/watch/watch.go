@@ -117,6 +117,10 @@ type Options struct {
 	// session's goroutine, in the order of events, so an exporter sees a
 	// task's last live statistics before its exit and never after it.
 	Hooks Hooks
+	// WarmUp: every sample of a task's first WarmUp after it is tracked
+	// is its start-up, left out of its metrics (0: none); nil: the
+	// start-up is detected (engine.Config.WarmUp).
+	WarmUp *time.Duration
 }
 
 // Hooks let a long-running session export what it measures. Each is
@@ -259,6 +263,13 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.StackAfter != nil {
 		stackAfter = uint64(*o.StackAfter)
 	}
+	warmUp := time.Duration(0) // detected
+	if o.WarmUp != nil {
+		warmUp = *o.WarmUp
+		if warmUp == 0 {
+			warmUp = -1 // none left out: engine.Config's < 0
+		}
+	}
 	s := &watcher{o: o, out: out,
 		tasks: map[uint64]*report.Task{}, traces: map[uint64]map[metric.ID]*trace.Raw{},
 		final: map[uint64]bool{}, viol: map[uint64]map[metric.ID]*report.Violations{},
@@ -267,7 +278,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		monitor: &report.Monitor{PID: uint32(os.Getpid())}, slack: map[uint64]slackRead{}}
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, ViolationNotices: len(o.OnThreshold) > 0, Engine: o.Engine, BTFFile: o.BTFFile},
+			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, ViolationNotices: len(o.OnThreshold) > 0, Engine: o.Engine, BTFFile: o.BTFFile,
+			WarmUp: warmUp},
 		Housekeeping: o.Housekeeping, Duration: o.Duration, Poll: o.Poll, Control: o.Hooks.Control,
 		Every: []session.Job{{Every: o.Interval, Run: s.liveTable}}}
 	if o.Series {
