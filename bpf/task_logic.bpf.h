@@ -454,7 +454,7 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
  * Overruns are counted here, one an iteration at most, and only for a task
  * with a nominal period past its start-up (with its iteration counted):
  * a deadline at or before now (armed too late), or deadlines skipped to
- * catch up (an armed expiry 1.5 periods or more after the previous one).
+ * catch up (an armed expiry a multiple of the period after the previous one).
  * A Go runtime thread once had 24764864 "overruns" in 3383 iterations: a
  * 77.7 us "period", and every skipped one counted.
  */
@@ -482,8 +482,9 @@ static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct r
 	if (st->arm_ts && key > st->arm_key && key - st->arm_key < RTS_MAX_PERIOD) {
 		__u64 spacing = key - st->arm_key;
 		rts_period_seen(st, s, spacing, now);
-		__u64 p = st->nominal_period;
-		missed = p && spacing >= p + p / 2;
+		/* Skipped deadlines are whole periods: a relative sleep that
+		 * grew (a Go runtime thread's backoff) skips none. */
+		missed = st->nominal_period && rts_multiple(spacing, st->nominal_period);
 	}
 	if (expiry && expiry <= now)
 		missed = true;
