@@ -425,6 +425,11 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		t := top.Thread
 		tRT := t.KPrio >= -1 && t.KPrio < 100
 		switch {
+		case t.BoostedFrom != "":
+			res.Cause = CauseInterference
+			res.Verdict = fmt.Sprintf("interference by a priority-inheritance boost: %s ran %s on CPU %d, above this task's %s, "+
+				"while holding a lock %s waits for: inheritance working as intended, not a priority misconfiguration; "+
+				"shorten `%s`'s critical section, or keep the lock away from this CPU", who(t), share, cpu, s.Sched, t.BoostedBy, t.Comm)
 		case rt:
 			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
