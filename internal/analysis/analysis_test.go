@@ -1078,6 +1078,31 @@ func TestIterationOverrunPreempted(t *testing.T) {
 }
 
 // A healthy iteration: it slept until its next period, its work fit.
+// An iteration of 1.5 periods or more is never "no overrun", though its
+// work fit the period: a start-up iteration that slept until a deadline
+// 44 ms ahead (a 5 ms loop's first one was 45.5 ms, "no overrun").
+func TestIterationLongerThanPeriods(t *testing.T) {
+	tr := window("iteration", control, us1(45500),
+		sw(us1(-100), 1, idle, "R", control),
+		arm(0, 1, control, us1(44500)),
+		sleepUntil(us1(5), 1, control, "timer sleep", us1(44500)),
+		sw(us1(5), 1, control, "S", idle),
+		timerIn(us1(44500), 1, "hrtimer_wakeup", us1(44500)),
+		wakeTimer(us1(44501), 1, control, us1(44500)),
+		timerOut(us1(44502), 1, "hrtimer_wakeup"),
+		sw(us1(44505), 1, idle, "R", control),
+		arm(us1(45500), 1, control, us1(49500)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(5000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "long-sleep", "a long iteration: 45500.0 us, 9.1 times its 5000.0 us period", "slept 44495.0 us")
+	if strings.Contains(r.Verdict, "no overrun") {
+		t.Errorf("a 9-period iteration called no overrun: %s", r.Verdict)
+	}
+}
+
 func TestIterationWithinPeriod(t *testing.T) {
 	tr := window("iteration", control, us1(1000),
 		sw(us1(-100), 1, idle, "R", control),
