@@ -420,6 +420,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		}
 	}
 	a.boosters = boosters(tr.Events, tl)
+	res.boosts = a.boosts()
 	lost := 0
 	for _, sg := range segs {
 		if sg.missed && sg.to > 0 && sg.from < w {

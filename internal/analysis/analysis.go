@@ -160,6 +160,11 @@ type Inversion struct {
 
 // Result is the analysis of one window.
 type Result struct {
+	// boosts: the lock owners of the window that ran boosted by priority
+	// inheritance, by tid (BoostedSched; not in the JSON, whose breakdown
+	// threads say it).
+	boosts map[uint32]boost
+
 	Metric   string `json:"metric"`
 	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it
 	ValueNs  uint64 `json:"value_ns"`  // the metric's value (differs from the window for jitter)

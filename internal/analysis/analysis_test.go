@@ -513,6 +513,13 @@ func TestBoostedForAnotherWaiter(t *testing.T) {
 		if strings.Contains(r.Verdict, "A priority misconfiguration") || strings.Contains(r.Verdict, "task-L/112 (FIFO 90)") {
 			t.Errorf("PI sleep in the window %v: %s", withSleep, r.Verdict)
 		}
+		// The event listings name it so too (report.BoostNamer), at 90 only.
+		if got, ok := r.BoostedSched(taskL.tid, taskLBoost.kprio); !ok || got != "FIFO 10, boosted to 90 by task-H (PI)" {
+			t.Errorf("PI sleep in the window %v: listed as %q", withSleep, got)
+		}
+		if got, ok := r.BoostedSched(taskL.tid, taskL.kprio); ok {
+			t.Errorf("task-L at its own FIFO 10 listed as boosted: %q", got)
+		}
 		for _, it := range r.Breakdown {
 			if it.Thread != nil && it.Thread.TID == taskL.tid && it.Thread.KPrio == taskLBoost.kprio && !strings.Contains(it.Label, want) {
 				t.Errorf("PI sleep in the window %v: boosted task-L unlabelled: %s", withSleep, it.Label)

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/trace"
@@ -63,13 +64,65 @@ func boostedTo(t *Thread) string {
 	return t.Sched
 }
 
-// whoBoosted names a boosted thread with its own identity, the priority it
-// was boosted to and by whom: "task-L/12 (FIFO 10, boosted to 90 by task-H
-// (PI))".
-func whoBoosted(t *Thread) string {
+// boostedSched is a boosted thread's identity, the priority it was boosted
+// to and by whom: "FIFO 10, boosted to 90 by task-H (PI)".
+func boostedSched(t *Thread) string {
 	by := ""
 	if t.BoostedBy != "" {
 		by = " by " + t.BoostedBy
 	}
-	return fmt.Sprintf("%s/%d (%s, boosted to %s%s (PI))", t.Comm, t.TID, t.BoostedFrom, boostedTo(t), by)
+	return fmt.Sprintf("%s, boosted to %s%s (PI)", t.BoostedFrom, boostedTo(t), by)
+}
+
+// whoBoosted names a boosted thread: "task-L/12 (FIFO 10, boosted to 90
+// by task-H (PI))".
+func whoBoosted(t *Thread) string {
+	return fmt.Sprintf("%s/%d (%s)", t.Comm, t.TID, boostedSched(t))
+}
+
+// boost is a lock owner's own identity and its waiter's: it ran boosted
+// at a kernel priority above from's and up to by's.
+type boost struct {
+	from  string
+	fromK int
+	by    string
+	byK   int
+}
+
+// boosts are the window's lock owners that priority inheritance could
+// boost: the task's own lock's, and other waiters' (boosters).
+func (a *accountant) boosts() map[uint32]boost {
+	out := map[uint32]boost{}
+	for tid := range a.lockOwners {
+		if l := a.tl.lowest[tid]; l != nil {
+			out[tid] = boost{l.Sched, l.KPrio, a.s.Comm, a.s.KPrio}
+		}
+	}
+	for tid, b := range a.boosters {
+		if l := a.tl.lowest[tid]; l != nil && out[tid].from == "" {
+			out[tid] = boost{l.Sched, l.KPrio, b.Comm, b.KPrio}
+		}
+	}
+	return out
+}
+
+// BoostedSched says how thread tid ran at kernel priority kprio when the
+// analysis found it boosted by priority inheritance there ("FIFO 10,
+// boosted to 90 by task-H (PI)"), for the event listings
+// (report.BoostNamer); ok false otherwise.
+func (r *Result) BoostedSched(tid uint32, kprio int) (string, bool) {
+	if b, ok := r.boosts[tid]; ok && higher(kprio, b.fromK) && !higher(kprio, b.byK) && kprio >= 0 && kprio < 99 {
+		to := fmt.Sprintf("kernel priority %d", kprio)
+		if p := strings.Fields(b.from); len(p) == 2 && (p[0] == "FIFO" || p[0] == "RR") {
+			to = strconv.Itoa(99 - kprio)
+		}
+		return fmt.Sprintf("%s, boosted to %s by %s (PI)", b.from, to, b.by), true
+	}
+	// A result read back from JSON: its breakdown's threads.
+	for _, it := range r.Breakdown {
+		if t := it.Thread; t != nil && t.TID == tid && t.KPrio == kprio && t.BoostedFrom != "" {
+			return boostedSched(t), true
+		}
+	}
+	return "", false
 }

@@ -130,7 +130,8 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 			if m.Analysis != nil {
 				m.Analysis.WriteText(w, "     ")
 			}
-			WriteTrace(w, tr, "     ")
+			b, _ := m.Analysis.(BoostNamer)
+			WriteTraceNamed(w, tr, "     ", b)
 		}
 	}
 }
@@ -144,17 +145,37 @@ func cpus(c []int) string {
 }
 
 // WriteTrace lists the events of a window, times in us relative to its start.
-func WriteTrace(w io.Writer, tr *trace.Trace, indent string) {
+func WriteTrace(w io.Writer, tr *trace.Trace, indent string) { WriteTraceNamed(w, tr, indent, nil) }
+
+// BoostNamer is what an analysis may tell of a window's threads: the
+// identity a thread ran with at kernel priority kprio when priority
+// inheritance boosted it ("FIFO 10, boosted to 90 by task-H (PI)"), so
+// that a listing never shows a boosted priority as the thread's own.
+type BoostNamer interface {
+	BoostedSched(tid uint32, kprio int) (string, bool)
+}
+
+// WriteTraceNamed is WriteTrace with the boosts b names (nil: none).
+func WriteTraceNamed(w io.Writer, tr *trace.Trace, indent string, b BoostNamer) {
 	for _, e := range tr.Events {
-		fmt.Fprintf(w, "%s%+12s  cpu%-2d %s\n", indent, units.UsFine(e.T), e.CPU, Describe(e))
+		fmt.Fprintf(w, "%s%+12s  cpu%-2d %s\n", indent, units.UsFine(e.T), e.CPU, DescribeNamed(e, b))
 	}
 }
 
 // Describe renders one trace event on a line.
-func Describe(e trace.Event) string {
-	task := func(tid uint32, comm, sch string) string {
+func Describe(e trace.Event) string { return DescribeNamed(e, nil) }
+
+// DescribeNamed renders one trace event on a line, a thread boosted by
+// priority inheritance named as b says (nil: as the event says).
+func DescribeNamed(e trace.Event, b BoostNamer) string {
+	task := func(tid uint32, comm, sch string, kprio ...int) string {
 		if tid == 0 {
 			return "idle"
+		}
+		if b != nil && len(kprio) == 1 {
+			if s, ok := b.BoostedSched(tid, kprio[0]); ok {
+				sch = s
+			}
 		}
 		if sch == "" {
 			return fmt.Sprintf("%s/%d", comm, tid)
@@ -167,14 +188,14 @@ func Describe(e trace.Event) string {
 		if !e.Preempted {
 			how = "state " + e.PrevState
 		}
-		return fmt.Sprintf("switch   %s [%s] -> %s", task(e.PrevTID, e.PrevComm, e.PrevSched), how,
-			task(e.NextTID, e.NextComm, e.NextSched))
+		return fmt.Sprintf("switch   %s [%s] -> %s", task(e.PrevTID, e.PrevComm, e.PrevSched, e.PrevKPrio), how,
+			task(e.NextTID, e.NextComm, e.NextSched, e.NextKPrio))
 	case trace.EventWakeup:
 		by := ""
 		if w := e.Waker; w != nil {
 			switch w.Kind {
 			case trace.WakerTask:
-				by = "by " + task(w.TID, w.Comm, w.Sched)
+				by = "by " + task(w.TID, w.Comm, w.Sched, w.KPrio)
 			case trace.WakerHardIRQ:
 				by = fmt.Sprintf("by hard IRQ %d %s", deref(w.IRQ), w.IRQName)
 			case trace.WakerSoftIRQ:
@@ -186,7 +207,7 @@ func Describe(e trace.Event) string {
 				}
 			}
 		}
-		return fmt.Sprintf("wakeup   %s %s, on CPU %d", task(e.TID, e.Comm, e.Sched), by, deref(e.TargetCPU))
+		return fmt.Sprintf("wakeup   %s %s, on CPU %d", task(e.TID, e.Comm, e.Sched, e.KPrio), by, deref(e.TargetCPU))
 	case trace.EventMigrate:
 		return fmt.Sprintf("migrate  %s CPU %d -> %d", task(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
 	case trace.EventIRQEntry, trace.EventIRQExit:
