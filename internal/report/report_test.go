@@ -89,6 +89,34 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 	}
 }
 
+// A periodic task's start-up: its counters line says what was left out,
+// the JSON how many iterations and how long; none, no phrase.
+func TestStartup(t *testing.T) {
+	s := sampleStats()
+	s.StartupIterations, s.StartupUs = 3, 54521
+	tk := FromStats(s)
+	var buf bytes.Buffer
+	Final(&buf, tk, false)
+	if !strings.Contains(buf.String(), ", period 2000.0 us, start-up: 3 iterations in 54521.0 us left out\n") {
+		t.Errorf("counters line:\n%s", buf.String())
+	}
+	b, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"startup_iterations":3,"startup_ns":54521000`)) {
+		t.Errorf("JSON: %s", b)
+	}
+	s.StartupIterations, s.StartupUs = 1, 0 // not over yet
+	if got := FromStats(s).Startup(); got != "start-up: 1 iteration left out" {
+		t.Errorf("start-up not over: %q", got)
+	}
+	s.StartupIterations = 0
+	if got := FromStats(s).Startup(); got != "" {
+		t.Errorf("no start-up: %q", got)
+	}
+}
+
 func TestJSONNullsAndNames(t *testing.T) {
 	r := &Report{Schema: Schema, Tasks: []*Task{FromStats(sampleStats())}}
 	b, err := json.Marshal(r)
