@@ -192,9 +192,46 @@ func (s Stats) Percentile(p float64) (uint64, bool) {
 			seen += uint64(c)
 			continue
 		}
+		if 10*uint64(c) >= 9*total {
+			if v, ok := s.dense(b, rank-seen, uint64(c)); ok {
+				return v, true
+			}
+		}
 		return s.interpolate(b, rank-seen, uint64(c)), true
 	}
 	return s.Max, true
+}
+
+// dense places the k-th of the c samples of bucket b, which holds 90% or
+// more of them, evenly over the widest span around their mean that the
+// bucket (narrowed to [Min, Max]) holds on both sides. Their mean is the
+// metric's, less the other samples at their buckets' midpoints: a 5.333 ms
+// period's samples fill one 524 us bucket, where spreading them over the
+// whole bucket put p50 at 5505 us, its middle, 3% off. ok is false without
+// a mean inside the bucket.
+func (s Stats) dense(b int, k, c uint64) (uint64, bool) {
+	rest := float64(s.Sum)
+	for j, n := range s.Hist {
+		if j != b && n > 0 {
+			lo, hi := BucketRange(j)
+			if j == Buckets-1 {
+				hi = s.Max + 1
+			}
+			rest -= float64(n) * (float64(lo) + float64(hi-lo)/2)
+		}
+	}
+	lo, hi := BucketRange(b)
+	lo = max(lo, s.Min)
+	if s.Max < hi-1 || b == Buckets-1 {
+		hi = s.Max + 1
+	}
+	mean := rest / float64(c)
+	if s.Sum == 0 || mean < float64(lo) || mean > float64(hi-1) {
+		return 0, false
+	}
+	d := min(mean-float64(lo), float64(hi-1)-mean)
+	v := uint64(mean - d + 2*d*(float64(k)-0.5)/float64(c) + 0.5)
+	return min(max(v, s.Min), s.Max), true
 }
 
 // interpolate places the k-th of the c samples of bucket b (1 <= k <= c)

@@ -140,3 +140,37 @@ func TestPercentileInterpolationBeatsMidpoint(t *testing.T) {
 		}
 	}
 }
+
+// A period of 5.333333 ms with ±40 us of jitter fills one bucket
+// ([5242880, 5767168) ns) with 99% of its samples, and a few late ones
+// above: p50 is near the true median (its mean's bucket span), not the
+// bucket's middle (5505 us).
+func TestPercentileDenseBucketCentersOnMean(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	s := Stats{Hist: make([]uint32, Buckets), Min: math.MaxUint64}
+	var vals []uint64
+	for i := range 4000 {
+		v := uint64(5_333_333 + (r.Float64()*2-1)*40_000)
+		if i%200 == 0 {
+			v = 6_500_000 // a late release
+		}
+		vals = append(vals, v)
+		s.Count++
+		s.Sum += v
+		s.Hist[Bucket(v)]++
+		s.Min, s.Max = min(s.Min, v), max(s.Max, v)
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
+	var prev uint64
+	for _, p := range []float64{50, 90, 99} {
+		exact := vals[int(math.Ceil(p/100*float64(len(vals))))-1]
+		got, _ := s.Percentile(p)
+		if rel := math.Abs(float64(got)-float64(exact)) / float64(exact); rel > 0.02 {
+			t.Errorf("p%v = %d, exact %d: error %.4f above 2%%", p, got, exact, rel)
+		}
+		if got <= prev {
+			t.Errorf("p%v = %d, not above the lower rank's %d", p, got, prev)
+		}
+		prev = got
+	}
+}
