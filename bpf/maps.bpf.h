@@ -95,6 +95,7 @@ struct rts_task_state {
 	__u8 per_miss;   /* irregular spacings in a row of a periodic task */
 	__u8 per_seen;   /* spacings seen in its start-up (saturates) */
 	__u8 settled;    /* its start-up is over: its loop metrics count */
+	__u8 per_src;    /* RTS_PSRC_*: the releases its candidate period is of */
 	__u64 warm_until; /* --warm-up: nothing before this counts (0: detect the start-up) */
 	__u64 settled_at; /* when its start-up ended (0: not yet) */
 	__u64 tracked_at; /* when its tracking began */

@@ -306,6 +306,17 @@ static __always_inline void rts_settle(struct rts_task_state *st, struct rts_tas
 /* Regular release spacings in a row that make a task periodic, irregular ones that unmake it. */
 #define RTS_PERIOD_CONFIRM 4
 #define RTS_PERIOD_LOSE 8
+/*
+ * The releases a period is of: the deadlines the task arms itself
+ * (clock_nanosleep), or the expiries of a timer it does not arm (timerfd),
+ * as long as it arms none (rts_wakeup_core).
+ */
+enum rts_period_src {
+	RTS_PSRC_NONE = 0,
+	RTS_PSRC_ARM,
+	RTS_PSRC_TIMER,
+};
+
 /* Spacings after which a task that found no period ends its start-up anyway (event-driven). */
 #define RTS_STARTUP_SPACINGS 16
 
@@ -342,8 +353,15 @@ static __always_inline bool rts_multiple(__u64 x, __u64 p)
  * the period settles, or after RTS_STARTUP_SPACINGS spacings without one.
  */
 static __always_inline void rts_period_seen(struct rts_task_state *st, struct rts_task_stats *s,
-					    __u64 x, __u64 now)
+					    __u64 x, __u64 now, __u8 src)
 {
+	if (src == RTS_PSRC_ARM && st->per_src == RTS_PSRC_TIMER)
+		return;
+	if (src != st->per_src) { /* a timer's releases take over from armings */
+		st->per_src = src;
+		st->per_n = 0;
+		st->nominal_period = 0;
+	}
 	__u64 cand = st->per_n ? st->per_sum / st->per_n : 0;
 	if (cand && rts_near(x, cand)) {
 		st->per_sum += x;
@@ -353,8 +371,10 @@ static __always_inline void rts_period_seen(struct rts_task_state *st, struct rt
 			st->per_streak++;
 		if (st->per_streak >= RTS_PERIOD_CONFIRM)
 			st->nominal_period = st->per_sum / st->per_n;
-	} else if (st->nominal_period && rts_multiple(x, cand)) {
-		st->per_miss = 0; /* deadlines skipped: regular, not a new period */
+	} else if (rts_multiple(x, cand)) {
+		/* Deadlines skipped: regular, not a new period (a loop late at
+		 * every other deadline, from its start, too). */
+		st->per_miss = 0;
 	} else if (st->nominal_period && ++st->per_miss < RTS_PERIOD_LOSE) {
 		/* one late or early release of a periodic task */
 	} else {
@@ -409,9 +429,11 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
 	    timer_expiry - st->last_expiry < RTS_MAX_PERIOD) {
 		spacing = timer_expiry - st->last_expiry;
 		/* A loop arming its own deadlines has its period from them
-		 * (rts_on_timer_arm): its timer releases are the same deadlines. */
+		 * (rts_on_timer_arm): its timer releases are the same deadlines,
+		 * and a stale one (a past deadline's timer firing after the loop
+		 * re-armed) would read as another timer's. */
 		if (!st->arm_ts)
-			rts_period_seen(st, 0, spacing, now);
+			rts_period_seen(st, 0, spacing, now, RTS_PSRC_TIMER);
 	}
 
 	if (st->cycle_start && st->sleep_ts > st->cycle_start) {
@@ -420,7 +442,7 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
 		/* A loop that arms its own sleeper timer has its overruns counted
 		 * at the arming (rts_on_timer_arm), once each; a start-up cycle
 		 * is no overrun (its sample is left out too). */
-		if (!st->arm_ts && st->nominal_period && cycle > st->nominal_period &&
+		if (st->per_src == RTS_PSRC_TIMER && st->nominal_period && cycle > st->nominal_period &&
 		    !rts_startup(st, RTS_M_CYCLE, st->sleep_ts))
 			st->held_overruns++;
 	}
@@ -481,12 +503,13 @@ static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct r
 	bool missed = false;
 	if (st->arm_ts && key > st->arm_key && key - st->arm_key < RTS_MAX_PERIOD) {
 		__u64 spacing = key - st->arm_key;
-		rts_period_seen(st, s, spacing, now);
+		rts_period_seen(st, s, spacing, now, RTS_PSRC_ARM);
 		/* Skipped deadlines are whole periods: a relative sleep that
 		 * grew (a Go runtime thread's backoff) skips none. */
-		missed = st->nominal_period && rts_multiple(spacing, st->nominal_period);
+		missed = st->per_src == RTS_PSRC_ARM && st->nominal_period &&
+			 rts_multiple(spacing, st->nominal_period);
 	}
-	if (expiry && expiry <= now)
+	if (expiry && expiry <= now && st->per_src == RTS_PSRC_ARM)
 		missed = true;
 	if (st->arm_ts && now > st->arm_ts && now - st->arm_ts < RTS_MAX_PERIOD &&
 	    rts_record(st, s, RTS_M_ITERATION, now - st->arm_ts, st->arm_ts, now, st->arm_cpu, cpu) &&
