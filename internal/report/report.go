@@ -474,13 +474,19 @@ func (t *Task) SchedHistory() string {
 	if len(t.SchedTimes) == 0 {
 		return fmt.Sprintf("policy changed %s during the run (seen %s; last %s)", times, strings.Join(t.SchedSeen, ", "), t.Sched)
 	}
+	// In the order first seen, the one it holds now last ("at exit").
 	held := make([]string, 0, len(t.SchedTimes))
+	last := ""
 	for _, st := range t.SchedTimes {
 		h := st.Sched + " for " + seconds(st.Ns)
 		if st.Last {
-			h += map[bool]string{true: " at exit", false: " (last)"}[t.Exited]
+			last = h + map[bool]string{true: " at exit", false: " (now)"}[t.Exited]
+			continue
 		}
 		held = append(held, h)
+	}
+	if last != "" {
+		held = append(held, last)
 	}
 	return fmt.Sprintf("policy changed %s during the run: %s", times, strings.Join(held, ", "))
 }

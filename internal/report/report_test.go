@@ -84,6 +84,15 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 	}
 	// Unchanged: no history line, its one identity in sched_seen.
 	s.SchedChanges, s.SchedSeen[0], s.SchedSeen[1] = 0, 1<<31|1<<8|49, 0
+	// cyclictest's thread: OTHER at its creation and again at its exit,
+	// FIFO 80 in between; the identity it exits with is named last.
+	c := sampleStats()
+	c.SchedChanges, c.SchedCur, c.SchedOpenNs = 2, 0, 0
+	c.SchedSeen[0], c.SchedSeen[1] = 1<<31|0<<8|120, 1<<31|1<<8|19
+	c.SchedMs[0], c.SchedMs[1] = 2, 4998
+	if got := FromStats(c).SchedHistory(); got != "policy changed 2 times during the run: FIFO 80 for 5.0 s, OTHER nice 0 for 0.0 s at exit" {
+		t.Errorf("cyclictest: %q", got)
+	}
 	if tk := FromStats(s); tk.SchedHistory() != "" || len(tk.SchedSeen) != 1 || tk.SchedSeen[0] != "FIFO 50" {
 		t.Errorf("unchanged task: %q, seen %v", tk.SchedHistory(), tk.SchedSeen)
 	}
