@@ -117,9 +117,6 @@ const RelativeError = 1.0 / Sub
 // ns: a linear bucket's width.
 const LinearError = 1 << (MinShift - SubBits)
 
-// Resolution says how exact the percentiles are, for the reports.
-const Resolution = "percentiles interpolated within their histogram bucket (error under 12.5%, and under 128 ns below 1 us)"
-
 // Bucket returns the histogram bucket of v (same as rts_hist_bucket in BPF).
 func Bucket(v uint64) int {
 	if v < 1<<MinShift {
@@ -274,7 +271,7 @@ var Percentiles = []float64{50, 90, 99, 99.9}
 // watch (per task) and timerlat (per CPU and context) write: nanoseconds,
 // null for what has no value (no sample, or no histogram to estimate a
 // percentile from). Percentiles are interpolated within their histogram
-// bucket (Resolution).
+// bucket (RelativeError).
 type Summary struct {
 	Count  uint64   `json:"count"`
 	MinNs  *uint64  `json:"min_ns"`
