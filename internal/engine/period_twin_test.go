@@ -41,6 +41,7 @@ func TestTwinPeriodExact(t *testing.T) {
 		tw.release(100, e, 1_000_000)
 	}
 	s := tw.stats(100)
+	t.Logf("jittered timer releases: nominal period %d ns, true %.1f", s.NominalPeriod, audioPeriod)
 	if !within(s.NominalPeriod, audioPeriod) {
 		t.Errorf("nominal period %d, want %.0f within 0.1%%", s.NominalPeriod, audioPeriod)
 	}
