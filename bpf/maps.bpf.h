@@ -36,6 +36,14 @@ const volatile bool hold_samples = true;
 const volatile __u32 flight_per_cpu = 8192;    /* set by the loader: engine.DefaultFlightPerCPU, or --trace-events */
 const volatile __u64 hrtimer_wakeup_fn = 0;    /* address of hrtimer_wakeup() */
 const volatile __u64 slo_default[RTS_M_COUNT]; /* SLO bounds for every target, ns */
+/*
+ * The start-up of each tracked task, whose samples are left out of its
+ * metrics. RTS_WARM_UP_DETECT (the default): detected, its loop metrics
+ * count once its period settles (rts_period_seen); else --warm-up: every
+ * sample in its first warm_up_ns after tracking (0: none left out).
+ */
+#define RTS_WARM_UP_DETECT (~0ULL)
+const volatile __u64 warm_up_ns = RTS_WARM_UP_DETECT;
 /* Tests only: the first N task-storage creations of track() fail as if busy. */
 const volatile __u32 test_storage_busy = 0;
 __u32 test_storage_busy_done = 0;
@@ -79,8 +87,19 @@ struct rts_task_state {
 	__u32 cycle_cpu;
 	__u32 sched_key;      /* rts_sched_key of its identity last seen, 0: none */
 	__u64 last_expiry;    /* expiry of the previous timer release */
-	__u64 last_spacing;   /* spacing of the previous two timer expiries */
-	__u64 nominal_period; /* smallest spacing seen twice in a row */
+	__u64 nominal_period; /* its period, 0: not periodic (rts_period_seen) */
+	/* The candidate period: the sum and number of the regular spacings since it began */
+	__u64 per_sum;
+	__u32 per_n;
+	__u8 per_streak; /* spacings in a row near the candidate (saturates) */
+	__u8 per_miss;   /* irregular spacings in a row of a periodic task */
+	__u8 per_seen;   /* spacings seen in its start-up (saturates) */
+	__u8 settled;    /* its start-up is over: its loop metrics count */
+	__u8 per_src;    /* RTS_PSRC_*: the releases its candidate period is of */
+	__u64 warm_until; /* --warm-up: nothing before this counts (0: detect the start-up) */
+	__u64 settled_at; /* when its start-up ended (0: not yet) */
+	__u64 tracked_at; /* when its tracking began */
+	__u64 sched_since; /* when it took its current identity (rts_sched_seen) */
 	__u64 release_expiry; /* expiry of the pending timer release */
 	__u64 pending_ts;     /* wakeup seen while still on CPU (wakeup/switch race) */
 	__u64 pending_expiry;
@@ -100,7 +119,6 @@ struct rts_task_state {
 	/* Its own sleeper timer's last arming (rts_on_timer_arm): the loop's iterations. */
 	__u64 arm_ts;      /* when: the start of the current iteration, 0: never armed */
 	__u64 arm_key;     /* its expiry in the timer's own clock */
-	__u64 arm_spacing; /* spacing of the previous two armed expiries */
 	__u32 arm_cpu;
 	__u32 pad_arm;
 	__u64 flt_min; /* its min_flt/maj_flt at its last switch-out (or tracking) */

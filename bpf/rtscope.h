@@ -96,13 +96,16 @@ struct rts_task_stats {
 	__u64 switches_preempted;
 	__u64 timer_releases;
 	/*
-	 * Missed deadlines: periods whose deadline passed before the loop armed
-	 * it (a sleep that returns at once) or that it skipped (rts_on_timer_arm);
-	 * for loops that arm no sleeper timer (timerfd), cycles longer than
-	 * the nominal period.
+	 * Iterations that missed their deadline, of a task with a nominal
+	 * period, after its start-up: the deadline passed before the loop armed
+	 * it (a sleep that returns at once) or it skipped deadlines
+	 * (rts_on_timer_arm); for loops that arm no sleeper timer (timerfd),
+	 * cycles longer than the nominal period. One an iteration at most: never
+	 * more than its iterations (or cycles).
 	 */
 	__u64 overruns;
-	__u64 nominal_period; /* smallest expiry spacing seen twice in a row (the loop's period) */
+	/* The mean of its regular release spacings, once RTS_PERIOD_CONFIRM came in a row (rts_period_seen); 0: not periodic */
+	__u64 nominal_period;
 	__u64 hygiene[RTS_H_COUNT];
 	/*
 	 * Policies and normal priorities the task ran with (rts_sched_key, 0:
@@ -111,7 +114,15 @@ struct rts_task_stats {
 	 */
 	__u32 sched_seen[RTS_SCHED_SEEN];
 	__u32 sched_changes;
-	__u32 pad_sched;
+	__u32 sched_cur; /* index in sched_seen of the identity it runs with now (RTS_SCHED_SEEN: none kept) */
+	/* Wall time in ms it held each of sched_seen, its current one aside (ms: 5 KiB a task, TestTaskStatsSize) */
+	__u32 sched_ms[RTS_SCHED_SEEN];
+	/* Loop samples (iterations; cycles of a loop arming no timer) of its start-up, left out of its metrics */
+	__u32 startup_iterations;
+	/* How long its start-up lasted from tracking, in us (saturates); 0: not over (its period never settled) */
+	__u32 startup_us;
+	/* Its current identity, from when it took it to its last switch-out */
+	__u64 sched_open_ns;
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];
 };

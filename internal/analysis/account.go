@@ -20,6 +20,8 @@ type accountant struct {
 	// lockOwners: the tasks that released the subject's PI futex locks in
 	// the window (woke it from a "PI futex lock" sleep).
 	lockOwners map[uint32]bool
+	// boosters: the waiter each boosted lock owner of the window ran for.
+	boosters map[uint32]*Thread
 	// whole: the rings reached the window's start (not truncated), so a
 	// CPU without events ran on undisturbed.
 	whole bool
@@ -59,7 +61,12 @@ func (a *accountant) thread(t *Thread) *Thread {
 	// The owner of the task's PI lock above its own priority seen in the
 	// window: priority inheritance, on the task's behalf.
 	if l := a.tl.lowest[c.TID]; a.lockOwners[c.TID] && l != nil && higher(c.KPrio, l.KPrio) && c.KPrio >= -1 {
-		c.BoostedFrom = l.Sched
+		c.BoostedFrom, c.BoostedBy = l.Sched, a.s.Comm
+	}
+	// Another waiter's lock: boosted at most to the waiter's priority.
+	if b, l := a.boosters[c.TID], a.tl.lowest[c.TID]; c.BoostedFrom == "" && b != nil && l != nil &&
+		higher(c.KPrio, l.KPrio) && !higher(c.KPrio, b.KPrio) && c.KPrio >= -1 {
+		c.BoostedFrom, c.BoostedBy = l.Sched, b.Comm
 	}
 	return &c
 }
@@ -78,7 +85,7 @@ func who(t *Thread) string {
 		return MonitorName
 	}
 	if t.BoostedFrom != "" {
-		return fmt.Sprintf("%s/%d (%s, boosted to %s)", t.Comm, t.TID, t.BoostedFrom, t.Sched)
+		return whoBoosted(t)
 	}
 	if t.Sched == "" {
 		return fmt.Sprintf("%s/%d", t.Comm, t.TID)
@@ -149,11 +156,21 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		}
 		kind, rel := KindBlocking, ""
 		switch {
-		case t.BoostedFrom != "":
+		case t.BoostedFrom != "" && a.lockOwners[t.TID]:
 			// Not a priority misconfiguration nor equal-priority FIFO: the
 			// owner finishing its critical section at the waiter's priority.
 			a.add(Item{Phase: phase, Kind: KindBlocking, CPU: cpu, Thread: t, key: fmt.Sprint("pi-owner", t.TID),
 				Label: fmt.Sprintf("%s ran by priority inheritance while holding this task's lock", who(t))}, from, to)
+			return
+		case t.BoostedFrom != "":
+			// Above this task for another waiter's lock: inheritance at
+			// work, not the owner's own priority.
+			kind = KindInterference
+			if !higher(t.KPrio, a.s.KPrio) {
+				kind = KindBlocking
+			}
+			a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint("pi-boost", t.TID),
+				Label: fmt.Sprintf("%s ran boosted by priority inheritance, holding a lock %s waits for", who(t), t.BoostedBy)}, from, to)
 			return
 		case t.KPrio == kprioUnknown:
 			rel = "priority unknown"
@@ -402,6 +419,8 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 			a.lockOwners[sg.wake.Waker.TID] = true
 		}
 	}
+	a.boosters = boosters(tr.Events, tl)
+	res.boosts = a.boosts()
 	lost := 0
 	for _, sg := range segs {
 		if sg.missed && sg.to > 0 && sg.from < w {

@@ -82,9 +82,12 @@ type Thread struct {
 	// as the monitor, not as an anonymous task.
 	Monitor bool `json:"monitor,omitempty"`
 	// BoostedFrom is its own identity ("FIFO 5") when it ran boosted by
-	// priority inheritance (Sched) while holding the task's PI lock: it
-	// ran on the task's behalf.
+	// priority inheritance (Sched) while holding a PI lock: the task's (it
+	// ran on the task's behalf) or another waiter's (BoostedBy).
 	BoostedFrom string `json:"boosted_from,omitempty"`
+	// BoostedBy names the waiter it was boosted for: the task itself when
+	// it held the task's lock, else another thread (boosters).
+	BoostedBy string `json:"boosted_by,omitempty"`
 }
 
 // MonitorName is how verdicts name rtscope's own threads: the observer
@@ -157,6 +160,11 @@ type Inversion struct {
 
 // Result is the analysis of one window.
 type Result struct {
+	// boosts: the lock owners of the window that ran boosted by priority
+	// inheritance, by tid (BoostedSched; not in the JSON, whose breakdown
+	// threads say it).
+	boosts map[uint32]boost
+
 	Metric   string `json:"metric"`
 	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it
 	ValueNs  uint64 `json:"value_ns"`  // the metric's value (differs from the window for jitter)

@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -432,7 +433,7 @@ func TestBoostedLockOwner(t *testing.T) {
 	owner := th{141, "owner", "FIFO 5", 94}
 	boosted := th{141, "owner", "FIFO 70", 29}
 	stale := th{140, "waiter", "OTHER nice 0", 120}
-	const want = "owner/141 (FIFO 5, boosted to FIFO 70) ran by priority inheritance while holding this task's lock"
+	const want = "owner/141 (FIFO 5, boosted to 70 by waiter (PI)) ran by priority inheritance while holding this task's lock"
 	// A cycle: the waiter blocks on the PI lock, the owner runs boosted
 	// and wakes it, and keeps the CPU 40 us more in the kernel.
 	cycle := window("cycle", waiter, us1(1100),
@@ -469,7 +470,7 @@ func TestBoostedLockOwner(t *testing.T) {
 	)
 	r := explain(lat, subject(waiter, "latency"), "none")
 	checkSums(t, r)
-	wantCause(t, r, "internal-blocking", "lock hand-over", "owner/141 (FIFO 5, boosted to FIFO 70)", "not a higher priority")
+	wantCause(t, r, "internal-blocking", "lock hand-over", "owner/141 (FIFO 5, boosted to 70 by waiter (PI))", "not a higher priority")
 	// A FIFO 90 task holding the lock is no boost: plain interference.
 	hi := th{141, "owner", "FIFO 90", 9}
 	plain := window("latency", waiter, us1(500),
@@ -480,6 +481,61 @@ func TestBoostedLockOwner(t *testing.T) {
 	)
 	r = explain(plain, subject(waiter, "latency"), "none")
 	wantCause(t, r, "interference", "owner/141 (FIFO 90)")
+}
+
+// Issue 36: with --pi, task-L (FIFO 10) runs boosted to 90 for task-H's
+// lock while task-M (FIFO 50) waits: task-M's verdict names the boost,
+// with its booster, and never a priority misconfiguration. The boost is
+// told from the window alone: task-H's PI futex sleep, or, when that sleep
+// is before the window, task-L seen at FIFO 10 and at task-H's priority,
+// and waking task-H.
+func TestBoostedForAnotherWaiter(t *testing.T) {
+	const want = "task-L/112 (FIFO 10, boosted to 90 by task-H (PI))"
+	for _, withSleep := range []bool{true, false} {
+		evs := []trace.Event{
+			sw(us1(-3000), 1, idle, "R", taskL),
+			sw(us1(-2000), 1, taskL, "R+", taskH),
+			sleep(us1(-1500), 1, taskH, "PI futex lock"),
+			sw(us1(-1500), 1, taskH, "S", taskLBoost),
+			wakeTimer(0, 1, taskM, 0),
+			wakeBy(us1(1900), 1, taskH, taskL), // the unlock: task-L back at FIFO 10
+			sw(us1(1905), 1, taskL, "R+", taskH),
+			sleep(us1(2100), 1, taskH, "timer sleep (nanosleep)"),
+			sw(us1(2100), 1, taskH, "S", taskM),
+		}
+		if !withSleep {
+			evs = slices.Delete(evs, 2, 3)
+		}
+		r := explain(window("latency", taskM, us1(2100), evs...), subject(taskM, "latency"), "none")
+		checkSums(t, r)
+		wantCause(t, r, "interference", "priority-inheritance boost", want, "holding a lock task-H waits for",
+			"not a priority misconfiguration")
+		if strings.Contains(r.Verdict, "A priority misconfiguration") || strings.Contains(r.Verdict, "task-L/112 (FIFO 90)") {
+			t.Errorf("PI sleep in the window %v: %s", withSleep, r.Verdict)
+		}
+		// The event listings name it so too (report.BoostNamer), at 90 only.
+		if got, ok := r.BoostedSched(taskL.tid, taskLBoost.kprio); !ok || got != "FIFO 10, boosted to 90 by task-H (PI)" {
+			t.Errorf("PI sleep in the window %v: listed as %q", withSleep, got)
+		}
+		if got, ok := r.BoostedSched(taskL.tid, taskL.kprio); ok {
+			t.Errorf("task-L at its own FIFO 10 listed as boosted: %q", got)
+		}
+		for _, it := range r.Breakdown {
+			if it.Thread != nil && it.Thread.TID == taskL.tid && it.Thread.KPrio == taskLBoost.kprio && !strings.Contains(it.Label, want) {
+				t.Errorf("PI sleep in the window %v: boosted task-L unlabelled: %s", withSleep, it.Label)
+			}
+		}
+	}
+	// task-L raised to FIFO 90 by sched_setattr wakes nobody at 90: no boost.
+	r := explain(window("latency", taskM, us1(2000),
+		sw(us1(-3000), 1, idle, "R", taskL),
+		sw(us1(-1500), 1, taskL, "R+", taskLBoost),
+		wakeTimer(0, 1, taskM, 0),
+		sw(us1(2000), 1, taskLBoost, "S", taskM),
+	), subject(taskM, "latency"), "none")
+	if strings.Contains(r.Verdict, "boost") {
+		t.Errorf("a plain priority change taken for a boost: %s", r.Verdict)
+	}
 }
 
 // Case 6.2: a semaphore posted by a lower-priority thread that sleeps meanwhile.
@@ -1029,6 +1085,31 @@ func TestIterationOverrunPreempted(t *testing.T) {
 }
 
 // A healthy iteration: it slept until its next period, its work fit.
+// An iteration of 1.5 periods or more is never "no overrun", though its
+// work fit the period: a start-up iteration that slept until a deadline
+// 44 ms ahead (a 5 ms loop's first one was 45.5 ms, "no overrun").
+func TestIterationLongerThanPeriods(t *testing.T) {
+	tr := window("iteration", control, us1(45500),
+		sw(us1(-100), 1, idle, "R", control),
+		arm(0, 1, control, us1(44500)),
+		sleepUntil(us1(5), 1, control, "timer sleep", us1(44500)),
+		sw(us1(5), 1, control, "S", idle),
+		timerIn(us1(44500), 1, "hrtimer_wakeup", us1(44500)),
+		wakeTimer(us1(44501), 1, control, us1(44500)),
+		timerOut(us1(44502), 1, "hrtimer_wakeup"),
+		sw(us1(44505), 1, idle, "R", control),
+		arm(us1(45500), 1, control, us1(49500)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(5000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "long-sleep", "a long iteration: 45500.0 us, 9.1 times its 5000.0 us period", "slept 44495.0 us")
+	if strings.Contains(r.Verdict, "no overrun") {
+		t.Errorf("a 9-period iteration called no overrun: %s", r.Verdict)
+	}
+}
+
 func TestIterationWithinPeriod(t *testing.T) {
 	tr := window("iteration", control, us1(1000),
 		sw(us1(-100), 1, idle, "R", control),

@@ -278,6 +278,10 @@ func iterationVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, exe
 	w, p := res.WindowNs, s.NominalPeriod
 	work := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
 	running := pct(execNs, work)
+	if work <= p && 2*w > 3*p {
+		lateIteration(res, tl, s, segs, work, periodSleep, dom)
+		return
+	}
 	if work <= p {
 		res.Cause = CauseExecution
 		res.Verdict = fmt.Sprintf("no overrun: the iteration took %s, its work %s (running %s) within its %s period", us(w), us(work), running, us(p))
@@ -299,6 +303,28 @@ func iterationVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, exe
 	}
 	explainGroup(res, tl, s, segs, dom, "iteration")
 	res.Verdict = pre + "; " + res.Verdict
+}
+
+// lateIteration explains an iteration of 1.5 periods or more whose work
+// fit its period: it slept past a period (a deadline armed that far ahead:
+// skipped periods, a changed period), or its release came late. Never "no
+// overrun": a 5 ms loop's 45.5 ms start-up iteration was called one.
+func lateIteration(res *Result, tl *timelines, s Subject, segs []taskSeg, work, periodSleep uint64, dom *group) {
+	w, p := res.WindowNs, s.NominalPeriod
+	pre := fmt.Sprintf("a long iteration: %s, %.1f times its %s period, though its work (%s) fit one",
+		us(w), float64(w)/float64(p), us(p), us(work))
+	switch {
+	case periodSleep > p:
+		res.Cause = CauseLongSleep
+		res.Verdict = fmt.Sprintf("%s: it slept %s until its timer expired: it armed it that far ahead (skipped periods, or a changed period)",
+			pre, us(periodSleep))
+	case dom != nil:
+		explainGroup(res, tl, s, segs, dom, "iteration")
+		res.Verdict = pre + "; its release came late: " + res.Verdict
+	default:
+		res.Cause = CauseInconclusive
+		res.Verdict = pre + "; nothing in the window explains the rest"
+	}
 }
 
 // blockingThread is the thread that ran when the task should have: the
@@ -425,6 +451,11 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		t := top.Thread
 		tRT := t.KPrio >= -1 && t.KPrio < 100
 		switch {
+		case t.BoostedFrom != "":
+			res.Cause = CauseInterference
+			res.Verdict = fmt.Sprintf("interference by a priority-inheritance boost: %s ran %s on CPU %d, above this task's %s, "+
+				"while holding a lock %s waits for: inheritance working as intended, not a priority misconfiguration; "+
+				"shorten `%s`'s critical section, or keep the lock away from this CPU", who(t), share, cpu, s.Sched, t.BoostedBy, t.Comm)
 		case rt:
 			res.Cause = CauseInterference
 			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/action"
 	"github.com/rtscope/rtscope/internal/explain"
@@ -105,6 +106,7 @@ func runWatch(args []string) int {
 // watch.Options.
 type watchFlags struct {
 	targets         targetFlags
+	warmUp          time.Duration
 	dur, interval   time.Duration
 	quiet           bool
 	slos            []string
@@ -140,6 +142,7 @@ func (f *watchFlags) flagSet() *pflag.FlagSet {
 	f.engine.addTraceEvents(fs)
 	f.engine.addTraceMax(fs)
 	f.engine.addStackAfter(fs)
+	fs.DurationVar(&f.warmUp, "warm-up", 0, "leave every sample of each task's first `time` after it is tracked out of its metrics, as its start-up (0: none); default: detected, the iterations before a periodic task's period settles")
 	fs.StringSliceVar(&f.show, "show", nil, "report and judge only tasks with these names")
 	fs.BoolVar(&f.all, "all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")
 	fs.StringVar(&f.user, "user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
@@ -194,6 +197,15 @@ func (f *watchFlags) options(fs *pflag.FlagSet, command []string, dashDash bool)
 	f.engine.options(&o)
 	o.Duration, o.Interval, o.Quiet, o.Traces, o.Verbose = f.dur, f.interval, f.quiet, f.traces, f.verbose
 	o.Show, o.All = f.show, f.all
+	// The live table is for a person at a terminal: piped or redirected,
+	// the report alone is written, unless --interval asks for the table.
+	o.Quiet = o.Quiet || (!fs.Changed("interval") && !isTerminal(os.Stdout))
+	if fs.Changed("warm-up") {
+		if f.warmUp < 0 {
+			return o, fmt.Errorf("--warm-up %v: want a duration >= 0", f.warmUp)
+		}
+		o.WarmUp = &f.warmUp
+	}
 	bounds, err := parseSLOs(f.slos)
 	if err != nil {
 		return o, err
@@ -246,3 +258,9 @@ func (f *watchFlags) targetSpec(fs *pflag.FlagSet, command []string, dashDash bo
 
 // analyzer returns the worst-case explainer (internal/explain over internal/analysis).
 var analyzer = func() func(*report.Task, metric.ID, *trace.Trace) report.Explanation { return explain.ForWatch() }
+
+// isTerminal tells whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -37,6 +38,11 @@ type Config struct {
 	FlightPerCPU uint32                          // events kept per CPU, power of two
 	SLODefault   [metric.Count]uint64            // bounds for all targets, ns (0: none)
 	SLOByID      map[uint32][metric.Count]uint64 // by tid or pid
+	// WarmUp is each task's start-up, whose samples are left out of its
+	// metrics: 0 detects it (its loop metrics count once its period
+	// settles), > 0 leaves out every sample of its first WarmUp after
+	// tracking (--warm-up), < 0 leaves out nothing.
+	WarmUp time.Duration
 	// ViolationNotices: notice SLO violations without the flight recorder
 	// too (rate-limited, as with it), for on-threshold actions. Trace
 	// implies them: their windows are explained.
@@ -255,4 +261,18 @@ func SchedSeen(s *TaskStats) []Identity {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// warmUpDetect is RTS_WARM_UP_DETECT: the start-up is detected.
+const warmUpDetect = ^uint64(0)
+
+// warmUpNs is the warm_up_ns setting of Config.WarmUp.
+func warmUpNs(d time.Duration) uint64 {
+	switch {
+	case d == 0:
+		return warmUpDetect
+	case d < 0:
+		return 0
+	}
+	return uint64(d)
 }

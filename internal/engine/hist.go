@@ -31,7 +31,11 @@ type TaskStats struct {
 	Hygiene           [7]uint64
 	SchedSeen         [4]uint32
 	SchedChanges      uint32
-	PadSched          uint32
+	SchedCur          uint32
+	SchedMs           [4]uint32
+	StartupIterations uint32
+	StartupUs         uint32
+	SchedOpenNs       uint64
 	Comm              [16]int8
 	M                 [metric.Count]MetricStats
 }
@@ -91,8 +95,9 @@ func (c histCarries) join(k *bpfRtsTaskStats) (s *TaskStats, pending bool) {
 		CpusMask: k.CpusMask, NrCpusAllowed: k.NrCpusAllowed, Wakeups: k.Wakeups,
 		SwitchesVoluntary: k.SwitchesVoluntary, SwitchesPreempted: k.SwitchesPreempted,
 		TimerReleases: k.TimerReleases, Overruns: k.Overruns, NominalPeriod: k.NominalPeriod,
-		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, PadSched: k.PadSched,
-		Comm: k.Comm}
+		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, SchedCur: k.SchedCur,
+		SchedMs: k.SchedMs, StartupIterations: k.StartupIterations, StartupUs: k.StartupUs,
+		SchedOpenNs: k.SchedOpenNs, Comm: k.Comm}
 	t := c[k.Id]
 	for i := range k.M {
 		km, m := &k.M[i], &s.M[i]

@@ -128,6 +128,7 @@ func (e *Engine) settings() map[string]any {
 		"stack_min_wait_ns": cfg.StackMinWait,
 		"hrtimer_wakeup_fn": wake,
 		"slo_default":       cfg.SLODefault,
+		"warm_up_ns":        warmUpNs(cfg.WarmUp),
 		"test_storage_busy": cfg.TestStorageBusy,
 		"test_stats_nomem":  cfg.TestStatsNoMem,
 	}

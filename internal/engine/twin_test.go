@@ -219,7 +219,7 @@ func TestTwinWakeupSwitchRace(t *testing.T) {
 // A control loop: timer releases split in IRQ/thread/user, a hidden block
 // mid-cycle, cycle = first timer wakeup -> switch-out into the next timer sleep.
 func TestTwinCycleAndTimerRelease(t *testing.T) {
-	tw := newTwin(t, nil)
+	tw := newTwinWith(t, nil, noStartUp)
 	tw.track(100, true, false)
 	// release 1: expiry 10000, timer callback at 10010, wakeup at 10012
 	tw.timerWakeup(10012, 0, 100, 10000, 10010)
@@ -251,35 +251,52 @@ func TestTwinCycleAndTimerRelease(t *testing.T) {
 	expect(t, s, metric.Jitter, 2, 0, 6)        // |1994 - 2000|, |2000 - 2000|
 	expect(t, s, metric.Response, 3, 488, 1494) // 10500-10012, 11500-11000, 13500-12006
 	expect(t, s, metric.Latency, 4, 10, 38)
-	if s.TimerReleases != 3 || s.NominalPeriod != 2000 || s.Overruns != 0 {
-		t.Errorf("releases %d nominal %d overruns %d", s.TimerReleases, s.NominalPeriod, s.Overruns)
+	// Two regular spacings make no period: RTS_PERIOD_CONFIRM (4) do (TestTwinPeriodConfirmed).
+	if s.TimerReleases != 3 || s.NominalPeriod != 0 || s.Overruns != 0 {
+		t.Errorf("releases %d nominal %d overruns %d, want 3, 0 and 0", s.TimerReleases, s.NominalPeriod, s.Overruns)
 	}
 	// A user return without a pending release adds nothing.
 	tw.run(tw.objs.TestUserReturn, 14100, 0, 100)
 	expect(t, tw.stats(100), metric.TimerUser, 3, 30, 60)
 }
 
+// noStartUp: twins that leave no start-up out (--warm-up 0), for the
+// tests of what a sample is, not of when it counts.
+var noStartUp = map[string]any{"warm_up_ns": uint64(0)}
+
+// release: a timer release of tid at expiry (woken then, on CPU 0), which
+// works `work` ns and sleeps again.
+func (tw *twin) release(tid uint32, expiry, work uint64) {
+	tw.t.Helper()
+	tw.timerWakeup(expiry, 0, tid, expiry, expiry)
+	tw.switchTo(expiry, 0, idle, tid, false, 0)
+	tw.switchTo(expiry+work, 0, tid, idle, true, 0)
+}
+
+// A timer-released loop (no sleeper timer of its own: timerfd) becomes
+// periodic after 4 regular spacings, its start-up cycles are left out,
+// and a cycle longer than its period is an overrun; a skipped deadline
+// keeps its period.
 func TestTwinOverrun(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, true, false)
-	tw.timerWakeup(1000, 0, 100, 1000, 1000)
-	tw.switchTo(1000, 0, idle, 100, false, 0)
-	tw.switchTo(1500, 0, 100, idle, true, 0)
-	tw.timerWakeup(3000, 0, 100, 3000, 3000)
-	tw.switchTo(3000, 0, idle, 100, false, 0)
-	tw.switchTo(5500, 0, 100, idle, true, 0) // 2500 of work: overrun
-	tw.timerWakeup(5500, 0, 100, 5000, 5500) // spacing 2000 twice: period 2000
-	s := tw.stats(100)
-	expect(t, s, metric.Cycle, 2, 500, 2500)
-	if s.Overruns != 1 {
-		t.Errorf("overruns %d, want 1", s.Overruns)
+	for e := uint64(1000); e <= 9000; e += 2000 {
+		tw.release(100, e, 500) // period 2000: settled at the 5th release
 	}
+	tw.release(100, 11000, 2500) // 2500 of work: overrun
+	tw.timerWakeup(13500, 0, 100, 13000, 13500)
+	tw.switchTo(13500, 0, idle, 100, false, 0)
+	tw.switchTo(13600, 0, 100, idle, true, 0)
 	// A loop that falls behind skips a deadline (spacing 4000): its period stays 2000.
-	tw.switchTo(5600, 0, idle, 100, false, 0)
-	tw.switchTo(5700, 0, 100, idle, true, 0)
-	tw.timerWakeup(9000, 0, 100, 9000, 9000)
-	if s := tw.stats(100); s.NominalPeriod != 2000 {
-		t.Errorf("nominal period %d after a skipped deadline, want 2000", s.NominalPeriod)
+	tw.timerWakeup(17000, 0, 100, 17000, 17000)
+	s := tw.stats(100)
+	// 1000..3000, 3000..5000 and 5000..7000 are its start-up: left out.
+	expect(t, s, metric.Cycle, 4, 100, 2500) // 500, 500, 2500, 100
+	if s.StartupIterations != 3 || s.StartupUs == 0 {
+		t.Errorf("start-up: %d iterations, over: %v, want 3 and over", s.StartupIterations, s.StartupUs != 0)
+	}
+	if s.Overruns != 1 || s.NominalPeriod != 2000 {
+		t.Errorf("overruns %d nominal period %d, want 1 and 2000", s.Overruns, s.NominalPeriod)
 	}
 }
 
@@ -294,73 +311,80 @@ func TestTwinOverrunNoSleep(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, false, false)
 	tw.switchTo(0, 0, idle, 100, false, 0)
-	// On time: deadline 10000 armed at 9000, it sleeps and wakes at 10000.
-	tw.arm(9000, 0, 100, 10000, 10000)
-	tw.switchTo(9010, 0, 100, idle, true, 0)
-	tw.timerWakeup(10002, 0, 100, 10000, 10001)
-	tw.switchTo(10005, 0, idle, 100, false, 0)
-	// From here on 1500 of work per iteration: deadline 11000 is armed at
-	// 11505, 12000 at 13005, ... never a sleep.
-	now := uint64(10005)
+	// On time: deadline D armed at D-900, it sleeps and wakes at D+2;
+	// the 5th arming (13100) makes the 4 regular spacings of its period.
+	for d := uint64(10000); d <= 14000; d += 1000 {
+		tw.arm(d-900, 0, 100, d, d)
+		tw.switchTo(d-890, 0, 100, idle, true, 0)
+		tw.timerWakeup(d+2, 0, 100, d, d+1)
+		tw.switchTo(d+5, 0, idle, 100, false, 0)
+	}
+	// From here on 1500 of work per iteration: deadline 15000 is armed at
+	// 15505, 16000 at 17005, ... never a sleep.
+	now := uint64(14005)
 	for k := uint64(1); k <= 5; k++ {
 		now += 1500
-		tw.arm(now, 0, 100, 10000+1000*k, 10000+1000*k)
+		tw.arm(now, 0, 100, 14000+1000*k, 14000+1000*k)
 		// The past deadline's timer fires while the task runs: a wakeup
 		// of a running task, stale at the next arming.
-		tw.timerWakeup(now+20, 0, 100, 10000+1000*k, now+18)
+		tw.timerWakeup(now+20, 0, 100, 14000+1000*k, now+18)
 	}
 	s := tw.stats(100)
-	// Iterations: 9000 -> 11505, then 1500 each.
-	expect(t, s, metric.Iteration, 5, 1500, 2505)
-	// Spacing 1000 twice in a row from the second past arming on.
+	// Iterations: 3 of its start-up left out, 1000 (12100 -> 13100),
+	// 13100 -> 15505, then 1500 each.
+	expect(t, s, metric.Iteration, 6, 1000, 2405)
+	if s.StartupIterations != 3 {
+		t.Errorf("start-up iterations %d, want 3", s.StartupIterations)
+	}
 	if s.NominalPeriod != 1000 {
 		t.Errorf("nominal period %d, want 1000 from the armed deadlines", s.NominalPeriod)
 	}
-	// Every arming after 10000 was at or past its deadline.
+	// Every arming after 14000 was at or past its deadline.
 	if s.Overruns != 5 {
-		t.Errorf("overruns %d, want 5 (deadlines 11000..15000 armed late)", s.Overruns)
+		t.Errorf("overruns %d, want 5 (deadlines 15000..19000 armed late)", s.Overruns)
 	}
-	expect(t, s, metric.Cycle, 0, 0, 0)
-	if s.Wakeups != 1 || s.SwitchesVoluntary != 1 {
-		t.Errorf("wakeups %d voluntary %d, want 1 and 1: the stale wakeups of a running task add none", s.Wakeups, s.SwitchesVoluntary)
+	if s.Wakeups != 5 || s.SwitchesVoluntary != 5 {
+		t.Errorf("wakeups %d voluntary %d, want 5 and 5: the stale wakeups of a running task add none", s.Wakeups, s.SwitchesVoluntary)
 	}
 	// A stale wakeup seen while it ran must not end its next real sleep.
 	tw.arm(now+100, 0, 100, now+5000, now+5000)
 	tw.switchTo(now+110, 0, 100, idle, true, 0)
 	tw.switchTo(now+120, 0, idle, 100, false, 0) // preempted-in without a wakeup
-	expect(t, tw.stats(100), metric.Latency, 1, 3, 3)
+	expect(t, tw.stats(100), metric.Latency, 5, 3, 3)
 }
 
 // A loop that catches up by skipping deadlines arms them in the future, one
-// period or more apart: each skipped deadline is an overrun. Re-arming the
-// same deadline (a spurious wakeup in do_nanosleep) is no new iteration.
+// period or more apart: an overrun (one, however many it skipped: overruns
+// never exceed iterations). Re-arming the same deadline (a spurious wakeup
+// in do_nanosleep) is no new iteration.
 func TestTwinOverrunSkipsAndRearm(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, false, false)
 	arm := func(now, deadline uint64) { tw.arm(now, 0, 100, deadline, deadline) }
-	arm(1000, 2000)
-	arm(2100, 3000)
-	arm(3100, 4000) // spacing 1000 twice: period 1000
-	arm(3150, 4000) // the same deadline again: ignored
-	arm(6100, 7000) // deadlines 5000 and 6000 skipped
-	s := tw.stats(100)
-	if s.Overruns != 2 {
-		t.Errorf("overruns %d, want 2 skipped deadlines", s.Overruns)
+	for d := uint64(2000); d <= 6000; d += 1000 {
+		arm(d-900, d) // spacing 1000 four times: period 1000
 	}
-	expect(t, s, metric.Iteration, 3, 1000, 3000) // 1100, 1000, 3000
+	arm(5150, 6000) // the same deadline again: ignored
+	arm(8100, 9000) // deadlines 7000 and 8000 skipped
+	s := tw.stats(100)
+	if s.Overruns != 1 {
+		t.Errorf("overruns %d, want 1: one iteration skipped deadlines", s.Overruns)
+	}
+	expect(t, s, metric.Iteration, 2, 1000, 3000) // 3 start-up ones left out, 1000, 3000
 	// A REALTIME deadline in the classic engine: no monotonic expiry, its
 	// own-clock key still spaces the iterations.
-	tw.arm(7100, 0, 100, 0, 1_700_000_000_000_008_000)
-	tw.arm(8100, 0, 100, 0, 1_700_000_000_000_009_000)
+	tw.arm(9100, 0, 100, 0, 1_700_000_000_000_010_000)
+	tw.arm(10100, 0, 100, 0, 1_700_000_000_000_011_000)
 	s = tw.stats(100)
-	if s.Overruns != 2 {
-		t.Errorf("overruns %d after unconvertible deadlines, want still 2", s.Overruns)
+	if s.Overruns != 1 {
+		t.Errorf("overruns %d after unconvertible deadlines, want still 1", s.Overruns)
 	}
-	expect(t, s, metric.Iteration, 5, 1000, 3000)
+	expect(t, s, metric.Iteration, 4, 1000, 3000)
 }
 
 // A lone short spacing (a timed sleep before the loop starts, or a timed
-// futex wait inside it) is not the loop's period: only a repeated one is.
+// futex wait inside it) is not the loop's period: only 4 regular ones in a
+// row are, and a lone irregular one afterwards does not unmake it.
 // (The RT guest saw a 640 us "period" for a 2 ms loop from its start-up.)
 func TestTwinNominalPeriodNeedsRepeat(t *testing.T) {
 	tw := newTwin(t, nil)
@@ -372,20 +396,25 @@ func TestTwinNominalPeriodNeedsRepeat(t *testing.T) {
 	}
 	release(100000) // start-up: a 640 us sleep
 	release(100640)
+	release(101280) // 640 again: no period yet
 	if s := tw.stats(100); s.NominalPeriod != 0 {
-		t.Errorf("nominal period %d from one spacing, want none", s.NominalPeriod)
+		t.Errorf("nominal period %d from two spacings, want none", s.NominalPeriod)
 	}
 	for e := uint64(102000); e <= 110000; e += 2000 {
-		release(e) // the 2 ms loop; its first spacing is 1360 us
+		release(e) // the 2 ms loop; its first spacing is 720 us
 	}
 	release(110700) // a lone timed wait mid-cycle: spacings 700, then 1300
 	release(112000)
 	release(114000)
 	s := tw.stats(100)
 	if s.NominalPeriod != 2000 {
-		t.Errorf("nominal period %d, want 2000: 640, 1360, 700 and 1300 never repeat", s.NominalPeriod)
+		t.Errorf("nominal period %d, want 2000: 640, 720, 700 and 1300 are not regular", s.NominalPeriod)
 	}
-	expect(t, s, metric.Period, 9, 640, 2000) // every release after the first still has a period
+	// Its start-up (6 cycles up to the release at 110000) is left out.
+	expect(t, s, metric.Period, 4, 700, 2000)
+	if s.StartupIterations != 6 || s.StartupUs == 0 {
+		t.Errorf("start-up: %d iterations, over: %v, want 6 and over", s.StartupIterations, s.StartupUs != 0)
+	}
 }
 
 // A tid reused by a new task gets a new id and fresh statistics; the old
@@ -1025,7 +1054,7 @@ func TestTwinSleepNamed(t *testing.T) {
 // or is preempted. Its exit, and the end of a run (settle_held), settle
 // what it still holds. Each is counted once.
 func TestTwinHeldUntilSwitchOut(t *testing.T) {
-	tw := newTwin(t, nil)
+	tw := newTwinWith(t, nil, noStartUp)
 	tw.track(100, true, false)
 	id := tw.id(100)
 	held := func(when string, wakeups, releases, latency, irq, user uint64) {

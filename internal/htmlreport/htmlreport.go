@@ -316,6 +316,12 @@ func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
 	if t.NominalPeriodNs != nil {
 		tv.Counters += ", period " + units.Us(*t.NominalPeriodNs) + " µs"
 	}
+	if st := t.Startup(); st != "" {
+		tv.Counters += ", " + st
+	}
+	if h := t.SchedHistory(); h != "" {
+		tv.Counters += "; " + h
+	}
 	var hy []string
 	for _, n := range report.HygieneNames {
 		if v := t.Hygiene[n]; v > 0 {

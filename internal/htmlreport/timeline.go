@@ -82,9 +82,13 @@ func window(id metric.ID, m *report.Metric) *windowView {
 		r.WriteText(&sb, "")
 		w.Analysis = sb.String()
 	}
+	var boosts report.BoostNamer // the analysis names the PI boosts it found
+	if r := result(m.Analysis); r != nil {
+		boosts = r
+	}
 	for _, e := range tr.Events {
 		w.EventRows = append(w.EventRows, evRow{T: units.UsFine(e.T), CPU: strconv.Itoa(e.CPU),
-			Text: report.Describe(e), Mine: mine(e, tr.TID)})
+			Text: report.DescribeNamed(e, boosts), Mine: mine(e, tr.TID)})
 	}
 	return w
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/engine"
@@ -214,8 +215,12 @@ type Task struct {
 	// SchedSeen lists the identities (as Sched prints them) the task ran
 	// with, in the order first seen, the last one included; SchedChanges
 	// counts the changes seen at its switch-ins (a policy set after start).
-	SchedSeen       []string           `json:"sched_seen"`
-	SchedChanges    uint32             `json:"sched_changes"`
+	SchedSeen    []string `json:"sched_seen"`
+	SchedChanges uint32   `json:"sched_changes"`
+	// SchedTimes says how long (wall time) it held each identity of
+	// SchedSeen, in the same order; null when not measured (a report of an
+	// older rtscope).
+	SchedTimes      []SchedTime        `json:"sched_times"`
 	CPUs            string             `json:"cpus"` // affinity, e.g. "0-1"
 	LastCPU         uint32             `json:"last_cpu"`
 	Exited          bool               `json:"exited"`
@@ -223,6 +228,13 @@ type Task struct {
 	Hygiene         map[string]uint64  `json:"hygiene"`
 	Metrics         map[string]*Metric `json:"metrics"`
 	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+	// StartupIterations counts the loop iterations (or timer cycles) of its
+	// start-up: before its period settled, or in its --warm-up. They are
+	// left out of its metrics and overruns.
+	StartupIterations uint64 `json:"startup_iterations"`
+	// StartupNs is how long its start-up lasted from tracking; null while
+	// it is not over (no period settled yet).
+	StartupNs *uint64 `json:"startup_ns"`
 	// TimerSlackNs is the thread's timer slack, read from
 	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
 	// a policy change); null when unread.
@@ -237,6 +249,16 @@ type Task struct {
 	Findings     []Finding `json:"findings"`
 
 	id uint64
+}
+
+// SchedTime is the wall time a task held one identity (policy and normal
+// priority: a priority-inheritance boost is not one).
+type SchedTime struct {
+	Sched string `json:"sched"`
+	Ns    uint64 `json:"ns"`
+	// Last: the identity it holds now (or held at its exit), whose time
+	// runs to its last switch-out.
+	Last bool `json:"last"`
 }
 
 // Counters of scheduling events of a task.
@@ -360,7 +382,20 @@ func (m *Metric) UnmarshalJSON(b []byte) error {
 		m.Analysis = x.Analysis
 	}
 	m.stats = statsOf(m)
+	m.repercentile()
 	return nil
+}
+
+// repercentile sets m's percentiles again from its histogram, when it has
+// one: a report read back (a recorded one included) shows them as this
+// rtscope computes them (interpolated within their bucket, where older
+// ones wrote a bucket's midpoint).
+func (m *Metric) repercentile() {
+	if len(m.stats.Hist) == 0 || m.Count == 0 {
+		return
+	}
+	s := metric.Summarize(m.stats)
+	m.P50Ns, m.P90Ns, m.P99Ns, m.P999Ns = s.P50Ns, s.P90Ns, s.P99Ns, s.P999Ns
 }
 
 // Stats returns the raw statistics behind m.
@@ -384,8 +419,18 @@ func FromStats(s *engine.TaskStats) *Task {
 		t.NominalPeriodNs = u64p(s.NominalPeriod)
 	}
 	t.SchedChanges = s.SchedChanges
-	for _, id := range engine.SchedSeen(s) {
-		t.SchedSeen = append(t.SchedSeen, sched.Describe(id.Policy, id.Prio))
+	for i, id := range engine.SchedSeen(s) {
+		d := sched.Describe(id.Policy, id.Prio)
+		t.SchedSeen = append(t.SchedSeen, d)
+		st := SchedTime{Sched: d, Ns: uint64(s.SchedMs[i]) * 1e6, Last: uint32(i) == s.SchedCur}
+		if st.Last {
+			st.Ns += s.SchedOpenNs
+		}
+		t.SchedTimes = append(t.SchedTimes, st)
+	}
+	t.StartupIterations = uint64(s.StartupIterations)
+	if s.StartupUs != 0 {
+		t.StartupNs = u64p(uint64(s.StartupUs) * 1000)
 	}
 	v, rt := sched.UserPrio(int(s.Prio))
 	if rt && sched.IsRT(s.Policy) {
@@ -422,9 +467,11 @@ func Placeholder(id uint64, tid uint32) *Task {
 	return &Task{TID: tid, id: id, Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
 }
 
-// SchedHistory says how the task's identity changed during the run
-// ("policy changed once during the run (seen OTHER nice 0, FIFO 50; last
-// FIFO 50)"), empty when it did not.
+// SchedHistory says how the task's identity changed during the run, with
+// the time it held each ("policy changed once during the run: FIFO 80 for
+// 5.0 s, OTHER nice 0 for 0.1 s at exit"), empty when it did not. The last
+// identity alone is not the answer: rt-app's thread was reported OTHER,
+// its policy at exit, after it ran FIFO.
 func (t *Task) SchedHistory() string {
 	if t.SchedChanges == 0 {
 		return ""
@@ -433,7 +480,44 @@ func (t *Task) SchedHistory() string {
 	if t.SchedChanges > 1 {
 		times = fmt.Sprintf("%d times", t.SchedChanges)
 	}
-	return fmt.Sprintf("policy changed %s during the run (seen %s; last %s)", times, strings.Join(t.SchedSeen, ", "), t.Sched)
+	if len(t.SchedTimes) == 0 {
+		return fmt.Sprintf("policy changed %s during the run (seen %s; last %s)", times, strings.Join(t.SchedSeen, ", "), t.Sched)
+	}
+	// In the order first seen, the one it holds now last ("at exit").
+	held := make([]string, 0, len(t.SchedTimes))
+	last := ""
+	for _, st := range t.SchedTimes {
+		h := st.Sched + " for " + seconds(st.Ns)
+		if st.Last {
+			last = h + map[bool]string{true: " at exit", false: " (now)"}[t.Exited]
+			continue
+		}
+		held = append(held, h)
+	}
+	if last != "" {
+		held = append(held, last)
+	}
+	return fmt.Sprintf("policy changed %s during the run: %s", times, strings.Join(held, ", "))
+}
+
+// seconds prints a span of wall time ("5.0 s"), the unit of a policy held.
+func seconds(ns uint64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 1, 64) + " s" }
+
+// Startup says what the task's start-up left out of its metrics, in one
+// phrase ("start-up: 4 iterations in 21300.0 us left out"), empty when
+// nothing was.
+func (t *Task) Startup() string {
+	if t.StartupIterations == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("start-up: %d iterations", t.StartupIterations)
+	if t.StartupIterations == 1 {
+		s = "start-up: 1 iteration"
+	}
+	if t.StartupNs != nil {
+		s += " in " + units.Us(*t.StartupNs) + " us"
+	}
+	return s + " left out"
 }
 
 // ID is the engine's tracking id of the task.

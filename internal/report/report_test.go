@@ -63,11 +63,12 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 	s.SchedChanges = 1
 	s.SchedSeen[0] = 1<<31 | 0<<8 | 120 // OTHER nice 0, at discovery
 	s.SchedSeen[1] = 1<<31 | 1<<8 | 49
+	s.SchedCur, s.SchedMs[0], s.SchedOpenNs = 1, 100, 5_000_000_000 // 0.1 s, then 5 s to its exit
 	tk := FromStats(s)
 	var buf bytes.Buffer
 	Final(&buf, tk, false)
 	head := strings.SplitN(buf.String(), "\n", 3)
-	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run (seen OTHER nice 0, FIFO 50; last FIFO 50)" {
+	if !strings.Contains(head[0], ", FIFO 50,") || head[1] != "   policy changed once during the run: OTHER nice 0 for 0.1 s, FIFO 50 for 5.0 s at exit" {
 		t.Errorf("header:\n%s\n%s", head[0], head[1])
 	}
 	b, err := json.Marshal(tk)
@@ -75,15 +76,53 @@ func TestPolicyChangedDuringTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"policy":"FIFO"`, `"priority":50`, `"sched":"FIFO 50"`,
-		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`} {
+		`"sched_seen":["OTHER nice 0","FIFO 50"]`, `"sched_changes":1`,
+		`"sched_times":[{"sched":"OTHER nice 0","ns":100000000,"last":false},{"sched":"FIFO 50","ns":5000000000,"last":true}]`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("JSON lacks %s: %s", want, b)
 		}
 	}
 	// Unchanged: no history line, its one identity in sched_seen.
 	s.SchedChanges, s.SchedSeen[0], s.SchedSeen[1] = 0, 1<<31|1<<8|49, 0
+	// cyclictest's thread: OTHER at its creation and again at its exit,
+	// FIFO 80 in between; the identity it exits with is named last.
+	c := sampleStats()
+	c.SchedChanges, c.SchedCur, c.SchedOpenNs = 2, 0, 0
+	c.SchedSeen[0], c.SchedSeen[1] = 1<<31|0<<8|120, 1<<31|1<<8|19
+	c.SchedMs[0], c.SchedMs[1] = 2, 4998
+	if got := FromStats(c).SchedHistory(); got != "policy changed 2 times during the run: FIFO 80 for 5.0 s, OTHER nice 0 for 0.0 s at exit" {
+		t.Errorf("cyclictest: %q", got)
+	}
 	if tk := FromStats(s); tk.SchedHistory() != "" || len(tk.SchedSeen) != 1 || tk.SchedSeen[0] != "FIFO 50" {
 		t.Errorf("unchanged task: %q, seen %v", tk.SchedHistory(), tk.SchedSeen)
+	}
+}
+
+// A periodic task's start-up: its counters line says what was left out,
+// the JSON how many iterations and how long; none, no phrase.
+func TestStartup(t *testing.T) {
+	s := sampleStats()
+	s.StartupIterations, s.StartupUs = 3, 54521
+	tk := FromStats(s)
+	var buf bytes.Buffer
+	Final(&buf, tk, false)
+	if !strings.Contains(buf.String(), ", period 2000.0 us, start-up: 3 iterations in 54521.0 us left out\n") {
+		t.Errorf("counters line:\n%s", buf.String())
+	}
+	b, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"startup_iterations":3,"startup_ns":54521000`)) {
+		t.Errorf("JSON: %s", b)
+	}
+	s.StartupIterations, s.StartupUs = 1, 0 // not over yet
+	if got := FromStats(s).Startup(); got != "start-up: 1 iteration left out" {
+		t.Errorf("start-up not over: %q", got)
+	}
+	s.StartupIterations = 0
+	if got := FromStats(s).Startup(); got != "" {
+		t.Errorf("no start-up: %q", got)
 	}
 }
 

@@ -90,7 +90,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}
-	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us)\n",
+	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us; pNN ±12.5%%)\n",
 		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
 	any := false
 	for _, id := range metric.All() {
@@ -115,6 +115,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
 	if t.NominalPeriodNs != nil {
 		fmt.Fprintf(w, ", period %s us", units.Us(*t.NominalPeriodNs))
+	}
+	if s := t.Startup(); s != "" {
+		fmt.Fprintf(w, ", %s", s)
 	}
 	fmt.Fprintln(w)
 	var hy []string
@@ -153,7 +156,8 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 			if m.Analysis != nil {
 				m.Analysis.WriteText(w, "     ")
 			}
-			WriteTrace(w, tr, "     ")
+			b, _ := m.Analysis.(BoostNamer)
+			WriteTraceNamed(w, tr, "     ", b)
 		}
 	}
 }
@@ -167,24 +171,51 @@ func cpus(c []int) string {
 }
 
 // WriteTrace lists the events of a window, times in us relative to its start.
-func WriteTrace(w io.Writer, tr *trace.Trace, indent string) {
+func WriteTrace(w io.Writer, tr *trace.Trace, indent string) { WriteTraceNamed(w, tr, indent, nil) }
+
+// BoostNamer is what an analysis may tell of a window's threads: the
+// identity a thread ran with at kernel priority kprio when priority
+// inheritance boosted it ("FIFO 10, boosted to 90 by task-H (PI)"), so
+// that a listing never shows a boosted priority as the thread's own.
+type BoostNamer interface {
+	BoostedSched(tid uint32, kprio int) (string, bool)
+}
+
+// WriteTraceNamed is WriteTrace with the boosts b names (nil: none).
+func WriteTraceNamed(w io.Writer, tr *trace.Trace, indent string, b BoostNamer) {
 	for _, e := range tr.Events {
-		fmt.Fprintf(w, "%s%+12s  cpu%-2d %s\n", indent, units.UsFine(e.T), e.CPU, Describe(e))
+		fmt.Fprintf(w, "%s%+12s  cpu%-2d %s\n", indent, units.UsFine(e.T), e.CPU, DescribeNamed(e, b))
 	}
 }
 
 // Describe renders one trace event on a line.
-func Describe(e trace.Event) string {
+func Describe(e trace.Event) string { return DescribeNamed(e, nil) }
+
+// DescribeNamed renders one trace event on a line, a thread boosted by
+// priority inheritance named as b says (nil: as the event says).
+func DescribeNamed(e trace.Event, b BoostNamer) string {
+	boosted := func(tid uint32, comm, sch string, kprio int) string {
+		if b != nil {
+			if s, ok := b.BoostedSched(tid, kprio); ok {
+				sch = s
+			}
+		}
+		return taskLabel(tid, comm, sch)
+	}
 	switch e.Type {
 	case trace.EventSwitch:
 		how := "preempted"
 		if !e.Preempted {
 			how = "state " + e.PrevState
 		}
-		return fmt.Sprintf("switch   %s [%s] -> %s", taskLabel(e.PrevTID, e.PrevComm, e.PrevSched), how,
-			taskLabel(e.NextTID, e.NextComm, e.NextSched))
+		return fmt.Sprintf("switch   %s [%s] -> %s", boosted(e.PrevTID, e.PrevComm, e.PrevSched, e.PrevKPrio), how,
+			boosted(e.NextTID, e.NextComm, e.NextSched, e.NextKPrio))
 	case trace.EventWakeup:
-		return fmt.Sprintf("wakeup   %s %s, on CPU %d", taskLabel(e.TID, e.Comm, e.Sched), wakerLabel(e), deref(e.TargetCPU))
+		by := wakerLabel(e)
+		if w := e.Waker; w != nil && w.Kind == trace.WakerTask {
+			by = "by " + boosted(w.TID, w.Comm, w.Sched, w.KPrio)
+		}
+		return fmt.Sprintf("wakeup   %s %s, on CPU %d", boosted(e.TID, e.Comm, e.Sched, e.KPrio), by, deref(e.TargetCPU))
 	case trace.EventMigrate:
 		return fmt.Sprintf("migrate  %s CPU %d -> %d", taskLabel(e.TID, e.Comm, ""), deref(e.FromCPU), deref(e.ToCPU))
 	case trace.EventIRQEntry, trace.EventIRQExit:

@@ -113,6 +113,10 @@ type Options struct {
 	Ready func()
 	// Stopped, when set, sees the engine once the final reports are built, before it is closed (tests, benchmarks).
 	Stopped func(e *engine.Engine)
+	// WarmUp: every sample of a task's first WarmUp after it is tracked
+	// is its start-up, left out of its metrics (0: none); nil: the
+	// start-up is detected (engine.Config.WarmUp).
+	WarmUp *time.Duration
 }
 
 // watcher is the watch tool of a session.Run: the methods of session.Tool,
@@ -192,7 +196,8 @@ func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
 		viol: newViolations(o.OnThreshold, o.Log), house: newHousekeeper(o.Housekeeping, o.AutoHousekeeping, o.Log)}
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
-			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, ViolationNotices: len(o.OnThreshold) > 0, Engine: o.Engine, BTFFile: o.BTFFile},
+			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, ViolationNotices: len(o.OnThreshold) > 0, Engine: o.Engine, BTFFile: o.BTFFile,
+			WarmUp: engineWarmUp(o.WarmUp)},
 		Housekeeping: o.Housekeeping, Duration: o.Duration, Poll: o.Poll,
 		Every: []session.Job{{Every: o.Interval, Run: s.liveTable}}}
 	if o.Series {
@@ -477,4 +482,16 @@ func (s *watcher) handle(ns []engine.Notice) error {
 		s.finish(n.Id)
 	}
 	return nil
+}
+
+// engineWarmUp is engine.Config.WarmUp for Options.WarmUp: nil detects
+// the start-up (0), and --warm-up 0 leaves nothing out (< 0).
+func engineWarmUp(d *time.Duration) time.Duration {
+	switch {
+	case d == nil:
+		return 0
+	case *d == 0:
+		return -1
+	}
+	return *d
 }
