@@ -68,7 +68,8 @@ func TestWatchFlagDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Duration != 0 || o.Interval != time.Second || o.Quiet || o.Out != os.Stdout || o.Series || o.FailOn != "" {
+	// The live table is on at a terminal, off when piped (go test's stdout).
+	if o.Duration != 0 || o.Interval != time.Second || o.Quiet == isTerminal(os.Stdout) || o.Out != os.Stdout || o.Series || o.FailOn != "" {
 		t.Errorf("duration %v interval %v quiet %v stdout %v series %v fail-on %v", o.Duration, o.Interval, o.Quiet, o.Out == os.Stdout, o.Series, o.FailOn)
 	}
 	if o.Engine != engine.EngineAuto || o.TraceEvents != 0 || o.TraceMax != watch.DefaultTraceMax ||
@@ -166,5 +167,34 @@ func TestServeFlagsToOptions(t *testing.T) {
 		w.TraceMax != 0 || w.StackAfter != nil || !w.AutoHousekeeping {
 		t.Errorf("engine: no-trace %v trace-events %d btf %q engine %q trace-max %d stack-after %v auto housekeeping %v",
 			w.NoTrace, w.TraceEvents, w.BTFFile, w.Engine, w.TraceMax, w.StackAfter, w.AutoHousekeeping)
+	}
+}
+
+// The live table is for a terminal: piped, it is off unless --interval
+// asks for it (-q always turns it off).
+func TestWatchLiveTableOnlyAtATerminal(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		quiet bool
+	}{
+		{[]string{"--comm", "ctl", "-i", "2s"}, false},
+		{[]string{"--comm", "ctl", "-i", "2s", "-q"}, true},
+		{[]string{"--comm", "ctl", "-q"}, true},
+	} {
+		o, err := watchOptions(t, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Quiet != c.quiet {
+			t.Errorf("%v: quiet %v, want %v", c.args, o.Quiet, c.quiet)
+		}
+	}
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Error("a file taken for a terminal")
 	}
 }
