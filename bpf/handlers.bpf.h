@@ -133,7 +133,6 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
-	bool voluntary = !ev->preempt && ev->prev_state != 0;
 	/*
 	 * Classic tracepoint programs do not nest: an event that fires while
 	 * another of them runs on this CPU is skipped (bpf_prog_active; the
@@ -158,7 +157,7 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 		if (mm)
 			rts_on_mem(ps, (mm->def_flags & RTS_VM_LOCKED) || mm->locked_vm);
 	}
-	if (ps && voluntary)
+	if (ps && !ev->preempt && ev->prev_state != 0) /* a voluntary switch-out */
 		rts_on_sleep(ctx, cs, ps, cpu, now, ev->prev_state);
 	/* Steal first: the time it covers ends before this switch. */
 	if (btf)
@@ -180,7 +179,12 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	}
 
 	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
-	rts_switch_tasks(ev, ps, ns, cs, now, cpu, voluntary, irq_ns, btf);
+	/*
+	 * Voluntary is taken from ev at each use: kept in a variable across
+	 * rts_on_sleep, it made clang copy rts_switch_tasks for each of its
+	 * values (on_sched_switch 5515 instructions against 3337).
+	 */
+	rts_switch_tasks(ev, ps, ns, cs, now, cpu, !ev->preempt && ev->prev_state != 0, irq_ns, btf);
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
 }
