@@ -75,7 +75,10 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  * of on_sched_switch, the held-sample settle of commit 20f5549 took its
  * verification from 116k to 138k instructions and 0.36 s, and added 20k
  * instructions (30-50 ms) to each of on_sched_exit, on_hrtimer_start,
- * settle_held and untrack_existing. A global function may take pointers to
+ * settle_held and untrack_existing. rts_sleep_reason_of
+ * (sleep_reason.bpf.h) too: its walk of 16 frames took 16k of the 52k
+ * instructions left in on_sched_switch (internal/engine's
+ * TestVerifierCost keeps each engine's total under a budget). A global function may take pointers to
  * memory of a fixed size (a map value: the task state, the stats) since
  * Linux 5.12, commit e5069b9c23b3 ("bpf: Support pointers in global func
  * args"); each such pointer may be NULL there, and is checked.

@@ -293,7 +293,7 @@ int BPF_PROG(test_mem, __u64 tid, __u64 locked)
 	return 0;
 }
 
-/* The site rts_sleep_reason returned with the last test_sleep_reason run. */
+/* The site rts_sleep_reason_of returned with the last test_sleep_reason run. */
 __u64 test_sleep_site = 0;
 
 /* Classify a sleep from up to 10 synthetic frames (innermost first). */
@@ -301,9 +301,9 @@ SEC("raw_tp")
 int BPF_PROG(test_sleep_reason, __u64 n, __u64 f0, __u64 f1, __u64 f2, __u64 f3, __u64 f4, __u64 f5,
 	     __u64 f6, __u64 f7, __u64 f8, __u64 f9)
 {
-	__u64 frames[RTS_SLEEP_FRAMES] = {f0, f1, f2, f3, f4, f5, f6, f7, f8, f9};
+	struct rts_sleep_frames frames = {{f0, f1, f2, f3, f4, f5, f6, f7, f8, f9}};
 	__u64 site = 0;
-	int r = rts_sleep_reason(frames, n > 10 ? 10 : (int)n, &site);
+	int r = rts_sleep_reason_of(&frames, n > 10 ? 10 : (int)n, &site);
 	test_sleep_site = site;
 	return r;
 }
