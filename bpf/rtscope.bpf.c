@@ -262,7 +262,11 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return on_switch(ctx, preempt, prev, next, prev_state);
 }
 
-/* Kernels before 5.18 pass no prev_state: read it from the task. */
+/*
+ * Kernels before 5.18 pass no prev_state: read it from the task (the
+ * argument came with commit fa2c3254d7cf, "sched/tracing: Don't re-read
+ * p->state when emitting sched_switch event").
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch_legacy, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
