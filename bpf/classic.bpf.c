@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rtscope's classic engine, for kernels without BTF (Raspberry Pi OS, many
- * Yocto builds): the same per-task state machine (task_logic.bpf.h), maps
- * and flight recorder as rtscope.bpf.c, fed by classic tracepoints instead
- * of tp_btf. Nothing here reads a kernel structure: every value comes from
+ * Yocto builds): the same handler bodies (handlers.bpf.h), per-task state
+ * machine (task_logic.bpf.h), maps and flight recorder as rtscope.bpf.c,
+ * fed by classic tracepoints instead of tp_btf: each hook decodes its
+ * record and calls its body. Nothing here reads a kernel structure: every value comes from
  * a tracepoint record, at field offsets that user space reads from tracefs
  * format files and sets before load (the off_* constants; RTS_NOFIELD where
  * the kernel lacks the field). Per-task state lives in a hash keyed by tid

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rtscope engine: scheduler, IRQ and timer hooks. Each hook records the event
- * in this CPU's flight recorder ring, then, only when the task involved is
- * tracked (one task-storage lookup, O(1) whatever the number of tracked
- * tasks), runs the per-task state machine of task_logic.bpf.h.
+ * rtscope engine: scheduler, IRQ and timer hooks on tp_btf. Each hook is a
+ * stub: it reads its arguments (BTF pointers: plain loads), looks the tasks
+ * up (one task-storage lookup, O(1) whatever the number of tracked tasks)
+ * and calls its body in handlers.bpf.h, shared with the classic engine,
+ * which records the event in this CPU's flight recorder ring and, for a
+ * tracked task, runs the per-task state machine of task_logic.bpf.h. What
+ * is the tp_btf engine's own stays here: tracking (task storage, the retry
+ * queue, cgroup targets), identity, the task iterators, and the threaded
+ * IRQ handlers (fentry/fexit).
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
