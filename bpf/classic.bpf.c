@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rtscope's classic engine, for kernels without BTF (Raspberry Pi OS, many
- * Yocto builds): the same per-task state machine (task_logic.bpf.h), maps
- * and flight recorder as rtscope.bpf.c, fed by classic tracepoints instead
- * of tp_btf. Nothing here reads a kernel structure: every value comes from
+ * Yocto builds): the same handler bodies (handlers.bpf.h), per-task state
+ * machine (task_logic.bpf.h), maps and flight recorder as rtscope.bpf.c,
+ * fed by classic tracepoints instead of tp_btf: each hook decodes its
+ * record and calls its body. Nothing here reads a kernel structure: every value comes from
  * a tracepoint record, at field offsets that user space reads from tracefs
  * format files and sets before load (the off_* constants; RTS_NOFIELD where
  * the kernel lacks the field). Per-task state lives in a hash keyed by tid
@@ -20,8 +21,7 @@
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
-#include "task_logic.bpf.h"
-#include "sleep_reason.bpf.h"
+#include "handlers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -206,14 +206,6 @@ static __always_inline __u32 timer_exit_hard(struct rts_cpu_state *cs)
 	return cs->cb_function[1] != 0;
 }
 
-/* The policy a kernel prio implies: FIFO for RT prios (RR looks the same), DEADLINE for -1. */
-static __always_inline __u8 policy_of(__s32 prio)
-{
-	if (prio < 0)
-		return 6;
-	return prio < 100 ? 1 : 0;
-}
-
 static __always_inline struct rts_task_state *tracked(__u32 tid)
 {
 	if (!tid)
@@ -234,7 +226,7 @@ static __always_inline void refresh_identity_of(struct rts_task_state *st, struc
 	if (!s)
 		return;
 	s->prio = prio;
-	s->policy = policy_of(prio);
+	s->policy = rts_policy_of(prio);
 	s->rt_priority = prio >= 0 && prio < 100 ? 99 - prio : 0;
 	s->last_cpu = cpu;
 	if (comm)
@@ -246,6 +238,19 @@ static __always_inline void refresh_identity(struct rts_task_state *st, __s32 pr
 					     __u32 cpu)
 {
 	refresh_identity_of(st, rts_stats(st), prio, comm, cpu);
+}
+
+/* handlers.bpf.h's identity: what a record tells. */
+static __always_inline void rts_eng_identity(struct rts_task_state *st, struct rts_task_stats *s,
+					     const struct rts_task_ref *t, __u32 cpu)
+{
+	refresh_identity_of(st, s, t->prio, t->comm, cpu);
+}
+
+/* handlers.bpf.h's current task. */
+static __always_inline struct rts_task_state *rts_eng_current(void)
+{
+	return tracked(bpf_get_current_pid_tgid() & 0xffffffff);
 }
 
 /* Start tracking tid unless it already is. */
@@ -296,41 +301,6 @@ static __always_inline void comm_pad(char *c)
 	}
 }
 
-/* Is the task wanted by a --tid, --pid or --comm target? */
-static __always_inline struct rts_target *wanted(__u32 tid, __u32 tgid, const char *comm)
-{
-	struct rts_target *w = bpf_map_lookup_elem(&want_tid, &tid);
-	if (!w)
-		w = bpf_map_lookup_elem(&want_tgid, &tgid);
-	if (!w)
-		w = bpf_map_lookup_elem(&want_comm, comm);
-	return w;
-}
-
-/* Kernel stack of the current task (interrupted by a timer) while tracked task `waiting` waits. */
-static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
-					__u32 cur_tid, __u32 waiting)
-{
-	long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
-	if (se) {
-		se->a = cur_tid;
-		se->b = waiting;
-		se->c = sid < 0 ? 0xffff : (__u16)sid;
-		bpf_get_current_comm(se->comm, sizeof(se->comm));
-	}
-	if (sid < 0)
-		rts_count(RTS_C_STACK_LOST);
-}
-
-/*
- * Start tracking an existing task (no task iterator without BTF): user
- * space finds it in /proc and runs this with BPF_PROG_TEST_RUN. Arguments:
- * tid, tgid, target, flags, sleeping (its /proc state), kernel prio, and its
- * comm as two words. A state that changes meanwhile costs at most its next
- * sample (the state machine drops an event that does not fit). Returns 0
- * when the task is tracked.
- */
 SEC("raw_tp")
 int classic_scan(__u64 *ctx)
 {
@@ -377,11 +347,7 @@ int reapply_slo(void *ctx)
 SEC("tracepoint/sched/sched_switch")
 int on_sched_switch(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	__u32 prev_pid, next_pid, prev_state;
-	__s32 prev_prio, next_prio;
+	struct rts_switch ev = {};
 	__u64 next_comm_w[RTS_COMM_LEN / 8] = {};
 	{
 		/* Its own scope: the stack it takes is free for what follows. */
@@ -393,87 +359,31 @@ int on_sched_switch(void *ctx)
 		end = rec_end(end, off_switch_prev_state, 4);
 		end = rec_end(end, off_switch_next_comm, RTS_COMM_LEN);
 		rec_read(&r, ctx, end);
-		prev_pid = rec_u32(&r, ctx, off_switch_prev_pid);
-		next_pid = rec_u32(&r, ctx, off_switch_next_pid);
-		prev_prio = (__s32)rec_u32(&r, ctx, off_switch_prev_prio);
-		next_prio = (__s32)rec_u32(&r, ctx, off_switch_next_prio);
+		ev.prev.tid = rec_u32(&r, ctx, off_switch_prev_pid);
+		ev.next.tid = rec_u32(&r, ctx, off_switch_next_pid);
+		ev.prev.prio = (__s32)rec_u32(&r, ctx, off_switch_prev_prio);
+		ev.next.prio = (__s32)rec_u32(&r, ctx, off_switch_next_prio);
 		/* A long; its low 32 bits on both little-endian targets. */
-		prev_state = rec_u32(&r, ctx, off_switch_prev_state);
+		ev.prev_state = rec_u32(&r, ctx, off_switch_prev_state);
 		rec_comm(&r, ctx, off_switch_next_comm, next_comm_w);
 	}
-	char *next_comm = (char *)next_comm_w;
-	bool preempt = prev_state & RTS_TASK_REPORT_MAX;
-	bool voluntary = !preempt && prev_state != 0;
-
-	/*
-	 * Classic tracepoint programs do not nest: an event that fires while
-	 * another of them runs on this CPU is skipped (bpf_prog_active; the
-	 * programs' recursion misses count them). A lost irq_handler_exit or
-	 * hrtimer_expire_exit would leave this CPU "in hard IRQ" for good; no
-	 * switch happens in hard IRQ context, so a switch ends any.
-	 */
-	if (cs) {
-		cs->irq_depth = 0;
-		cs->cb_function[1] = 0;
-	}
+	ev.next.comm = (const char *)next_comm_w;
+	ev.preempt = ev.prev_state & RTS_TASK_REPORT_MAX;
 
 	struct classic_cpu *cc = ccpu();
 	if (cc) {
-		cc->prio = next_prio;
-		cc->tid = next_pid;
-		__builtin_memcpy(cc->comm, next_comm, RTS_COMM_LEN);
+		cc->prio = ev.next.prio;
+		cc->tid = ev.next.tid;
+		__builtin_memcpy(cc->comm, next_comm_w, RTS_COMM_LEN);
 	}
-
-	struct rts_task_state *ps = tracked(prev_pid);
-	struct rts_task_state *ns = tracked(next_pid);
-
 	/* Blocking sleeps are named as by the BTF engine (sleep_reason.bpf.h). */
-	if (ps && voluntary)
-		rts_on_sleep(ctx, cs, ps, cpu, now, prev_state);
-
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
-	if (e) {
-		e->a = prev_pid;
-		e->b = next_pid;
-		e->c = prev_state;
-		e->flags = preempt;
-		e->prio_a = rts_prio_byte(prev_prio);
-		e->prio_b = rts_prio_byte(next_prio);
-		e->pol_a = policy_of(prev_prio);
-		e->pol_b = policy_of(next_prio);
-		__builtin_memcpy(e->comm, next_comm, RTS_COMM_LEN);
-		if (ns)
-			e->own = rts_own_seq(ns);
-	}
-
-	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
-	if (ps) {
-		rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
-		ps->armed_expiry = 0;
-	}
-	if (ns) {
-		rts_clear_waiting_at(ns, cs, cpu);
-		ns->prio = next_prio;
-		/*
-		 * Its identity at the switch-in that ends a wakeup, from this
-		 * record (its name too): at its switch-out, after the settle, the
-		 * refresh took the verifier past its million instructions.
-		 */
-		if (rts_on_switch_in(ns, now, cpu, irq_ns)) {
-			ns->identity_due = 0;
-			refresh_identity(ns, next_prio, next_comm, cpu);
-		}
-	}
-	if (cs)
-		cs->user_pending = ns && ns->release_pending;
+	rts_switch_body(ctx, &ev, tracked(ev.prev.tid), tracked(ev.next.tid), false);
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_waking")
 int on_sched_waking(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	struct classic_cpu *cc = ccpu();
 	if (!cs || !cc)
@@ -491,88 +401,20 @@ int on_sched_waking(void *ctx)
 		target_cpu = rec_u32(&r, ctx, off_waking_target_cpu);
 	}
 
-	__u8 ctxk = RTS_WAKER_TASK;
-	__u64 timer_fn = 0, expiry = 0, cb_entry = 0;
 	__u32 cur_tid = bpf_get_current_pid_tgid() & 0xffffffff;
-	__u32 who = cur_tid;
-	if (cs->cb_function[1]) {
-		ctxk = RTS_WAKER_TIMER;
-		timer_fn = cs->cb_function[1];
-		expiry = cs->cb_expiry[1];
-		cb_entry = cs->cb_entry[1];
-	} else if (cs->irq_depth) {
-		ctxk = RTS_WAKER_HARDIRQ;
-		who = cs->irq_nr;
-	} else if (cs->cb_function[0] && cs->cb_soft_tid == who) {
-		ctxk = RTS_WAKER_TIMER;
-		timer_fn = cs->cb_function[0];
-		expiry = cs->cb_expiry[0];
-		cb_entry = cs->cb_entry[0];
-	} else if (cs->softirq_vec && cs->softirq_tid == who) {
-		ctxk = RTS_WAKER_SOFTIRQ;
-		who = cs->softirq_vec - 1;
-	}
 	/* The current task's prio as of its switch-in (a later change is missed). */
 	__s32 cur_prio = cc->tid == cur_tid ? cc->prio : 120;
-
-	struct rts_task_state *st = tracked(pid);
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
-	if (e) {
-		e->a = pid;
-		e->b = who;
-		e->c = target_cpu;
-		e->flags = ctxk;
-		e->prio_a = rts_prio_byte(prio);
-		e->prio_b = rts_prio_byte(cur_prio);
-		e->pol_a = policy_of(prio);
-		e->pol_b = policy_of(cur_prio);
-		if (ctxk == RTS_WAKER_TIMER) {
-			e->x = timer_fn;
-			e->y = expiry;
-		} else {
-			bpf_get_current_comm(e->comm, sizeof(e->comm));
-		}
-		if (st)
-			e->own = rts_own_seq(st);
-	}
-
-	if (!st)
-		return 0;
-	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
-		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur_prio > st->prio);
-	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, target_cpu, cs, cpu);
-		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
-		    rts_stack_due(now, expiry))
-			stack_event(ctx, cs, cpu, now, cur_tid, st->tid);
-	}
+	struct rts_task_ref p = {.tid = pid, .prio = prio};
+	struct rts_task_ref cur = {.tid = cur_tid, .prio = cur_prio};
+	rts_waking_body(ctx, &p, &cur, target_cpu, tracked(pid), cs, false);
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_migrate_task")
 int on_sched_migrate(void *ctx)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
 	__u32 pid = rd_u32(ctx, off_migrate_pid);
-	__u32 orig = rd_u32(ctx, off_migrate_orig_cpu);
-	__u32 dest = rd_u32(ctx, off_migrate_dest_cpu);
-	struct rts_cpu_state *cs = rts_cpu();
-	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
-	struct rts_task_state *st = tracked(pid);
-	if (e) {
-		e->a = pid;
-		e->b = orig;
-		e->c = dest;
-		if (st)
-			e->own = rts_own_seq(st);
-	}
-	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest, cs, cpu);
-	if (st && orig != dest) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			s->hygiene[RTS_H_MIGRATION]++;
-	}
+	rts_migrate_body(tracked(pid), pid, rd_u32(ctx, off_migrate_orig_cpu), rd_u32(ctx, off_migrate_dest_cpu));
 	return 0;
 }
 
@@ -581,20 +423,7 @@ int on_sched_migrate(void *ctx)
 /* Final report of a tracked task and its removal (exit, or its tid reused). */
 static __always_inline void untrack(struct rts_task_state *st, __u32 tid, __u32 cpu)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct rts_task_stats *s = rts_stats(st);
-	rts_settle(st, s);
-	if (s) {
-		s->last_cpu = cpu;
-		s->exited = 1;
-	}
-	rts_clear_waiting(st);
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
-	if (e) {
-		e->a = st->tid;
-		e->own = rts_own_seq(st);
-	}
-	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
+	rts_untrack_body(st, rts_stats(st), 0, bpf_ktime_get_ns(), cpu, false, true);
 	bpf_map_delete_elem(&tasks, &tid);
 }
 
@@ -623,11 +452,10 @@ int on_task_newtask(void *ctx)
 
 	struct rts_task_state *pst = tracked(parent);
 	if (pst && (pst->flags & RTS_TF_FOLLOW)) {
-		struct rts_task_stats *s = rts_stats(pst);
-		track(child, tgid, s ? s->target : 0, pst->flags, false, prio, comm, cpu);
+		track(child, tgid, rts_follow_target(pst), pst->flags, false, prio, comm, cpu);
 		return 0;
 	}
-	struct rts_target *w = wanted(child, tgid, comm);
+	struct rts_target *w = rts_wanted_id(child, tgid, comm);
 	if (w)
 		track(child, tgid, w->index, w->flags, false, prio, comm, cpu);
 	return 0;
@@ -648,7 +476,7 @@ int on_sched_exec(void *ctx)
 		refresh_identity(st, prio, comm, cpu);
 		return 0;
 	}
-	struct rts_target *w = wanted(tid, cur >> 32, comm);
+	struct rts_target *w = rts_wanted_id(tid, cur >> 32, comm);
 	if (w)
 		track(tid, cur >> 32, w->index, w->flags, false, prio, comm, cpu);
 	return 0;
@@ -675,9 +503,7 @@ int on_task_rename(void *ctx)
 	comm_pad(name);
 	struct rts_task_state *st = tracked(tid);
 	if (st) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			__builtin_memcpy(s->comm, name, sizeof(name));
+		rts_renamed(st, name);
 		return 0;
 	}
 	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
@@ -738,22 +564,13 @@ int on_hrtimer_start(void *ctx)
 		return 0;
 	__u64 timer = rd_u64(ctx, off_hrstart_hrtimer);
 	__s64 soft = (__s64)rd_u64(ctx, off_hrstart_softexpires);
-	__u32 mode = rd_u32(ctx, off_hrstart_mode);
 	bpf_map_update_elem(&armed, &timer, &soft, BPF_ANY);
-	__u64 now = bpf_ktime_get_ns();
-	/* A monotonic expiry is near ktime; a REALTIME/TAI one is decades away. */
-	bool wall = soft - (__s64)now > 1000000000000000LL;
-	st->armed_expiry = wall ? 0 : soft;
-	/* A wall-clock deadline is not compared with now (no base clock reading
-	 * here): its overruns count only the deadlines it skips. */
-	struct rts_task_stats *s = rts_stats(st);
-	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
-	if (!s)
-		return 0;
-	if (mode & 1) /* HRTIMER_MODE_REL */
-		s->hygiene[RTS_H_REL_TIMER]++;
-	if (wall)
-		s->hygiene[RTS_H_REALTIME_CLOCK]++;
+	/* A monotonic expiry is near ktime; a REALTIME/TAI one is decades
+	 * away, and not compared with now (no base clock reading here): its
+	 * overruns count only the deadlines it skips. */
+	bool wall = soft - (__s64)bpf_ktime_get_ns() > 1000000000000000LL;
+	/* The clock as far as the record tells: REALTIME (0) or MONOTONIC (1). */
+	rts_timer_start_body(st, wall ? 0 : soft, soft, rd_u32(ctx, off_hrstart_mode), wall ? 0 : 1);
 	return 0;
 }
 
@@ -761,12 +578,10 @@ SEC("tracepoint/timer/hrtimer_expire_entry")
 int on_hrtimer_expire_entry(void *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
 	__u32 slot = timer_entry_hard(cs);
-	__u64 fn = rd_u64(ctx, off_hrentry_function);
 	__u64 timer = rd_u64(ctx, off_hrentry_hrtimer);
 	__u64 expiry = 0;
 	__s64 *soft = bpf_map_lookup_elem(&armed, &timer);
@@ -774,40 +589,17 @@ int on_hrtimer_expire_entry(void *ctx)
 		expiry = timer_expiry(*soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
 		bpf_map_delete_elem(&armed, &timer);
 	}
-	cs->cb_function[slot & 1] = fn;
-	cs->cb_expiry[slot & 1] = expiry;
-	cs->cb_entry[slot & 1] = now;
-	if (!slot)
-		cs->cb_soft_tid = bpf_get_current_pid_tgid() & 0xffffffff;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_TIMER_ENTRY);
-	if (e) {
-		e->flags = slot;
-		e->x = fn;
-		e->y = expiry;
-	}
-	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
-		__u32 tid = bpf_get_current_pid_tgid() & 0xffffffff;
-		if (tid != 0 && tid != cs->waiting_tid)
-			stack_event(ctx, cs, cpu, now, tid, cs->waiting_tid);
-	}
+	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry);
 	return 0;
 }
 
 SEC("tracepoint/timer/hrtimer_expire_exit")
 int on_hrtimer_expire_exit(void *ctx)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = timer_exit_hard(cs);
-	__u64 fn = cs->cb_function[slot & 1];
-	cs->cb_function[slot & 1] = 0;
-	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);
-	if (e) {
-		e->flags = slot;
-		e->x = fn;
-	}
+	rts_timer_exit_body(cs, timer_exit_hard(cs));
 	return 0;
 }
 
@@ -819,22 +611,7 @@ int on_hrtimer_expire_exit(void *ctx)
 SEC("tracepoint/rseq/rseq_update")
 int on_rseq_update(void *ctx)
 {
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs || !cs->user_pending)
-		return 0;
-	cs->user_pending = 0;
-	struct rts_task_state *st = tracked(bpf_get_current_pid_tgid() & 0xffffffff);
-	if (!st || !st->release_pending)
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
-	if (e) {
-		e->a = st->tid;
-		e->own = rts_own_seq(st);
-	}
-	rts_on_user_return(st, now, cpu);
-	return 0;
+	return rts_user_return_body();
 }
 
 /* ---- interrupts ---- */
@@ -842,70 +619,23 @@ int on_rseq_update(void *ctx)
 SEC("tracepoint/irq/irq_handler_entry")
 int on_irq_entry(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	__u32 irq = rd_u32(ctx, off_irq_entry_irq);
-	if (cs->irq_depth++ == 0)
-		cs->irq_entry = now;
-	cs->irq_nr = irq;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_ENTRY);
-	if (e)
-		e->a = irq;
-	return 0;
+	return rts_irq_entry_body(rd_u32(ctx, off_irq_entry_irq));
 }
 
 SEC("tracepoint/irq/irq_handler_exit")
 int on_irq_exit(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	if (cs->irq_depth && --cs->irq_depth == 0 && now > cs->irq_entry)
-		cs->irq_ns += now - cs->irq_entry;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_EXIT);
-	if (e) {
-		e->a = rd_u32(ctx, off_irq_exit_irq);
-		e->c = rd_u32(ctx, off_irq_exit_ret);
-	}
-	return 0;
+	return rts_irq_exit_body(rd_u32(ctx, off_irq_exit_irq), rd_u32(ctx, off_irq_exit_ret));
 }
 
 SEC("tracepoint/irq/softirq_entry")
 int on_softirq_entry(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	__u32 vec = rd_u32(ctx, off_softirq_vec);
-	cs->softirq_vec = vec + 1;
-	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
-	cs->softirq_entry = now;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_ENTRY);
-	if (e)
-		e->a = vec;
-	return 0;
+	return rts_softirq_entry_body(rd_u32(ctx, off_softirq_vec));
 }
 
 SEC("tracepoint/irq/softirq_exit")
 int on_softirq_exit(void *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	if (cs->softirq_vec && now > cs->softirq_entry)
-		cs->softirq_ns += now - cs->softirq_entry;
-	cs->softirq_vec = 0;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_EXIT);
-	if (e)
-		e->a = rd_u32(ctx, off_softirq_vec);
-	return 0;
+	return rts_softirq_exit_body(rd_u32(ctx, off_softirq_vec));
 }

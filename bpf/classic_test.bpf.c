@@ -39,6 +39,10 @@ int twin_record(__u64 *ctx)
 		return on_softirq_exit(ctx);
 	case 8:
 		return on_task_rename(ctx);
+	case 9:
+		return on_irq_entry(ctx);
+	case 10:
+		return on_irq_exit(ctx);
 	}
 	return -1;
 }

@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Kernel-version differences, resolved by CO-RE at load time. */
+/*
+ * Kernel-version differences, resolved by CO-RE at load time, and the
+ * workarounds they need: each cites the kernel commit (or version) that
+ * made it necessary.
+ */
 #ifndef RTSCOPE_COMPAT_BPF_H
 #define RTSCOPE_COMPAT_BPF_H
 
 #include <bpf/bpf_core_read.h>
 
-/* task_struct::state was renamed __state in 5.14. */
+/*
+ * task_struct::state was renamed __state in Linux 5.14, commit 2f064a59a11f
+ * ("sched: Change task_struct::state").
+ */
 struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
@@ -20,8 +27,11 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
 /*
  * rts_storage_busy: a task-storage creation can fail although memory is plentiful:
  * bpf_task_storage_get() creates only when it takes the per-CPU
- * bpf_task_storage_busy counter (kernel/bpf/bpf_task_storage.c,
- * bpf_task_storage_trylock(), since the _recur helpers of Linux 6.2). With
+ * bpf_task_storage_busy counter (kernel/bpf/bpf_task_storage.c: the
+ * counter since Linux 5.11, commit bc235cdb423a "bpf: Prevent deadlock
+ * from recursive bpf_task_storage_[get|delete]"; bpf_task_storage_trylock()
+ * and the _recur helpers since Linux 6.2, "bpf: Avoid taking spinlock in
+ * bpf_task_storage_get if potential deadlock is detected"). With
  * CONFIG_PREEMPTION (PREEMPT, PREEMPT_RT) BPF programs run under
  * migrate_disable() only, so a program preempted inside a task-storage call
  * makes every creation on that CPU fail until it resumes (the kernel's own
@@ -58,11 +68,29 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
  */
 
 /*
+ * Global BPF functions (non-static, __noinline) are verified once, on
+ * their own, whatever the number of calls; a static subprogram is verified
+ * again at each call, under each caller state. rts_settle and
+ * rts_settle_one (task_logic.bpf.h) are global: inlined at the 14 calls
+ * of on_sched_switch, the held-sample settle of commit 20f5549 took its
+ * verification from 116k to 138k instructions and 0.36 s, and added 20k
+ * instructions (30-50 ms) to each of on_sched_exit, on_hrtimer_start,
+ * settle_held and untrack_existing. rts_sleep_reason_of
+ * (sleep_reason.bpf.h) too: its walk of 16 frames took 16k of the 52k
+ * instructions left in on_sched_switch (internal/engine's
+ * TestVerifierCost keeps each engine's total under a budget). A global function may take pointers to
+ * memory of a fixed size (a map value: the task state, the stats) since
+ * Linux 5.12, commit e5069b9c23b3 ("bpf: Support pointers in global func
+ * args"); each such pointer may be NULL there, and is checked.
+ */
+
+/*
  * rts_timer_expiry: an hrtimer's soft expiry in CLOCK_MONOTONIC ns, the clock
  * of bpf_ktime_get_ns(). _softexpires is in the clock of the timer's base
  * (MONOTONIC, REALTIME, BOOTTIME, TAI); hrtimer_clock_base.offset is "the
  * offset of this clock to the monotonic base" (include/linux/hrtimer*.h,
- * there since the hrtimer bases got per-clock offsets in 2.6.x), refreshed
+ * there since the high-resolution timers of Linux 2.6.21, commit
+ * 54cdfdb47f73 "hrtimers: add high resolution timer support"), refreshed
  * by hrtimer_update_base() at every hrtimer interrupt and clock_was_set()
  * (kernel/time/hrtimer.c): 0 for MONOTONIC, offs_real/offs_boot/offs_tai
  * for the others. A clock step between two interrupts leaves it stale for
@@ -93,7 +121,9 @@ static __always_inline void rts_copy_comm(char *dst, const char *src)
 /*
  * Hypervisor steal time of the CPU t is on (cumulative ns), as the scheduler
  * accounted it at its last clock update: rq->prev_steal_time_rq, kept by
- * update_rq_clock_task() with CONFIG_PARAVIRT_TIME_ACCOUNTING; it matched
+ * update_rq_clock_task() with CONFIG_PARAVIRT_TIME_ACCOUNTING (both since
+ * Linux 3.1, commit 095c0aa83e52 "sched: adjust scheduler cpu power for
+ * stolen time"); it matched
  * /proc/stat's steal column to the jiffy on a KVM guest. Reached through a
  * task's cfs_rq (CONFIG_FAIR_GROUP_SCHED) because the per-CPU `runqueues`
  * and KVM's `steal_time` are data symbols that a __ksym cannot resolve

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rtscope engine: scheduler, IRQ and timer hooks. Each hook records the event
- * in this CPU's flight recorder ring, then, only when the task involved is
- * tracked (one task-storage lookup, O(1) whatever the number of tracked
- * tasks), runs the per-task state machine of task_logic.bpf.h.
+ * rtscope engine: scheduler, IRQ and timer hooks on tp_btf. Each hook is a
+ * stub: it reads its arguments (BTF pointers: plain loads), looks the tasks
+ * up (one task-storage lookup, O(1) whatever the number of tracked tasks)
+ * and calls its body in handlers.bpf.h, shared with the classic engine,
+ * which records the event in this CPU's flight recorder ring and, for a
+ * tracked task, runs the per-task state machine of task_logic.bpf.h. What
+ * is the tp_btf engine's own stays here: tracking (task storage, the retry
+ * queue, cgroup targets), identity, the task iterators, and the threaded
+ * IRQ handlers (fentry/fexit).
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
-#include "task_logic.bpf.h"
-#include "sleep_reason.bpf.h"
+#include "handlers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -60,8 +64,6 @@ static __always_inline struct rts_task_state *tracked(struct task_struct *t)
 	return bpf_task_storage_get(&tasks, t, 0, 0);
 }
 
-#define RTS_VM_LOCKED 0x00002000UL /* include/linux/mm.h, unchanged since Linux 2.6 */
-
 /*
  * Is t's memory locked: mlockall(MCL_FUTURE) (VM_LOCKED in its mm's
  * def_flags: every new page is locked) or some pages locked (locked_vm,
@@ -101,6 +103,29 @@ static __always_inline void refresh_identity(struct rts_task_state *st, struct t
 					     __u32 cpu)
 {
 	refresh_identity_of(st, rts_stats(st), t, cpu);
+}
+
+/* handlers.bpf.h's identity: read from the task itself. */
+static __always_inline void rts_eng_identity(struct rts_task_state *st, struct rts_task_stats *s,
+					     const struct rts_task_ref *t, __u32 cpu)
+{
+	refresh_identity_of(st, s, t->task, cpu);
+}
+
+/* handlers.bpf.h's current task. */
+static __always_inline struct rts_task_state *rts_eng_current(void)
+{
+	return tracked(bpf_get_current_task_btf());
+}
+
+/* A task as handlers.bpf.h takes it: plain loads through a BTF pointer. */
+static __always_inline void task_ref(struct rts_task_ref *r, struct task_struct *t)
+{
+	r->task = t;
+	r->comm = t->comm;
+	r->tid = t->pid;
+	r->prio = t->prio;
+	r->policy = t->policy;
 }
 
 /* IRQ threads are named irq/N-name (irq/N-s-name for secondary handlers). */
@@ -207,34 +232,12 @@ static __always_inline void drop_retry(struct task_struct *t)
 /* Is t wanted by a --tid, --pid or --comm target? */
 static __always_inline struct rts_target *wanted(struct task_struct *t)
 {
-	__u32 tid = BPF_CORE_READ(t, pid), tgid = BPF_CORE_READ(t, tgid);
-	struct rts_target *w = bpf_map_lookup_elem(&want_tid, &tid);
-	if (!w)
-		w = bpf_map_lookup_elem(&want_tgid, &tgid);
-	if (!w) {
-		char comm[RTS_COMM_LEN] = {};
-		bpf_probe_read_kernel_str(comm, sizeof(comm), t->comm);
-		w = bpf_map_lookup_elem(&want_comm, comm);
-	}
+	char comm[RTS_COMM_LEN] = {};
+	bpf_probe_read_kernel_str(comm, sizeof(comm), t->comm);
+	struct rts_target *w = rts_wanted_id(BPF_CORE_READ(t, pid), BPF_CORE_READ(t, tgid), comm);
 	if (!w && want_cgroups)
 		w = wanted_cgroup(BPF_CORE_READ(t, cgroups, dfl_cgrp));
 	return w;
-}
-
-/* Record the kernel stack of `cur` (interrupted by a timer) while tracked task `waiting` waits. */
-static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u32 cpu, __u64 now,
-					struct task_struct *cur, __u32 waiting)
-{
-	long sid = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-	struct rts_event *se = rts_flight(cs, cpu, now, RTS_EV_STACK);
-	if (se) {
-		se->a = BPF_CORE_READ(cur, pid);
-		se->b = waiting;
-		se->c = sid < 0 ? 0xffff : (__u16)sid;
-		bpf_probe_read_kernel(se->comm, sizeof(se->comm), cur->comm);
-	}
-	if (sid < 0)
-		rts_count(RTS_C_STACK_LOST);
 }
 
 /* ---- scheduler ---- */
@@ -242,75 +245,18 @@ static __always_inline void stack_event(void *ctx, struct rts_cpu_state *cs, __u
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	bool voluntary = !preempt && prev_state != 0;
 	/* The idle tasks (pid 0) are never tracked (track): switches to and
 	 * from idle, most of them on a lightly loaded CPU, skip the lookup. */
-	__u32 prev_tid = prev->pid, next_tid = next->pid;
-	struct rts_task_state *ps = prev_tid ? tracked(prev) : 0;
-	struct rts_task_state *ns = next_tid ? tracked(next) : 0;
-	if (!ns && next_tid && track_retry_pending)
+	struct rts_task_state *ps = prev->pid ? tracked(prev) : 0;
+	struct rts_task_state *ns = next->pid ? tracked(next) : 0;
+	if (!ns && next->pid && track_retry_pending)
 		retry_track(next); /* measured from its next event on */
-
-	if (ps) {
-		/*
-		 * Its run ends: page faults taken in it, and its memory locking
-		 * (mlockall may come late). Plain loads through BTF pointers.
-		 */
-		rts_on_faults(ps, cs, now, cpu, prev->min_flt, prev->maj_flt);
-		struct mm_struct *mm = prev->mm;
-		if (mm)
-			rts_on_mem(ps, (mm->def_flags & RTS_VM_LOCKED) || mm->locked_vm);
-	}
-
-	if (ps && voluntary)
-		rts_on_sleep(ctx, cs, ps, cpu, now, prev_state);
-
-	/* Steal first: the time it covers ends before this switch. */
-	rts_steal_update(cs, cpu, now, rts_steal_ns(next));
-
-	/* tp_btf arguments are BTF pointers: plain loads, no helper calls. */
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
-	if (e) {
-		e->a = prev_tid;
-		e->b = next_tid;
-		e->c = prev_state;
-		e->flags = preempt;
-		e->prio_a = rts_prio_byte(prev->prio);
-		e->prio_b = rts_prio_byte(next->prio);
-		e->pol_a = prev->policy;
-		e->pol_b = next->policy;
-		rts_copy_comm(e->comm, next->comm);
-		if (ns)
-			e->own = rts_own_seq(ns);
-	}
-
-	__u64 irq_ns = cs ? cs->irq_ns + cs->softirq_ns : 0;
-	if (ps) {
-		struct rts_task_stats *s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
-		ps->armed_expiry = 0;
-		/* Its identity after an activation, off the way to its CPU. */
-		if (ps->identity_due) {
-			ps->identity_due = 0;
-			refresh_identity_of(ps, s, prev, cpu);
-		}
-	}
-	if (ns) {
-		rts_clear_waiting_at(ns, cs, cpu);
-		ns->prio = next->prio;
-		/*
-		 * A task that sets its own policy after it started (sched_setattr
-		 * in the thread) and never sleeps again is seen only here: two
-		 * plain loads and a compare per switch-in of a tracked task.
-		 */
-		if (!rts_on_switch_in(ns, now, cpu, irq_ns) &&
-		    ns->sched_key != rts_sched_key(next->policy, next->normal_prio))
-			refresh_identity(ns, next, cpu);
-	}
-	if (cs)
-		cs->user_pending = ns && ns->release_pending;
+	struct rts_switch ev = {.prev_state = prev_state, .preempt = preempt};
+	task_ref(&ev.prev, prev);
+	task_ref(&ev.next, next);
+	if (ns)
+		ev.next_sched_key = rts_sched_key(next->policy, next->normal_prio);
+	rts_switch_body(ctx, &ev, ps, ns, true);
 	return 0;
 }
 
@@ -321,7 +267,11 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return on_switch(ctx, preempt, prev, next, prev_state);
 }
 
-/* Kernels before 5.18 pass no prev_state: read it from the task. */
+/*
+ * Kernels before 5.18 pass no prev_state: read it from the task (the
+ * argument came with commit fa2c3254d7cf, "sched/tracing: Don't re-read
+ * p->state when emitting sched_switch event").
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch_legacy, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -332,99 +282,20 @@ int BPF_PROG(on_sched_switch_legacy, bool preempt, struct task_struct *prev,
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-
-	/* Who wakes it: a timer callback, a hard IRQ, a softirq, or the current task. */
-	__u8 ctxk = RTS_WAKER_TASK;
-	__u32 who;
-	__u64 timer_fn = 0, expiry = 0, cb_entry = 0;
-	struct task_struct *cur = bpf_get_current_task_btf();
-	who = cur->pid;
-	if (cs->cb_function[1]) {
-		ctxk = RTS_WAKER_TIMER;
-		timer_fn = cs->cb_function[1];
-		expiry = cs->cb_expiry[1];
-		cb_entry = cs->cb_entry[1];
-	} else if (cs->irq_depth) {
-		ctxk = RTS_WAKER_HARDIRQ;
-		who = cs->irq_nr;
-	} else if (cs->cb_function[0] && cs->cb_soft_tid == who) {
-		ctxk = RTS_WAKER_TIMER;
-		timer_fn = cs->cb_function[0];
-		expiry = cs->cb_expiry[0];
-		cb_entry = cs->cb_entry[0];
-	} else if (cs->softirq_vec && cs->softirq_tid == who) {
-		ctxk = RTS_WAKER_SOFTIRQ;
-		who = cs->softirq_vec - 1;
-	}
-
-	struct rts_task_state *st = tracked(p);
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
-	if (e) {
-		e->a = p->pid;
-		e->b = who;
-		e->c = p->thread_info.cpu;
-		e->flags = ctxk;
-		e->prio_a = rts_prio_byte(p->prio);
-		e->prio_b = rts_prio_byte(cur->prio);
-		e->pol_a = p->policy;
-		e->pol_b = cur->policy;
-		if (ctxk == RTS_WAKER_TIMER) {
-			e->x = timer_fn;
-			e->y = expiry;
-		} else {
-			rts_copy_comm(e->comm, cur->comm);
-		}
-		if (st)
-			e->own = rts_own_seq(st);
-	}
-
-	if (!st)
-		return 0;
-	rts_on_wakeup(st, now, cpu, expiry, cb_entry,
-		      ctxk == RTS_WAKER_TASK && st->prio < 100 && cur->prio > st->prio);
-	if (st->state == RTS_TS_WOKEN) {
-		rts_mark_waiting(st, p->thread_info.cpu, cs, cpu);
-		/*
-		 * A timer releases a tracked task late on a busy CPU: the stack of
-		 * the task its interrupt stopped is rtla's "blocking thread"
-		 * evidence (what kept interrupts off). An on-time release skips
-		 * it: the task is about to run, and would wait for the walk.
-		 */
-		__u32 cur_tid = cur->pid;
-		if (ctxk == RTS_WAKER_TIMER && sleep_stacks && cur_tid != 0 && cur_tid != st->tid &&
-		    rts_stack_due(now, expiry))
-			stack_event(ctx, cs, cpu, now, cur, st->tid);
-	}
+	struct rts_task_ref pr, cur;
+	task_ref(&pr, p);
+	task_ref(&cur, bpf_get_current_task_btf());
+	rts_waking_body(ctx, &pr, &cur, p->thread_info.cpu, tracked(p), cs, true);
 	return 0;
 }
 
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(on_sched_migrate, struct task_struct *p, int dest_cpu)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_MIGRATE);
-	__u32 orig = p->thread_info.cpu;
-	struct rts_task_state *st = tracked(p);
-	if (e) {
-		e->a = p->pid;
-		e->b = orig;
-		e->c = dest_cpu;
-		if (st)
-			e->own = rts_own_seq(st);
-	}
-	if (st && st->state == RTS_TS_WOKEN)
-		rts_mark_waiting(st, dest_cpu, cs, cpu);
-	if (st && orig != (__u32)dest_cpu) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			s->hygiene[RTS_H_MIGRATION]++;
-	}
+	rts_migrate_body(tracked(p), p->pid, p->thread_info.cpu, dest_cpu);
 	return 0;
 }
 
@@ -435,8 +306,7 @@ int BPF_PROG(on_sched_fork, struct task_struct *parent, struct task_struct *chil
 {
 	struct rts_task_state *pst = tracked(parent);
 	if (pst && (pst->flags & RTS_TF_FOLLOW)) {
-		struct rts_task_stats *s = rts_stats(pst);
-		track(child, s ? s->target : 0, pst->flags);
+		track(child, rts_follow_target(pst), pst->flags);
 		return 0;
 	}
 	if (!pst && track_retry_pending) {
@@ -475,9 +345,7 @@ int BPF_PROG(on_task_rename, struct task_struct *t, const char *comm)
 	bpf_probe_read_kernel_str(name, sizeof(name), comm);
 	struct rts_task_state *st = tracked(t);
 	if (st) {
-		struct rts_task_stats *s = rts_stats(st);
-		if (s)
-			__builtin_memcpy(s->comm, name, sizeof(name));
+		rts_renamed(st, name);
 		return 0;
 	}
 	struct rts_target *w = bpf_map_lookup_elem(&want_comm, name);
@@ -507,20 +375,8 @@ int BPF_PROG(on_sched_exit, struct task_struct *p)
 	__u64 now = bpf_ktime_get_ns();
 	/* Its last run's faults (exit_mm() has run: the mm is gone, its locking was read before). */
 	rts_on_faults(st, rts_cpu(), now, cpu, p->min_flt, p->maj_flt);
-	struct rts_task_stats *s = rts_stats(st);
-	rts_settle(st, s);
-	if (s) {
-		refresh_identity_of(st, s, p, cpu);
-		s->exited = 1;
-	}
-	rts_clear_waiting(st);
-	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_EXIT);
-	if (e) {
-		e->a = st->tid;
-		e->own = rts_own_seq(st);
-	}
-	/* Final stats are in the map; the notice tells user space to report them. */
-	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, now, cpu, cpu);
+	struct rts_task_ref t = {.task = p};
+	rts_untrack_body(st, rts_stats(st), &t, now, cpu, true, true);
 	bpf_task_storage_delete(&tasks, p);
 	return 0;
 }
@@ -624,12 +480,8 @@ int untrack_existing(struct bpf_iter__task *ctx)
 		s->target = w->index;
 		return 0;
 	}
-	__u32 cpu = bpf_get_smp_processor_id();
-	rts_settle(st, s);
-	refresh_identity_of(st, s, t, BPF_CORE_READ(t, thread_info.cpu));
-	s->exited = 1;
-	rts_clear_waiting(st);
-	rts_notice(RTS_N_TASK_EXIT, 0, st->id, st->tid, 0, 0, bpf_ktime_get_ns(), cpu, cpu);
+	struct rts_task_ref r = {.task = t};
+	rts_untrack_body(st, s, &r, bpf_ktime_get_ns(), BPF_CORE_READ(t, thread_info.cpu), true, false);
 	bpf_task_storage_delete(&tasks, t);
 	return 0;
 }
@@ -656,21 +508,10 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	 * the BTF pointer, and a compare, for all that are not a sleeper's. */
 	if (!hrtimer_wakeup_fn || (__u64)timer->function != hrtimer_wakeup_fn)
 		return 0;
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct rts_task_state *st = tracked(cur);
+	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
-	st->armed_expiry = rts_timer_expiry(timer);
-	struct rts_task_stats *s = rts_stats(st);
-	rts_on_timer_arm(st, s, bpf_ktime_get_ns(), bpf_get_smp_processor_id(), st->armed_expiry,
-			 timer->_softexpires);
-	if (!s)
-		return 0;
-	if (mode & 1) /* HRTIMER_MODE_REL */
-		s->hygiene[RTS_H_REL_TIMER]++;
-	int clk = timer->base->clockid;
-	if (clk == 0 || clk == 11) /* CLOCK_REALTIME, CLOCK_TAI */
-		s->hygiene[RTS_H_REALTIME_CLOCK]++;
+	rts_timer_start_body(st, rts_timer_expiry(timer), timer->_softexpires, mode, timer->base->clockid);
 	return 0;
 }
 
@@ -678,74 +519,21 @@ SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
-	__u32 slot = timer->is_soft ? 0 : 1;
-	__u64 fn = (__u64)timer->function;
-	__u64 expiry = rts_timer_expiry(timer);
-	cs->cb_function[slot & 1] = fn;
-	cs->cb_expiry[slot & 1] = expiry;
-	cs->cb_entry[slot & 1] = now;
-	if (!slot)
-		cs->cb_soft_tid = bpf_get_current_pid_tgid() & 0xffffffff;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_TIMER_ENTRY);
-	if (e) {
-		e->flags = slot;
-		e->x = fn;
-		e->y = expiry;
-	}
-	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
-	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {
-		struct task_struct *cur = bpf_get_current_task_btf();
-		__u32 tid = cur->pid;
-		if (tid != 0 && tid != cs->waiting_tid)
-			stack_event(ctx, cs, cpu, now, cur, cs->waiting_tid);
-	}
+	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer));
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	__u32 slot = timer->is_soft ? 0 : 1;
-	__u64 fn = cs->cb_function[slot & 1];
-	cs->cb_function[slot & 1] = 0;
-	struct rts_event *e = rts_flight(cs, cpu, bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);
-	if (e) {
-		e->flags = slot;
-		e->x = fn;
-	}
-	return 0;
-}
-
-/* The "user" part of a timer release: the task is back in user space. */
-static __always_inline int user_return(void)
-{
-	/* Almost every return to user has nothing pending: one per-CPU load
-	 * decides it, before the task storage lookup (rseq_update was 22.5% of
-	 * rtscope's BPF time, 75 ns a run against a 50 ns floor). */
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs || !cs->user_pending)
-		return 0;
-	cs->user_pending = 0;
-	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
-	if (!st || !st->release_pending)
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_USER_RETURN);
-	if (e) {
-		e->a = st->tid;
-		e->own = rts_own_seq(st);
-	}
-	rts_on_user_return(st, now, cpu);
+	rts_timer_exit_body(cs, timer->is_soft ? 0 : 1);
 	return 0;
 }
 
@@ -753,7 +541,7 @@ static __always_inline int user_return(void)
 SEC("fexit/hrtimer_nanosleep")
 int BPF_PROG(on_nanosleep_exit)
 {
-	return user_return();
+	return rts_user_return_body();
 }
 
 /*
@@ -764,7 +552,7 @@ int BPF_PROG(on_nanosleep_exit)
 SEC("tp_btf/rseq_update")
 int BPF_PROG(on_rseq_update)
 {
-	return user_return();
+	return rts_user_return_body();
 }
 
 /* ---- interrupts ---- */
@@ -772,70 +560,25 @@ int BPF_PROG(on_rseq_update)
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_entry, int irq)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	if (cs->irq_depth++ == 0)
-		cs->irq_entry = now;
-	cs->irq_nr = irq;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_ENTRY);
-	if (e)
-		e->a = irq;
-	return 0;
+	return rts_irq_entry_body(irq);
 }
 
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	if (cs->irq_depth && --cs->irq_depth == 0 && now > cs->irq_entry)
-		cs->irq_ns += now - cs->irq_entry;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IRQ_EXIT);
-	if (e) {
-		e->a = irq;
-		e->c = ret;
-	}
-	return 0;
+	return rts_irq_exit_body(irq, ret);
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	cs->softirq_vec = vec + 1;
-	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
-	cs->softirq_entry = now;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_ENTRY);
-	if (e)
-		e->a = vec;
-	return 0;
+	return rts_softirq_entry_body(vec);
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct rts_cpu_state *cs = rts_cpu();
-	if (!cs)
-		return 0;
-	if (cs->softirq_vec && now > cs->softirq_entry)
-		cs->softirq_ns += now - cs->softirq_entry;
-	cs->softirq_vec = 0;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SOFTIRQ_EXIT);
-	if (e)
-		e->a = vec;
-	return 0;
+	return rts_softirq_exit_body(vec);
 }
 
 /* Threaded IRQ handlers (irq/N-name threads), no kernel patch needed. */

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Test twins of the engine: raw_tp programs that run the state machine of
- * task_logic.bpf.h on synthetic events, driven from Go tests with
+ * task_logic.bpf.h, and the tracked-task part of the handlers' bodies
+ * (handlers.bpf.h: rts_switch_tasks, rts_waking_task) as the tp_btf engine
+ * calls them, on synthetic events, driven from Go tests with
  * BPF_PROG_TEST_RUN. Tasks are keyed by tid in a hash here, where the
  * engine uses task storage; everything else is the engine's own code.
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "task_logic.bpf.h"
-#include "sleep_reason.bpf.h"
+#include "handlers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -83,17 +84,36 @@ int BPF_PROG(test_exit, __u64 tid)
 	return bpf_map_delete_elem(&test_tasks, &t);
 }
 
-/* irq_ns: the CPU's accumulated hard IRQ + softirq time at this switch. */
+/* handlers.bpf.h's identity: the twin keeps the CPU (the tasks are synthetic). */
+static __always_inline void rts_eng_identity(struct rts_task_state *st, struct rts_task_stats *s,
+					     const struct rts_task_ref *t, __u32 cpu)
+{
+	if (s)
+		s->last_cpu = cpu;
+}
+
+/* handlers.bpf.h's current task: the twin's tasks are not running. */
+static __always_inline struct rts_task_state *rts_eng_current(void)
+{
+	return 0;
+}
+
+/*
+ * irq_ns: the CPU's accumulated hard IRQ + softirq time at this switch.
+ * The tracked-task part of the tp_btf engine's switch (rts_switch_tasks).
+ */
 SEC("raw_tp")
 int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __u64 voluntary,
 	     __u64 irq_ns)
 {
 	struct rts_task_state *ps = task(prev_tid);
 	struct rts_task_state *ns = task(next_tid);
-	if (ps && rts_on_switch_out(ps, now, cpu, voluntary != 0, irq_ns) != rts_stats(ps))
-		return -1; /* the stats handed back are not the task's */
+	struct rts_switch ev = {.prev = {.tid = prev_tid}, .next = {.tid = next_tid}};
 	if (ns)
-		rts_on_switch_in(ns, now, cpu, irq_ns);
+		ev.next_sched_key = ns->sched_key; /* its policy unchanged */
+	struct rts_task_stats *s = rts_switch_tasks(&ev, ps, ns, rts_cpu(), now, cpu, voluntary != 0, irq_ns, true);
+	if (ps && s != rts_stats(ps))
+		return -1; /* the stats handed back are not the task's */
 	return 0;
 }
 
@@ -110,14 +130,25 @@ int test_settle_all(void *ctx)
 	return bpf_for_each_map_elem(&test_tasks, settle_one, 0, 0);
 }
 
-/* lower_waker: the waker has a lower priority than real-time tid (a hygiene count). */
+/*
+ * The tracked-task part of sched_waking (rts_waking_task), on `cpu`: a timer
+ * callback wakes tid when timer_expiry is set, else a task; lower_waker: a
+ * task of lower priority than real-time tid (a hygiene count).
+ */
 SEC("raw_tp")
 int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, __u64 cb_entry,
 	     __u64 lower_waker)
 {
 	struct rts_task_state *st = task(tid);
-	if (st)
-		rts_on_wakeup(st, now, cpu, timer_expiry, cb_entry, lower_waker != 0);
+	if (!st)
+		return 0;
+	struct rts_waker w = {.expiry = timer_expiry, .cb_entry = cb_entry};
+	w.ctxk = timer_expiry && !lower_waker ? RTS_WAKER_TIMER : RTS_WAKER_TASK;
+	/* A waker prio above the task's is a lower priority (-1: none is). */
+	__s32 waker_prio = lower_waker ? st->prio + 1 : -1;
+	if (lower_waker && st->prio >= 100)
+		return -1; /* lower_waker is of a real-time task */
+	rts_waking_task(st, &w, waker_prio, cpu, 0, now, cpu);
 	return 0;
 }
 
@@ -262,7 +293,7 @@ int BPF_PROG(test_mem, __u64 tid, __u64 locked)
 	return 0;
 }
 
-/* The site rts_sleep_reason returned with the last test_sleep_reason run. */
+/* The site rts_sleep_reason_of returned with the last test_sleep_reason run. */
 __u64 test_sleep_site = 0;
 
 /* Classify a sleep from up to 10 synthetic frames (innermost first). */
@@ -270,9 +301,9 @@ SEC("raw_tp")
 int BPF_PROG(test_sleep_reason, __u64 n, __u64 f0, __u64 f1, __u64 f2, __u64 f3, __u64 f4, __u64 f5,
 	     __u64 f6, __u64 f7, __u64 f8, __u64 f9)
 {
-	__u64 frames[RTS_SLEEP_FRAMES] = {f0, f1, f2, f3, f4, f5, f6, f7, f8, f9};
+	struct rts_sleep_frames frames = {{f0, f1, f2, f3, f4, f5, f6, f7, f8, f9}};
 	__u64 site = 0;
-	int r = rts_sleep_reason(frames, n > 10 ? 10 : (int)n, &site);
+	int r = rts_sleep_reason_of(&frames, n > 10 ? 10 : (int)n, &site);
 	test_sleep_site = site;
 	return r;
 }

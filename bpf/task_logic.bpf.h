@@ -231,15 +231,16 @@ static __always_inline void rts_hold(struct rts_task_state *st, __u32 metric, __
  * Records st's held sample of metric into s. Not inlined: the paths of a
  * record end at its return, so the seven of a settle cost the verifier
  * seven records, where inlined they multiplied (the classic
- * on_sched_switch passed the million instructions it allows).
+ * on_sched_switch passed the million instructions it allows). Global:
+ * verified once (compat.bpf.h); st and s may be NULL there.
  */
-static __noinline void rts_settle_one(struct rts_task_state *st, struct rts_task_stats *s,
-				      __u32 metric)
+__noinline int rts_settle_one(struct rts_task_state *st, struct rts_task_stats *s, __u32 metric)
 {
-	if (metric >= RTS_HELD_MAX)
-		return;
+	if (!st || metric >= RTS_HELD_MAX)
+		return 0;
 	struct rts_held_sample *h = &st->held_samples[metric];
 	rts_record(st, s, metric, h->value, h->start, h->end, h->cpu_start, h->cpu);
+	return 0;
 }
 
 /* The start-up's length goes to its stats (startup_us), once it is over. */
@@ -259,10 +260,13 @@ static __always_inline void rts_startup_over(struct rts_task_state *st, struct r
  * exit or untracking, and at the end of a run for every task still
  * tracked (settle_held, after the detach). The metrics are constants: a
  * loop over the held samples took on_sched_switch past the million
- * instructions the verifier allows.
+ * instructions the verifier allows. Global, verified once: inlined at
+ * each call it cost 20k verified instructions a program (compat.bpf.h).
  */
-static __always_inline void rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
+__noinline int rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
 {
+	if (!st)
+		return 0;
 	__u32 mask = st->held_mask;
 	st->held_mask = 0;
 	if (s) {
@@ -301,6 +305,7 @@ static __always_inline void rts_settle(struct rts_task_state *st, struct rts_tas
 	st->held_releases = 0;
 	st->held_overruns = 0;
 	st->held_lower_waker = 0;
+	return 0;
 }
 
 /* Regular release spacings in a row that make a task periodic, irregular ones that unmake it. */

@@ -36,6 +36,8 @@ const (
 	twinSoftirqEntry
 	twinSoftirqExit
 	twinRename
+	twinIRQEntry
+	twinIRQExit
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
@@ -307,6 +309,54 @@ func TestClassicTwinTimerContext(t *testing.T) {
 	check("timer interrupt in another softirq", 0, 0xd000)
 	exit()
 	softirqEnd()
+}
+
+// cpuState returns the engine's state of twinCPU.
+func (tw *classicTwin) cpuState() bpfRtsCpuState {
+	tw.t.Helper()
+	var per []bpfRtsCpuState
+	if err := tw.objs.Cpus.Lookup(uint32(0), &per); err != nil {
+		tw.t.Fatal(err)
+	}
+	return per[twinCPU]
+}
+
+// Hard IRQs through the classic stubs and the shared bodies
+// (handlers.bpf.h): nested handlers count their depth, the time in them is
+// summed when the outermost ends, and a sched_switch ends any left open (a
+// classic program does not run while another runs on its CPU, so an exit
+// can be lost; the switch body does it under its classic flag only).
+func TestClassicTwinIRQ(t *testing.T) {
+	tw := newClassicTwin(t)
+	entry := func(irq uint64) { tw.record(twinIRQEntry, field{off: "off_irq_entry_irq", size: 4, val: irq}) }
+	exit := func(irq uint64) {
+		tw.record(twinIRQExit, field{off: "off_irq_exit_irq", size: 4, val: irq}, field{off: "off_irq_exit_ret", size: 4, val: 1})
+	}
+	entry(11)
+	entry(12)
+	if cs := tw.cpuState(); cs.IrqDepth != 2 || cs.IrqNr != 12 {
+		t.Fatalf("two nested handlers: depth %d, last IRQ %d; want 2, 12", cs.IrqDepth, cs.IrqNr)
+	}
+	exit(12)
+	if cs := tw.cpuState(); cs.IrqDepth != 1 || cs.IrqNs != 0 {
+		t.Errorf("the inner handler's end: depth %d, IRQ time %d; want 1, 0 (counted at the outer end)", cs.IrqDepth, cs.IrqNs)
+	}
+	exit(11)
+	cs := tw.cpuState()
+	if cs.IrqDepth != 0 || cs.IrqNs == 0 {
+		t.Errorf("the outer handler's end: depth %d, IRQ time %d; want 0, > 0", cs.IrqDepth, cs.IrqNs)
+	}
+	irqNs := cs.IrqNs
+	exit(11) // an exit without its entry (the entry was skipped)
+	if cs := tw.cpuState(); cs.IrqDepth != 0 || cs.IrqNs != irqNs {
+		t.Errorf("an unmatched exit: depth %d, IRQ time %d; want 0, %d", cs.IrqDepth, cs.IrqNs, irqNs)
+	}
+
+	entry(13) // its exit is lost
+	tw.switchIn(1, "next")
+	if cs := tw.cpuState(); cs.IrqDepth != 0 {
+		t.Errorf("a switch after a lost irq_handler_exit: depth %d, want 0", cs.IrqDepth)
+	}
 }
 
 // rename runs task_rename for tid with newcomm as the record holds it: all

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/rtscope/rtscope/internal/ksym"
+	"github.com/rtscope/rtscope/internal/tpformat"
+)
+
+// verifierBudget is the most instructions the verifier may walk through all
+// of one engine's programs, at the settings Load gives them on this
+// machine. Start-up is mostly verification: with the held-sample settle
+// inlined at each call (20f5549) the tp_btf engine took 235,708
+// (on_sched_switch alone 137,766, 0.36 s), against 142,063 for adab4fa;
+// with rts_settle and rts_sleep_reason_of global, about 66,000.
+const verifierBudget = 150_000
+
+var (
+	verifierProcessed = regexp.MustCompile(`processed (\d+) insns`)
+	verifierTime      = regexp.MustCompile(`verification time (\d+) usec`)
+)
+
+// TestVerifierCost loads each program of both engines on its own with the
+// verifier's statistics, logs what each cost (go test -v), and checks each
+// engine's total against verifierBudget.
+func TestVerifierCost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root to load BPF (CI runs as root)")
+	}
+	syms, _ := ksym.Kernel()
+	vars := map[string]any{"hrtimer_wakeup_fn": syms.Addr("hrtimer_wakeup")}
+	newSleepTable(syms).vars(vars)
+	t.Run("btf", func(t *testing.T) {
+		spec, err := loadBpf()
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifierCost(t, spec, vars)
+	})
+	t.Run("classic", func(t *testing.T) {
+		spec, err := loadClassic()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// This kernel's record layouts (the verifier walks the record
+		// reads they select), else the captured ones.
+		offs, err := classicOffsets(tpformat.ReadFormat)
+		if err != nil {
+			t.Logf("captured tracepoint formats: %v", err)
+			offs, err = classicOffsets(readCaptured(nil))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := map[string]any{}
+		for k, v := range vars {
+			all[k] = v
+		}
+		for k, v := range offs {
+			all[k] = v
+		}
+		verifierCost(t, spec, all)
+	})
+}
+
+// verifierCost loads each program of spec alone (the optional ones this
+// kernel refuses are skipped) and checks the total it took the verifier.
+func verifierCost(t *testing.T, spec *ebpf.CollectionSpec, vars map[string]any) {
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatalf("setting %s: %v", name, err)
+		}
+	}
+	var names []string
+	for n := range spec.Programs {
+		if n != "on_sched_switch_legacy" { // loaded instead of on_sched_switch before 5.18, its twin
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	total := 0
+	for _, n := range names {
+		sub := spec.Copy()
+		sub.Programs = map[string]*ebpf.ProgramSpec{n: spec.Programs[n]}
+		c, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			t.Fatalf("%s: %v", n, err) // refused by the verifier itself
+		}
+		if err != nil {
+			t.Logf("%-28s not loaded here: %v", n, err) // an optional hook this kernel lacks
+			continue
+		}
+		log := c.Programs[n].VerifierLog
+		c.Close()
+		m, tm := verifierProcessed.FindStringSubmatch(log), verifierTime.FindStringSubmatch(log)
+		if m == nil || tm == nil {
+			t.Fatalf("%s: no statistics in the verifier log %q", n, log)
+		}
+		insns, _ := strconv.Atoi(m[1])
+		total += insns
+		t.Logf("%-28s %7d instructions verified in %6s us", n, insns, tm[1])
+	}
+	t.Logf("total %d instructions", total)
+	if total > verifierBudget {
+		t.Errorf("the verifier walked %d instructions through the programs, more than %d: each thousand takes start-up 1-3 ms longer here", total, verifierBudget)
+	}
+}
