@@ -91,15 +91,15 @@ struct rts_task_state {
 	/* The candidate period: the sum and number of the regular spacings since it began */
 	__u64 per_sum;
 	__u32 per_n;
-	__u8 per_streak; /* spacings in a row near the candidate (saturates) */
-	__u8 per_miss;   /* irregular spacings in a row of a periodic task */
-	__u8 per_seen;   /* spacings seen in its start-up (saturates) */
-	__u8 settled;    /* its start-up is over: its loop metrics count */
-	__u8 per_src;    /* RTS_PSRC_*: the releases its candidate period is of */
-	__u64 warm_until; /* --warm-up: nothing before this counts (0: detect the start-up) */
-	__u64 settled_at; /* when its start-up ended (0: not yet) */
-	__u64 tracked_at; /* when its tracking began */
-	__u64 sched_since; /* when it took its current identity (rts_sched_seen) */
+	__u8 per_streak;      /* spacings in a row near the candidate (saturates) */
+	__u8 per_miss;        /* irregular spacings in a row of a periodic task */
+	__u8 per_seen;        /* spacings seen in its start-up (saturates) */
+	__u8 settled;         /* its start-up is over: its loop metrics count */
+	__u8 per_src;         /* RTS_PSRC_*: the releases its candidate period is of */
+	__u64 warm_until;     /* --warm-up: nothing before this counts (0: detect the start-up) */
+	__u64 settled_at;     /* when its start-up ended (0: not yet) */
+	__u64 tracked_at;     /* when its tracking began */
+	__u64 sched_since;    /* when it took its current identity (rts_sched_seen) */
 	__u64 release_expiry; /* expiry of the pending timer release */
 	__u64 pending_ts;     /* wakeup seen while still on CPU (wakeup/switch race) */
 	__u64 pending_expiry;
@@ -117,8 +117,8 @@ struct rts_task_state {
 	__u64 last_stack;     /* time of its last sleep stack (rate limit) */
 	__u64 viol_notice_ts; /* end of the window of its last SLO-violation notice */
 	/* Its own sleeper timer's last arming (rts_on_timer_arm): the loop's iterations. */
-	__u64 arm_ts;      /* when: the start of the current iteration, 0: never armed */
-	__u64 arm_key;     /* its expiry in the timer's own clock */
+	__u64 arm_ts;  /* when: the start of the current iteration, 0: never armed */
+	__u64 arm_key; /* its expiry in the timer's own clock */
 	__u32 arm_cpu;
 	__u32 pad_arm;
 	__u64 flt_min; /* its min_flt/maj_flt at its last switch-out (or tracking) */

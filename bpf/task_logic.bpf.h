@@ -120,7 +120,7 @@ static __always_inline void rts_hist_add(struct rts_task_state *st, struct rts_m
 }
 
 /* The metrics of a loop's iterations, which its start-up leaves out until its period settles. */
-#define RTS_LOOP_METRICS                                                                         \
+#define RTS_LOOP_METRICS \
 	((1U << RTS_M_CYCLE) | (1U << RTS_M_PERIOD) | (1U << RTS_M_JITTER) | (1U << RTS_M_ITERATION))
 
 /*
