@@ -124,7 +124,13 @@ struct rts_task_state {
 	__u64 flt_min; /* its min_flt/maj_flt at its last switch-out (or tracking) */
 	__u64 flt_maj;
 	__u8 mem_state; /* RTS_MEM_*: its memory locking, as last read */
-	__u16 own_seq;  /* the own number of its last event (rts_own_seq) */
+	/*
+	 * Its last sleep was on a lock (rts_sleep_on_lock): a lower-priority
+	 * task that wakes it there is the owner handing the lock over, not a
+	 * producer it depends on (no hygiene count).
+	 */
+	__u8 lock_sleep;
+	__u16 own_seq; /* the own number of its last event (rts_own_seq) */
 	/* What it holds back for its stats until rts_settle (hold_samples). */
 	__u8 held_mask;        /* 1 << metric: held_samples[metric] is held */
 	__u8 held_releases;    /* timer releases not yet counted */

@@ -152,6 +152,17 @@ int BPF_PROG(test_wakeup, __u64 now, __u64 cpu, __u64 tid, __u64 timer_expiry, _
 	return 0;
 }
 
+/* tid's last sleep was on a lock (on_lock), as rts_on_sleep names it from its stack. */
+SEC("raw_tp")
+int BPF_PROG(test_lock_sleep, __u64 tid, __u64 on_lock)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	st->lock_sleep = rts_sleep_on_lock(on_lock ? RTS_SR_FUTEX_PI : RTS_SR_FUTEX);
+	return 0;
+}
+
 /*
  * tid waits for `cpu` (rts_mark_waiting), or runs (clear: rts_clear_waiting_at),
  * on the CPU this runs on, with that CPU's state at hand when `here`.

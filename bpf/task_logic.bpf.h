@@ -597,13 +597,13 @@ static __always_inline bool rts_stack_due(__u64 now, __u64 since)
 /*
  * sched_waking of a tracked task, in the waker's context on `cpu`.
  * lower_waker: a task of lower priority wakes this real-time task (a
- * hygiene count). It touches the task's state alone: its samples and
+ * hygiene count, unless it slept on a lock: its owner hands it over). It touches the task's state alone: its samples and
  * counts are held until it leaves the CPU (rts_hold).
  */
 static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, __u32 cpu,
 					  __u64 timer_expiry, __u64 cb_entry, bool lower_waker)
 {
-	if (lower_waker)
+	if (lower_waker && !st->lock_sleep)
 		st->held_lower_waker++;
 	switch (st->state) {
 	case RTS_TS_SLEEPING:

@@ -977,6 +977,31 @@ func readNotices(t *testing.T, rd *ringbuf.Reader) []Notice {
 	}
 }
 
+// A lower-priority waker of a task asleep on a PI lock is the lock's owner
+// handing it over: not counted; after a sleep on a plain futex (a condition
+// variable, a semaphore: a producer) it is.
+func TestTwinLowerPrioWakerOfLockWaiter(t *testing.T) {
+	tw := newTwin(t, nil)
+	tw.track(100, true, false)
+	if ret := tw.run(tw.objs.TestLockSleep, 100, 1); ret != 0 {
+		t.Fatalf("lock sleep: %d", int32(ret))
+	}
+	tw.lowerWakeup(1000, 0, 100) // the PI lock handed over: not counted
+	tw.switchTo(1500, 0, 0, 100, false, 0)
+	tw.switchTo(2000, 0, 100, 0, true, 0)
+	if ret := tw.run(tw.objs.TestLockSleep, 100, 0); ret != 0 {
+		t.Fatalf("lock sleep: %d", int32(ret))
+	}
+	tw.lowerWakeup(2500, 0, 100) // a producer's wakeup: counted
+	s := tw.stats(100)
+	if got := s.Hygiene[bpfRtsHygieneRTS_H_LOWER_PRIO_WAKER]; got != 1 {
+		t.Errorf("lower-priority wakers: %d, want 1 (the plain futex's)", got)
+	}
+	if s.Wakeups != 2 {
+		t.Errorf("wakeups: %d, want 2", s.Wakeups)
+	}
+}
+
 // A lower-priority waker is counted whatever the state of the woken task
 // (asleep, running, already runnable), once per wakeup; only the wakeup of a
 // sleeping task is a latency window.
