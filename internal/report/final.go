@@ -114,7 +114,11 @@ func WriteHeadlines(w io.Writer, tasks []*Task) {
 		if t.Headline != why {
 			why += "; " + t.Headline
 		}
-		fmt.Fprintf(w, "  %-7s %-20s %-13s %-18s %s\n", strings.ToUpper(string(t.Health)), who(t), t.Sched, period, why)
+		sch, exit := mainSched(t)
+		if exit != "" {
+			why += "; " + exit
+		}
+		fmt.Fprintf(w, "  %-7s %-20s %-13s %-18s %s\n", strings.ToUpper(string(t.Health)), who(t), sch, period, why)
 	}
 	if len(rest) > 0 {
 		var parts []string
@@ -126,6 +130,26 @@ func WriteHeadlines(w io.Writer, tasks []*Task) {
 		fmt.Fprintf(w, "  and %d more: %s (--verbose prints every task; JSON has every judgement)\n",
 			len(tasks)-headlinesShown, strings.Join(parts, ", "))
 	}
+}
+
+// mainSched is the identity t held longest (its wall time, SchedTimes),
+// and, when its last one differs, a phrase saying so: cyclictest ran
+// FIFO 80 for 3 s and went back to OTHER to exit, and a headline of its
+// last policy called it an OTHER task. Without times, its last identity.
+func mainSched(t *Task) (string, string) {
+	best := -1
+	for i, st := range t.SchedTimes {
+		if best < 0 || st.Ns > t.SchedTimes[best].Ns {
+			best = i
+		}
+	}
+	if best < 0 || t.SchedTimes[best].Sched == t.Sched {
+		return t.Sched, ""
+	}
+	if t.Exited {
+		return t.SchedTimes[best].Sched, t.Sched + " at exit"
+	}
+	return t.SchedTimes[best].Sched, t.Sched + " now"
 }
 
 func who(t *Task) string { return fmt.Sprintf("%s/%d", t.Comm, t.TID) }

@@ -191,7 +191,7 @@ func hygieneWarnings(t *Task) []string {
 	}
 	var out []string
 	if f := t.Hygiene[HygieneMinorFaults] + t.Hygiene[HygieneMajorFaults]; f > 0 {
-		out = append(out, fmt.Sprintf("%d page faults of a real-time task", f))
+		out = append(out, plural(f, "page fault")+" of a real-time task")
 	}
 	// One relative sleep is the start-up's; a periodic loop whose sleeps
 	// are relative (a tenth or more of its timer releases) drifts by its

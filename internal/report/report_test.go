@@ -371,3 +371,23 @@ func TestDescribeFaultsAndBlockedIn(t *testing.T) {
 		t.Errorf("faults: %q, want %q", got, want)
 	}
 }
+
+// A headline names the identity a task held longest, and its last one when
+// it differs (cyclictest runs FIFO 80 and exits as OTHER).
+func TestHeadlineMainSched(t *testing.T) {
+	tk := &Task{TID: 7, Comm: "cyclictest", Sched: "OTHER nice 0", Exited: true,
+		SchedTimes: []SchedTime{{Sched: "OTHER nice 0", Ns: 2e6, Last: true}, {Sched: "FIFO 80", Ns: 3e9}},
+		Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
+	Judge(tk)
+	var b strings.Builder
+	WriteHeadlines(&b, []*Task{tk})
+	if !strings.Contains(b.String(), "FIFO 80") || !strings.Contains(b.String(), "OTHER nice 0 at exit") {
+		t.Errorf("headline:\n%s", b.String())
+	}
+	tk.SchedTimes = nil
+	b.Reset()
+	WriteHeadlines(&b, []*Task{tk})
+	if strings.Contains(b.String(), "at exit") || !strings.Contains(b.String(), "OTHER nice 0") {
+		t.Errorf("headline without times:\n%s", b.String())
+	}
+}
