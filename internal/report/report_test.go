@@ -377,7 +377,7 @@ func TestDescribeFaultsAndBlockedIn(t *testing.T) {
 func TestHeadlineMainSched(t *testing.T) {
 	tk := &Task{TID: 7, Comm: "cyclictest", Sched: "OTHER nice 0", Exited: true,
 		SchedTimes: []SchedTime{{Sched: "OTHER nice 0", Ns: 2e6, Last: true}, {Sched: "FIFO 80", Ns: 3e9}},
-		Hygiene: map[string]uint64{}, Metrics: map[string]*Metric{}}
+		Hygiene:    map[string]uint64{}, Metrics: map[string]*Metric{}}
 	Judge(tk)
 	var b strings.Builder
 	WriteHeadlines(&b, []*Task{tk})
