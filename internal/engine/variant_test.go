@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -299,10 +300,12 @@ func TestInlinedVariantLoads(t *testing.T) {
 			continue
 		}
 		for _, inlined := range []bool{false, true} {
+			start := time.Now()
 			e, err := Load(Config{Engine: kind, Trace: true, FlightPerCPU: 64, TestInlineVariant: inlined})
 			if err != nil {
 				t.Fatalf("%s, inlined %v: %v", kind, inlined, err)
 			}
+			t.Logf("%s, inlined %v: loaded in %v", kind, inlined, time.Since(start).Round(time.Millisecond))
 			if got := e.Features.Has(FeatureGlobalPtrArgs); got == inlined {
 				t.Errorf("%s, inlined %v: global_ptr_args found %v", kind, inlined, got)
 			}
