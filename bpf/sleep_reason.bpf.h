@@ -68,7 +68,7 @@ struct rts_sleep_frames {
 	__u64 f[RTS_SLEEP_FRAMES];
 };
 
-__noinline __u32 rts_sleep_reason_of(const struct rts_sleep_frames *frames, int n, __u64 *site)
+RTS_VERIFIED_ONCE __u32 rts_sleep_reason_of(const struct rts_sleep_frames *frames, int n, __u64 *site)
 {
 	if (!frames || !site)
 		return RTS_SR_NONE;

@@ -234,7 +234,7 @@ static __always_inline void rts_hold(struct rts_task_state *st, __u32 metric, __
  * on_sched_switch passed the million instructions it allows). Global:
  * verified once (compat.bpf.h); st and s may be NULL there.
  */
-__noinline int rts_settle_one(struct rts_task_state *st, struct rts_task_stats *s, __u32 metric)
+RTS_VERIFIED_ONCE_CALL int rts_settle_one(struct rts_task_state *st, struct rts_task_stats *s, __u32 metric)
 {
 	if (!st || metric >= RTS_HELD_MAX)
 		return 0;
@@ -263,7 +263,7 @@ static __always_inline void rts_startup_over(struct rts_task_state *st, struct r
  * instructions the verifier allows. Global, verified once: inlined at
  * each call it cost 20k verified instructions a program (compat.bpf.h).
  */
-__noinline int rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
+RTS_VERIFIED_ONCE int rts_settle(struct rts_task_state *st, struct rts_task_stats *s)
 {
 	if (!st)
 		return 0;

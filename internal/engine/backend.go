@@ -65,7 +65,7 @@ func (btfBackend) load(e *Engine, vars map[string]any, entries uint32) (*ebpf.Co
 	vars["hold_samples"] = true
 	e.Features.PageFaults = "counted per task at each switch-out from task_struct min_flt/maj_flt, memory locking read from its mm; " +
 		"their time is not measured (no page-fault exit tracepoint)"
-	spec, err := loadBpf()
+	spec, err := e.variantSpec(loadBpf, loadBpfinline)
 	if err != nil {
 		return nil, err
 	}

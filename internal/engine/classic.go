@@ -206,7 +206,7 @@ func (c classicBackend) load(e *Engine, vars map[string]any, entries uint32) (*e
 	}
 	vars["hold_samples"] = haveForEachMapElem(e.cfg.TestNoReapply)
 	e.Features.PageFaults = "not measured: the classic engine reads no kernel structure (task_struct's fault counters, the mm's locking)"
-	spec, err := loadClassic()
+	spec, err := e.variantSpec(loadClassic, loadClassicinline)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func newClassicTwin(t *testing.T) *classicTwin {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF (CI runs as root)")
 	}
-	spec, err := loadClassictwin()
+	spec, err := loadClassictwinVariant()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	// TestNoReapply (tests only) loads as on a kernel without
 	// bpf_for_each_map_elem (before 5.13).
 	TestNoReapply bool
+	// TestInlineVariant (tests only) loads the inlined variant of the
+	// programs, as on a kernel before 5.12 (FeatureGlobalPtrArgs).
+	TestInlineVariant bool
 	// Engine is EngineAuto, EngineBTF or EngineClassic (--engine).
 	Engine string
 	// BTFFile (--btf FILE): the kernel's types from this file, for the

@@ -17,7 +17,7 @@ import (
 // twinFlight loads twins with a small flight recorder, to read its events.
 func twinFlight(t *testing.T, slots uint32, set map[string]any) *twinObjects {
 	t.Helper()
-	spec, err := loadTwin()
+	spec, err := loadTwinVariant()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func sleepCost(t testing.TB, runs int) [5]float64 {
 	}
 	vars := map[string]any{}
 	newSleepTable(syms).vars(vars)
-	spec, err := loadTwin()
+	spec, err := loadTwinVariant()
 	if err != nil {
 		t.Fatal(err)
 	}

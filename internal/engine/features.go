@@ -32,6 +32,7 @@ const (
 	FeatureCgroupAttach                   // cgroup_attach_task tracepoint
 	FeatureStealClock                     // the scheduler's steal clock through BTF
 	FeatureKernelSymbols                  // readable /proc/kallsyms addresses
+	FeatureGlobalPtrArgs                  // global BPF functions with pointer arguments: verified once
 	featureCount
 )
 
@@ -159,6 +160,13 @@ var featureTable = [featureCount]featureSpec{
 		enables:  "timer sleeps recognised (`hrtimer_wakeup`) and blocking sleeps named in the kernel (`sleep_reasons`)",
 		fallback: "sleep reasons from sampled stacks only (at most one a ms per task)",
 		missing:  "kernel symbols are hidden (kptr_restrict): timer sleeps are not recognised and sleep reasons come from sampled stacks only",
+	},
+	FeatureGlobalPtrArgs: {
+		name: "global_ptr_args", needs: "global BPF functions taking pointers (commit e5069b9c23b3)", since: "5.12",
+		probe:    "loading a program whose global function reads through a pointer to its caller's stack",
+		enables:  "each shared subprogram verified once (start-up)",
+		fallback: "the inlined variant: the same programs, verified at every call (start-up 2-3× slower for the BTF engine, 10× for the classic one)",
+		missing:  "this kernel's verifier takes no pointer in a global function's arguments (before Linux 5.12): the inlined variant of the programs runs, verified at every call (a slower start-up, the same measurements)",
 	},
 }
 

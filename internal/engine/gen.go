@@ -7,3 +7,12 @@ package engine
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3" -target amd64,arm64 twin ../../bpf/rtscope_test.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3" -target amd64,arm64 classic ../../bpf/classic.bpf.c -- -I../../bpf
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3" -target amd64,arm64 classictwin ../../bpf/classic_test.bpf.c -- -I../../bpf
+
+// The inlined variants (-DRTS_INLINE_SUBPROGS, compat.bpf.h): the same
+// programs and maps, without the global functions that take pointers,
+// which kernels before 5.12 refuse; Load picks one by probe
+// (FeatureGlobalPtrArgs). The twins' variants are for the tests only.
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3 -DRTS_INLINE_SUBPROGS" -no-global-types -target amd64,arm64 bpfinline ../../bpf/rtscope.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3 -DRTS_INLINE_SUBPROGS" -no-global-types -target amd64,arm64 classicinline ../../bpf/classic.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3 -DRTS_INLINE_SUBPROGS" -no-global-types -output-suffix _test -target amd64,arm64 twininline ../../bpf/rtscope_test.bpf.c -- -I../../bpf
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -mcpu=v3 -DRTS_INLINE_SUBPROGS" -no-global-types -output-suffix _test -target amd64,arm64 classictwininline ../../bpf/classic_test.bpf.c -- -I../../bpf

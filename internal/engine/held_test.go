@@ -32,6 +32,7 @@ func TestDetachSettlesHeld(t *testing.T) {
 	}{
 		{"btf", Config{Engine: EngineBTF}, true},
 		{"classic", Config{Engine: EngineClassic}, true},
+		{"btf, inlined variant", Config{Engine: EngineBTF, TestInlineVariant: true}, true},
 		{"classic without bpf_for_each_map_elem", Config{Engine: EngineClassic, TestNoReapply: true}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

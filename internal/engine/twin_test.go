@@ -35,7 +35,14 @@ func newTwinStack(t *testing.T, slo map[metric.ID]uint64, stackMinWait uint64) *
 // recorder on (trace_enabled, unless vars say otherwise) and the SLO.
 func newTwinWith(t *testing.T, slo map[metric.ID]uint64, vars map[string]any) *twin {
 	t.Helper()
-	spec, err := loadTwin()
+	return newTwinOf(t, inlinedTwins, slo, vars)
+}
+
+// newTwinOf is newTwinWith from the twins' inlined variant (inlined) or
+// their global one (TestTwinVariantsAgree).
+func newTwinOf(t *testing.T, inlined bool, slo map[metric.ID]uint64, vars map[string]any) *twin {
+	t.Helper()
+	spec, err := loadTwinOf(inlined)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +624,7 @@ func TestTwinStackOnlyAfterMinWait(t *testing.T) {
 // Steal is read at every context switch; an event is written only when it
 // grew since the CPU's previous reading, saying how much and since when.
 func TestTwinStealOnlyWhenItGrows(t *testing.T) {
-	spec, err := loadTwin()
+	spec, err := loadTwinVariant()
 	if err != nil {
 		t.Fatal(err)
 	}

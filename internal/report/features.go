@@ -19,5 +19,8 @@ func FeaturesFrom(f *engine.Features, trace bool) Features {
 	if f.WaiterStacks != nil && trace {
 		out.WaiterStacks = f.WaiterStacks.Error()
 	}
+	if f.Probed(engine.FeatureGlobalPtrArgs) {
+		out.Subprograms = f.Sentence(engine.FeatureGlobalPtrArgs)
+	}
 	return out
 }

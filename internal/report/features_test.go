@@ -71,3 +71,20 @@ func TestFeaturesFrom(t *testing.T) {
 		t.Errorf("classic limits %q", got.EngineLimits)
 	}
 }
+
+// The inlined variant (kernels before 5.12) is named in the features, with
+// the table's sentence, for either engine; the global one is not.
+func TestFeaturesSubprograms(t *testing.T) {
+	for _, kind := range []string{engine.EngineBTF, engine.EngineClassic} {
+		if got := FeaturesFrom(kernelFeatures(kind), true).Subprograms; got != "" {
+			t.Errorf("%s with global functions: subprograms %q", kind, got)
+		}
+		want := engine.FeatureTable()[engine.FeatureGlobalPtrArgs].Missing
+		if got := FeaturesFrom(kernelFeatures(kind, engine.FeatureGlobalPtrArgs), true).Subprograms; got != want || got == "" {
+			t.Errorf("%s, inlined: subprograms %q, want %q", kind, got, want)
+		}
+	}
+	if got := FeaturesFrom(&engine.Features{}, true).Subprograms; got != "" {
+		t.Errorf("not probed: subprograms %q", got)
+	}
+}

@@ -174,6 +174,10 @@ type Features struct {
 	// memory locking are measured, or why they are not.
 	SleepReasons string `json:"sleep_reasons,omitempty"`
 	PageFaults   string `json:"page_faults,omitempty"`
+	// Subprograms is empty when the BPF programs' shared subprograms are
+	// global functions, verified once, else why the inlined variant ran
+	// (kernels before 5.12: the same measurements, a slower start-up).
+	Subprograms string `json:"subprograms,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
