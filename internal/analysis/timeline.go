@@ -338,7 +338,7 @@ func (c *cpuWalk) woke(e *trace.Event) {
 	f.wokeBy[e.TID] = e.Comm
 }
 
-// ctxAt returns the pieces of a CPU's timeline inside [a, b).
+// pieces calls f with each piece of a CPU's timeline inside [a, b), in order.
 func (tl *timelines) pieces(cpu int, a, b int64, f func(from, to int64, c *cpuCtx)) {
 	segs, ok := tl.cpus[cpu]
 	if !ok {
