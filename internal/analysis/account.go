@@ -134,60 +134,7 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 			a.tl.steal[cpu] += uint64(to - from)
 		}
 	case ctxTask, ctxIdle:
-		if phase == PhaseRunning || (c.thr != nil && c.thr.TID == a.s.TID) {
-			a.add(Item{Phase: PhaseRunning, Kind: KindExecution, Label: "own execution", CPU: cpu, key: "exec"}, from, to)
-			return
-		}
-		if c.kind == ctxIdle {
-			if phase == PhaseRelease {
-				a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
-					Label: fmt.Sprintf("CPU %d idle when the timer expired (exit from idle)", cpu)}, from, to)
-			} else {
-				a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
-					Label: fmt.Sprintf("CPU %d idle (leaving the idle state, scheduling)", cpu)}, from, to)
-			}
-			return
-		}
-		t := a.thread(c.thr)
-		if phase == PhaseRelease {
-			a.add(Item{Phase: phase, Kind: KindIRQOff, CPU: cpu, Thread: t, key: fmt.Sprint("irqoff", t.TID),
-				Label: fmt.Sprintf("%s ran until the timer interrupt (entry latency, or interrupts off)", who(t))}, from, to)
-			return
-		}
-		kind, rel := KindBlocking, ""
-		switch {
-		case t.BoostedFrom != "" && a.lockOwners[t.TID]:
-			// Not a priority misconfiguration nor equal-priority FIFO: the
-			// owner finishing its critical section at the waiter's priority.
-			a.add(Item{Phase: phase, Kind: KindBlocking, CPU: cpu, Thread: t, key: fmt.Sprint("pi-owner", t.TID),
-				Label: fmt.Sprintf("%s ran by priority inheritance while holding this task's lock", who(t))}, from, to)
-			return
-		case t.BoostedFrom != "":
-			// Above this task for another waiter's lock: inheritance at
-			// work, not the owner's own priority.
-			kind = KindInterference
-			if !higher(t.KPrio, a.s.KPrio) {
-				kind = KindBlocking
-			}
-			a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint("pi-boost", t.TID),
-				Label: fmt.Sprintf("%s ran boosted by priority inheritance, holding a lock %s waits for", who(t), t.BoostedBy)}, from, to)
-			return
-		case t.KPrio == kprioUnknown:
-			rel = "priority unknown"
-		case higher(t.KPrio, a.s.KPrio):
-			kind, rel = KindInterference, "higher priority"
-		case t.KPrio == a.s.KPrio:
-			rel = "equal priority"
-		default:
-			rel = "lower priority"
-		}
-		key := fmt.Sprint(kind, t.TID)
-		if t.Monitor {
-			// rtscope's threads are one cause, however many ran.
-			key = kind.String() + "monitor"
-		}
-		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
-			Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
+		a.taskCtx(phase, cpu, from, to, c)
 	case ctxHardIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, IRQ: c.irq, IRQName: c.irqName, HardIRQ: true,
 			key: fmt.Sprint("irq", deref(c.irq)), Label: irqLabel(c)}, from, to)
@@ -198,22 +145,7 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, HardIRQ: true, key: "tick",
 			Label: "timer interrupt (between callbacks)"}, from, to)
 	case ctxTimer:
-		ctx := "softirq"
-		if c.hard {
-			ctx = "hard IRQ"
-		}
-		if c.wokeTID(a.s.TID) {
-			a.add(Item{Phase: phase, Kind: KindOwnTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard, key: "owntimer",
-				Label: fmt.Sprintf("its own timer callback %s (%s)", c.fn, ctx)}, from, to)
-			return
-		}
-		// One item per callback and what it woke: the one that spun is told apart.
-		woke := a.wokeNames(c)
-		it := a.add(Item{Phase: phase, Kind: KindTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard,
-			key: fmt.Sprint("timer", c.fn, c.hard, woke), Label: fmt.Sprintf("timer callback %s (%s)", c.fn, ctx)}, from, to)
-		if it != nil {
-			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
-		}
+		a.timerCtx(phase, cpu, from, to, c)
 	case ctxSoftIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindSoftIRQ, CPU: cpu, Vec: c.vec, VecName: c.vecName,
 			key: fmt.Sprint("softirq", deref(c.vec)), Label: "softirq " + c.vecName}, from, to)
@@ -231,6 +163,91 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		}
 		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: cpu, key: fmt.Sprint("unknown", cpu),
 			Label: fmt.Sprintf("CPU %d: no events recorded", cpu)}, from, to)
+	}
+}
+
+// taskCtx accounts a CPU in task context: the task itself, the idle task
+// (leaving idle), or another thread (otherThread).
+func (a *accountant) taskCtx(phase Phase, cpu int, from, to int64, c *cpuCtx) {
+	if phase == PhaseRunning || (c.thr != nil && c.thr.TID == a.s.TID) {
+		a.add(Item{Phase: PhaseRunning, Kind: KindExecution, Label: "own execution", CPU: cpu, key: "exec"}, from, to)
+		return
+	}
+	if c.kind == ctxIdle {
+		if phase == PhaseRelease {
+			a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
+				Label: fmt.Sprintf("CPU %d idle when the timer expired (exit from idle)", cpu)}, from, to)
+		} else {
+			a.add(Item{Phase: phase, Kind: KindIdle, CPU: cpu, key: fmt.Sprint("idle", cpu),
+				Label: fmt.Sprintf("CPU %d idle (leaving the idle state, scheduling)", cpu)}, from, to)
+		}
+		return
+	}
+	a.otherThread(phase, cpu, from, to, a.thread(c.thr))
+}
+
+// otherThread accounts another thread that ran while the task waited: up
+// to the timer interrupt (release), as the owner of its lock, boosted for
+// another waiter's lock, or by its priority against the task's.
+func (a *accountant) otherThread(phase Phase, cpu int, from, to int64, t *Thread) {
+	if phase == PhaseRelease {
+		a.add(Item{Phase: phase, Kind: KindIRQOff, CPU: cpu, Thread: t, key: fmt.Sprint("irqoff", t.TID),
+			Label: fmt.Sprintf("%s ran until the timer interrupt (entry latency, or interrupts off)", who(t))}, from, to)
+		return
+	}
+	kind, rel := KindBlocking, ""
+	switch {
+	case t.BoostedFrom != "" && a.lockOwners[t.TID]:
+		// Not a priority misconfiguration nor equal-priority FIFO: the
+		// owner finishing its critical section at the waiter's priority.
+		a.add(Item{Phase: phase, Kind: KindBlocking, CPU: cpu, Thread: t, key: fmt.Sprint("pi-owner", t.TID),
+			Label: fmt.Sprintf("%s ran by priority inheritance while holding this task's lock", who(t))}, from, to)
+		return
+	case t.BoostedFrom != "":
+		// Above this task for another waiter's lock: inheritance at
+		// work, not the owner's own priority.
+		kind = KindInterference
+		if !higher(t.KPrio, a.s.KPrio) {
+			kind = KindBlocking
+		}
+		a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: fmt.Sprint("pi-boost", t.TID),
+			Label: fmt.Sprintf("%s ran boosted by priority inheritance, holding a lock %s waits for", who(t), t.BoostedBy)}, from, to)
+		return
+	case t.KPrio == kprioUnknown:
+		rel = "priority unknown"
+	case higher(t.KPrio, a.s.KPrio):
+		kind, rel = KindInterference, "higher priority"
+	case t.KPrio == a.s.KPrio:
+		rel = "equal priority"
+	default:
+		rel = "lower priority"
+	}
+	key := fmt.Sprint(kind, t.TID)
+	if t.Monitor {
+		// rtscope's threads are one cause, however many ran.
+		key = kind.String() + "monitor"
+	}
+	a.add(Item{Phase: phase, Kind: kind, CPU: cpu, Thread: t, key: key,
+		Label: fmt.Sprintf("%s ran: %s", who(t), rel)}, from, to)
+}
+
+// timerCtx accounts an hrtimer callback: the task's own timer, or one item
+// per callback and what it woke, so the one that spun is told apart.
+func (a *accountant) timerCtx(phase Phase, cpu int, from, to int64, c *cpuCtx) {
+	ctx := "softirq"
+	if c.hard {
+		ctx = "hard IRQ"
+	}
+	if c.wokeTID(a.s.TID) {
+		a.add(Item{Phase: phase, Kind: KindOwnTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard, key: "owntimer",
+			Label: fmt.Sprintf("its own timer callback %s (%s)", c.fn, ctx)}, from, to)
+		return
+	}
+	woke := a.wokeNames(c)
+	it := a.add(Item{Phase: phase, Kind: KindTimer, CPU: cpu, Function: c.fn, HardIRQ: c.hard,
+		key: fmt.Sprint("timer", c.fn, c.hard, woke), Label: fmt.Sprintf("timer callback %s (%s)", c.fn, ctx)}, from, to)
+	if it != nil {
+		it.Woke = mergeNames(it.Woke, a.wokeNames(c))
 	}
 }
 
@@ -412,61 +429,117 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	}
 	a := &accountant{tl: tl, s: s, w: w, items: map[string]*Item{}, last: map[string]int64{}, whole: !tr.Truncated}
 	segs, migs := tl.taskTimeline(s.TID)
-	a.lockOwners = map[uint32]bool{}
+	a.lockOwners = lockOwners(segs)
+	a.boosters = boosters(tr.Events, tl)
+	res.boosts = a.boosts()
+	res.Notes = append(res.Notes, lostNotes(segs, w)...)
+	startState(segs, s.Metric, tr.CPUStart)
+	if strings.HasPrefix(s.Metric, "timer-") {
+		timerWindowRelease(segs, s.TID, tr.CPUEnd, w)
+	}
+	a.account(segs)
+	for _, m := range migs {
+		if m.T >= 0 && m.T <= w {
+			res.Migrations = append(res.Migrations, m)
+		}
+	}
+	res.Breakdown = a.finish()
+	sumPhases(res)
+	res.Releases = releases(tl, s, segs, w)
+	if s.Metric == "timer-irq" {
+		res.Releases = timerIRQRelease(tl, s, tr, w)
+	}
+	if s.RT() {
+		res.FutexWaitsNoPI = futexWaitsNoPI(tr, s.TID, w)
+	}
+	stealSummary(res, tl, tr, w)
+	for _, it := range res.Breakdown {
+		if it.Thread != nil && it.Thread.Monitor {
+			res.MonitorNs += it.Ns
+		}
+	}
+	verdict(res, tl, s, segs)
+	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
+		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
+	}
+	return res
+}
+
+// lockOwners are the tasks that woke the subject from a PI futex lock
+// sleep: the owners of its locks.
+func lockOwners(segs []taskSeg) map[uint32]bool {
+	owners := map[uint32]bool{}
 	for _, sg := range segs {
 		if sg.st == stBlocked && sg.sleep != nil && sg.sleep.Reason == trace.ReasonPIFutex && sg.wake != nil &&
 			sg.wake.Waker != nil && sg.wake.Waker.Kind == trace.WakerTask {
-			a.lockOwners[sg.wake.Waker.TID] = true
+			owners[sg.wake.Waker.TID] = true
 		}
 	}
-	a.boosters = boosters(tr.Events, tl)
-	res.boosts = a.boosts()
+	return owners
+}
+
+// lostNotes says where the task's events were lost in the window: the
+// first gap, and how many when more than one.
+func lostNotes(segs []taskSeg, w int64) []string {
+	var notes []string
 	lost := 0
 	for _, sg := range segs {
 		if sg.missed && sg.to > 0 && sg.from < w {
 			if lost == 0 {
-				res.Notes = append(res.Notes, fmt.Sprintf("events of the task were not recorded: it ran at %s us with no wakeup or switch-in before",
+				notes = append(notes, fmt.Sprintf("events of the task were not recorded: it ran at %s us with no wakeup or switch-in before",
 					units.UsFine(sg.to)))
 			}
 			lost++
 		}
 	}
 	if lost > 1 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d gaps of the task's events in this window: it may span several activations the engine did not see", lost))
+		notes = append(notes, fmt.Sprintf("%d gaps of the task's events in this window: it may span several activations the engine did not see", lost))
 	}
-	// What the events cannot tell about the start comes from the metric:
-	// the windows open on a wakeup (runnable), a timer expiry (asleep) or a
-	// handler entry (running).
-	if segs[0].st == stUnknown {
-		switch s.Metric {
-		case "timer-irq", "timer-thread", "timer-user":
-			segs[0].st = stBlocked
-		case "handler", "iteration":
-			// An iteration opens when the task arms its timer: it runs.
-			segs[0].st = stRunning
-		default:
-			segs[0].st = stRunnable
-		}
-		if segs[0].cpu < 0 {
-			segs[0].cpu = tr.CPUStart
-		}
+	return notes
+}
+
+// startState sets the state the events cannot tell at the window's start
+// from the metric: the windows open on a wakeup (runnable), a timer expiry
+// (asleep) or a handler entry (running).
+func startState(segs []taskSeg, metric string, cpuStart int) {
+	if segs[0].st != stUnknown {
+		return
 	}
-	// A timer window opens at the expiry: a sleep running into it is the
-	// release even when its wakeup is past the window's end (timer-irq).
-	if strings.HasPrefix(s.Metric, "timer-") {
-		for i := range segs {
-			sg := &segs[i]
-			if sg.st == stBlocked && sg.to > 0 && sg.from < w && sg.wake == nil && !sg.missed {
-				zero := int64(0)
-				cpu := tr.CPUEnd
-				sg.wake = &trace.Event{Type: trace.EventWakeup, T: sg.to, CPU: cpu, TID: s.TID, ExpiryT: &zero,
-					Waker: &trace.Waker{Kind: trace.WakerTimer}}
-			}
-		}
+	switch metric {
+	case "timer-irq", "timer-thread", "timer-user":
+		segs[0].st = stBlocked
+	case "handler", "iteration":
+		// An iteration opens when the task arms its timer: it runs.
+		segs[0].st = stRunning
+	default:
+		segs[0].st = stRunnable
 	}
+	if segs[0].cpu < 0 {
+		segs[0].cpu = cpuStart
+	}
+}
+
+// timerWindowRelease gives the sleeps of a timer window with no recorded
+// wakeup one by its timer on cpu: the window opens at the expiry, so a
+// sleep running into it is the release even when its wakeup is past the
+// window's end (timer-irq).
+func timerWindowRelease(segs []taskSeg, tid uint32, cpu int, w int64) {
 	for i := range segs {
 		sg := &segs[i]
-		from, to := max(sg.from, 0), min(sg.to, w)
+		if sg.st == stBlocked && sg.to > 0 && sg.from < w && sg.wake == nil && !sg.missed {
+			zero := int64(0)
+			sg.wake = &trace.Event{Type: trace.EventWakeup, T: sg.to, CPU: cpu, TID: tid, ExpiryT: &zero,
+				Waker: &trace.Waker{Kind: trace.WakerTimer}}
+		}
+	}
+}
+
+// account accounts the task's states inside the window: on its CPU while
+// running or runnable, its sleeps, and what no event tells.
+func (a *accountant) account(segs []taskSeg) {
+	for i := range segs {
+		sg := &segs[i]
+		from, to := max(sg.from, 0), min(sg.to, a.w)
 		if from >= to {
 			continue
 		}
@@ -484,12 +557,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 				Label: "state unknown (no event of the task)"}, from, to)
 		}
 	}
-	for _, m := range migs {
-		if m.T >= 0 && m.T <= w {
-			res.Migrations = append(res.Migrations, m)
-		}
-	}
-	res.Breakdown = a.finish()
+}
+
+func sumPhases(res *Result) {
 	for _, it := range res.Breakdown {
 		switch it.Phase {
 		case PhaseRelease:
@@ -502,27 +572,18 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 			res.PhaseNs.Blocked += it.Ns
 		}
 	}
-	res.Releases = releases(tl, s, segs, w)
-	if s.Metric == "timer-irq" {
-		res.Releases = timerIRQRelease(tl, s, tr, w)
-	}
-	rt := s.RT()
+}
+
+// futexWaitsNoPI counts the task's futex waits without priority
+// inheritance in the window.
+func futexWaitsNoPI(tr *trace.Trace, tid uint32, w int64) int {
+	n := 0
 	for _, e := range tr.Events {
-		if e.Type == trace.EventSleep && e.TID == s.TID && e.T >= 0 && e.T <= w && e.Reason.FutexWait() && rt {
-			res.FutexWaitsNoPI++
+		if e.Type == trace.EventSleep && e.TID == tid && e.T >= 0 && e.T <= w && e.Reason.FutexWait() {
+			n++
 		}
 	}
-	stealSummary(res, tl, tr, w)
-	for _, it := range res.Breakdown {
-		if it.Thread != nil && it.Thread.Monitor {
-			res.MonitorNs += it.Ns
-		}
-	}
-	verdict(res, tl, s, segs)
-	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
-		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
-	}
-	return res
+	return n
 }
 
 // stealSummary sets the window's steal and notes steal on CPUs that have

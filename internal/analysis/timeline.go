@@ -203,15 +203,53 @@ func frameOf(e *trace.Event) *cpuCtx {
 // covering all time: what ran before the first event is backfilled (the
 // first switch's prev task, IRQ frames whose entry came before the trace).
 func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
+	c := &cpuWalk{cur: runningFirst(events, idx), stack: framesOpenFirst(events, idx), start: minT}
+	c.ctx = c.top()
+	for k, i := range idx {
+		e := &events[i]
+		switch e.Type {
+		case trace.EventSwitch:
+			c.emit(e.T)
+			// A switch happens in task context: frames still open are stale.
+			c.stack = c.stack[:0]
+			c.cur = threadOfNext(e)
+			c.refresh()
+		case trace.EventIRQEntry, trace.EventSoftirqEntry, trace.EventTimerEntry:
+			c.emit(e.T)
+			if len(c.stack) > 0 && c.stack[len(c.stack)-1].kind == ctxTickGap {
+				c.stack = c.stack[:len(c.stack)-1]
+			}
+			c.stack = append(c.stack, frameOf(e))
+			c.refresh()
+		case trace.EventIRQExit, trace.EventSoftirqExit, trace.EventTimerExit:
+			c.emit(e.T)
+			if len(c.stack) > 0 {
+				c.stack = c.stack[:len(c.stack)-1]
+			}
+			// Between two hard timer callbacks of one interrupt.
+			if e.Type == trace.EventTimerExit && e.HardIRQ && len(c.stack) == 0 && k+1 < len(idx) {
+				n := &events[idx[k+1]]
+				if n.Type == trace.EventTimerEntry && n.HardIRQ && n.T-e.T <= tickGap {
+					c.stack = append(c.stack, &cpuCtx{kind: ctxTickGap, hard: true})
+				}
+			}
+			c.refresh()
+		case trace.EventWakeup:
+			c.woke(e)
+		}
+	}
+	c.emit(maxT)
+	return c.segs
+}
+
+// runningFirst is the task running before a CPU's first switch (its prev),
+// else the task a stack sample or a task-context wakeup names.
+func runningFirst(events []trace.Event, idx []int) *Thread {
 	var cur *Thread
-	var stack []*cpuCtx
-	// Backfill: the task running before the first switch (its prev), else
-	// the task a stack sample or a task-context wakeup names.
 	for _, i := range idx {
 		e := &events[i]
 		if e.Type == trace.EventSwitch {
-			cur = threadOfPrev(e)
-			break
+			return threadOfPrev(e)
 		}
 		if cur == nil && e.Type == trace.EventStack {
 			cur = &Thread{TID: e.TID, Comm: e.Comm, KPrio: kprioUnknown}
@@ -220,6 +258,13 @@ func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
 			cur = &Thread{TID: e.Waker.TID, Comm: e.Waker.Comm, Sched: e.Waker.Sched, KPrio: e.Waker.KPrio}
 		}
 	}
+	return cur
+}
+
+// framesOpenFirst is the stack of IRQ frames open at a CPU's first event:
+// the exits whose entry came before the trace, outermost first.
+func framesOpenFirst(events []trace.Event, idx []int) []*cpuCtx {
+	var stack []*cpuCtx
 	depth := 0
 	for _, i := range idx {
 		e := &events[i]
@@ -233,83 +278,67 @@ func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
 			}
 		}
 	}
-	top := func() *cpuCtx {
-		if len(stack) > 0 {
-			return stack[len(stack)-1]
-		}
-		if cur == nil {
-			return &cpuCtx{kind: ctxUnknown}
-		}
-		if cur.TID == 0 {
-			return &cpuCtx{kind: ctxIdle, thr: cur}
-		}
-		return &cpuCtx{kind: ctxTask, thr: cur}
-	}
-	var segs []ctxSeg
-	start := int64(minT)
-	curCtx := top()
-	emit := func(t int64) {
-		if t > start {
-			segs = append(segs, ctxSeg{start, t, curCtx})
-			start = t
-		}
-	}
-	refresh := func() {
-		n := top()
-		// Keep the same frame object while nothing changed, so that a
-		// segment split by an event still shares the frame.
-		if n.kind == ctxTask || n.kind == ctxIdle || n.kind == ctxUnknown {
-			if curCtx.kind == n.kind && curCtx.thr == n.thr {
-				return
-			}
-		}
-		curCtx = n
-	}
-	for k, i := range idx {
-		e := &events[i]
-		switch e.Type {
-		case trace.EventSwitch:
-			emit(e.T)
-			// A switch happens in task context: frames still open are stale.
-			stack = stack[:0]
-			cur = threadOfNext(e)
-			refresh()
-		case trace.EventIRQEntry, trace.EventSoftirqEntry, trace.EventTimerEntry:
-			emit(e.T)
-			if len(stack) > 0 && stack[len(stack)-1].kind == ctxTickGap {
-				stack = stack[:len(stack)-1]
-			}
-			stack = append(stack, frameOf(e))
-			refresh()
-		case trace.EventIRQExit, trace.EventSoftirqExit, trace.EventTimerExit:
-			emit(e.T)
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			// Between two hard timer callbacks of one interrupt.
-			if e.Type == trace.EventTimerExit && e.HardIRQ && len(stack) == 0 && k+1 < len(idx) {
-				n := &events[idx[k+1]]
-				if n.Type == trace.EventTimerEntry && n.HardIRQ && n.T-e.T <= tickGap {
-					stack = append(stack, &cpuCtx{kind: ctxTickGap, hard: true})
-				}
-			}
-			refresh()
-		case trace.EventWakeup:
-			if len(stack) > 0 {
-				f := stack[len(stack)-1]
-				f.woke = append(f.woke, e.TID)
-				if f.wokeBy == nil {
-					f.wokeBy = map[uint32]string{}
-				}
-				f.wokeBy[e.TID] = e.Comm
-			}
-		}
-	}
-	emit(maxT)
-	return segs
+	return stack
 }
 
-// ctxAt returns the pieces of a CPU's timeline inside [a, b).
+// cpuWalk is the state of cpuTimeline along a CPU's events: the task in
+// task context, the open IRQ frames, and the segment being built.
+type cpuWalk struct {
+	cur   *Thread
+	stack []*cpuCtx
+	segs  []ctxSeg
+	start int64   // of the current segment
+	ctx   *cpuCtx // of the current segment
+}
+
+// top is what the CPU runs now: the innermost frame, else the task.
+func (c *cpuWalk) top() *cpuCtx {
+	if len(c.stack) > 0 {
+		return c.stack[len(c.stack)-1]
+	}
+	if c.cur == nil {
+		return &cpuCtx{kind: ctxUnknown}
+	}
+	if c.cur.TID == 0 {
+		return &cpuCtx{kind: ctxIdle, thr: c.cur}
+	}
+	return &cpuCtx{kind: ctxTask, thr: c.cur}
+}
+
+// emit closes the current segment at t.
+func (c *cpuWalk) emit(t int64) {
+	if t > c.start {
+		c.segs = append(c.segs, ctxSeg{c.start, t, c.ctx})
+		c.start = t
+	}
+}
+
+func (c *cpuWalk) refresh() {
+	n := c.top()
+	// Keep the same frame object while nothing changed, so that a
+	// segment split by an event still shares the frame.
+	if n.kind == ctxTask || n.kind == ctxIdle || n.kind == ctxUnknown {
+		if c.ctx.kind == n.kind && c.ctx.thr == n.thr {
+			return
+		}
+	}
+	c.ctx = n
+}
+
+// woke records a wakeup in the frame that made it (none in task context).
+func (c *cpuWalk) woke(e *trace.Event) {
+	if len(c.stack) == 0 {
+		return
+	}
+	f := c.stack[len(c.stack)-1]
+	f.woke = append(f.woke, e.TID)
+	if f.wokeBy == nil {
+		f.wokeBy = map[uint32]string{}
+	}
+	f.wokeBy[e.TID] = e.Comm
+}
+
+// pieces calls f with each piece of a CPU's timeline inside [a, b), in order.
 func (tl *timelines) pieces(cpu int, a, b int64, f func(from, to int64, c *cpuCtx)) {
 	segs, ok := tl.cpus[cpu]
 	if !ok {
@@ -348,97 +377,128 @@ type taskSeg struct {
 // migrations. The state before its first event is inferred from that event
 // (a wakeup: it slept; a switch-out or sleep: it ran), else unknown.
 func (tl *timelines) taskTimeline(tid uint32) (segs []taskSeg, migrations []Migration) {
-	cur := taskSeg{from: minT, st: stUnknown, cpu: -1}
-	first := true
-	var pendingSleep *trace.Event
-	closeAt := func(t int64, next taskSeg) {
-		cur.to = t
-		if cur.to > cur.from {
-			segs = append(segs, cur)
-		} else if len(segs) > 0 && cur.st == stBlocked && cur.wake != nil {
-			// A zero-length sleep still passes its waker on.
-			segs[len(segs)-1].wake = cur.wake
-		}
-		next.from = t
-		cur = next
-	}
+	t := &taskWalk{cur: taskSeg{from: minT, st: stUnknown, cpu: -1}, first: true}
 	for i := range tl.events {
 		e := &tl.events[i]
 		switch {
 		case e.Type == trace.EventSwitch && e.PrevTID == tid && tid != 0:
-			if first {
-				cur.st, cur.cpu = stRunning, e.CPU
-			} else if cur.st != stRunning {
-				cur.missed = true // it ran: its wakeup or switch-in was lost
-			}
-			if e.Preempted || e.PrevState == "R" || e.PrevState == "R+" {
-				closeAt(e.T, taskSeg{st: stRunnable, cpu: e.CPU})
-			} else {
-				closeAt(e.T, taskSeg{st: stBlocked, cpu: e.CPU, sleep: pendingSleep, state: e.PrevState})
-			}
-			pendingSleep = nil
+			t.switchedOut(e)
 		case e.Type == trace.EventSwitch && e.NextTID == tid && tid != 0:
-			if first {
-				cur.st, cur.cpu = stUnknown, e.CPU
+			if t.first {
+				t.cur.st, t.cur.cpu = stUnknown, e.CPU
 			}
-			closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
+			t.closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
 		case e.Type == trace.EventWakeup && e.TID == tid:
-			if first {
-				cur.st = stBlocked
-			}
-			if cur.st == stBlocked || cur.st == stUnknown {
-				cur.wake = e
-				if cur.st == stUnknown {
-					cur.st = stBlocked
-				}
-				cpu := e.CPU
-				if e.TargetCPU != nil {
-					cpu = *e.TargetCPU
-				}
-				closeAt(e.T, taskSeg{st: stRunnable, cpu: cpu})
-			}
+			t.woken(e)
 		case e.Type == trace.EventSleep && e.TID == tid:
-			if first {
-				cur.st, cur.cpu = stRunning, e.CPU
-			} else if cur.st != stRunning {
-				cur.missed = true
-				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
+			if t.first {
+				t.cur.st, t.cur.cpu = stRunning, e.CPU
+			} else if t.cur.st != stRunning {
+				t.cur.missed = true
+				t.closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
 			}
-			pendingSleep = e
+			t.pendingSleep = e
 		case e.Type == trace.EventMigrate && e.TID == tid:
-			from, to := -1, -1
-			if e.FromCPU != nil {
-				from = *e.FromCPU
-			}
-			if e.ToCPU != nil {
-				to = *e.ToCPU
-			}
-			migrations = append(migrations, Migration{T: e.T, From: from, To: to})
-			if cur.st == stRunnable || cur.st == stUnknown {
-				closeAt(e.T, taskSeg{st: cur.st, cpu: to})
-			} else if cur.st == stBlocked {
-				cur.cpu = to
-			}
+			t.migrated(e)
 		case (e.Type == trace.EventUserReturn || e.Type == trace.EventHandlerEntry || e.Type == trace.EventHandlerExit || e.Type == trace.EventTimerArm) && e.TID == tid,
 			e.Type == trace.EventStack && e.TID == tid,
 			e.Type == trace.EventWakeup && e.Waker != nil && e.Waker.Kind == trace.WakerTask && e.Waker.TID == tid:
-			// The task is on a CPU here: if the events said otherwise, some were lost.
-			if first {
-				cur.st, cur.cpu = stRunning, e.CPU
-			} else if cur.st == stBlocked || cur.st == stRunnable || cur.st == stUnknown {
-				cur.missed = true
-				closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
-			}
+			t.onCPU(e)
 		case e.Type == trace.EventExit && e.TID == tid:
-			closeAt(e.T, taskSeg{st: stExited, cpu: -1})
+			t.closeAt(e.T, taskSeg{st: stExited, cpu: -1})
 		default:
 			continue
 		}
-		first = false
+		t.first = false
 	}
-	cur.to = maxT
-	segs = append(segs, cur)
-	return segs, migrations
+	t.cur.to = maxT
+	return append(t.segs, t.cur), t.migrations
+}
+
+// taskWalk is the state of taskTimeline along the events: the segment
+// being built, and the sleep that will start the next blocked one.
+type taskWalk struct {
+	cur          taskSeg
+	first        bool // no event of the task yet
+	pendingSleep *trace.Event
+	segs         []taskSeg
+	migrations   []Migration
+}
+
+// closeAt ends the current segment at t and starts next.
+func (t *taskWalk) closeAt(at int64, next taskSeg) {
+	t.cur.to = at
+	if t.cur.to > t.cur.from {
+		t.segs = append(t.segs, t.cur)
+	} else if len(t.segs) > 0 && t.cur.st == stBlocked && t.cur.wake != nil {
+		// A zero-length sleep still passes its waker on.
+		t.segs[len(t.segs)-1].wake = t.cur.wake
+	}
+	next.from = at
+	t.cur = next
+}
+
+// switchedOut: the task leaves its CPU, preempted (runnable) or to sleep.
+func (t *taskWalk) switchedOut(e *trace.Event) {
+	if t.first {
+		t.cur.st, t.cur.cpu = stRunning, e.CPU
+	} else if t.cur.st != stRunning {
+		t.cur.missed = true // it ran: its wakeup or switch-in was lost
+	}
+	if e.Preempted || e.PrevState == "R" || e.PrevState == "R+" {
+		t.closeAt(e.T, taskSeg{st: stRunnable, cpu: e.CPU})
+	} else {
+		t.closeAt(e.T, taskSeg{st: stBlocked, cpu: e.CPU, sleep: t.pendingSleep, state: e.PrevState})
+	}
+	t.pendingSleep = nil
+}
+
+// woken ends a sleep (or an unknown state, then a sleep) on the CPU the
+// task is woken to.
+func (t *taskWalk) woken(e *trace.Event) {
+	if t.first {
+		t.cur.st = stBlocked
+	}
+	if t.cur.st != stBlocked && t.cur.st != stUnknown {
+		return
+	}
+	t.cur.wake = e
+	if t.cur.st == stUnknown {
+		t.cur.st = stBlocked
+	}
+	cpu := e.CPU
+	if e.TargetCPU != nil {
+		cpu = *e.TargetCPU
+	}
+	t.closeAt(e.T, taskSeg{st: stRunnable, cpu: cpu})
+}
+
+// migrated moves a waiting task to its new CPU and notes the migration.
+func (t *taskWalk) migrated(e *trace.Event) {
+	from, to := -1, -1
+	if e.FromCPU != nil {
+		from = *e.FromCPU
+	}
+	if e.ToCPU != nil {
+		to = *e.ToCPU
+	}
+	t.migrations = append(t.migrations, Migration{T: e.T, From: from, To: to})
+	if t.cur.st == stRunnable || t.cur.st == stUnknown {
+		t.closeAt(e.T, taskSeg{st: t.cur.st, cpu: to})
+	} else if t.cur.st == stBlocked {
+		t.cur.cpu = to
+	}
+}
+
+// onCPU: an event the task makes itself (or a wakeup it makes) puts it on
+// a CPU: if the events said otherwise, some were lost.
+func (t *taskWalk) onCPU(e *trace.Event) {
+	if t.first {
+		t.cur.st, t.cur.cpu = stRunning, e.CPU
+	} else if t.cur.st == stBlocked || t.cur.st == stRunnable || t.cur.st == stUnknown {
+		t.cur.missed = true
+		t.closeAt(e.T, taskSeg{st: stRunning, cpu: e.CPU})
+	}
 }
 
 // stackFor returns the stack sample of tid closest to [a, b) on cpu: inside

@@ -74,95 +74,103 @@ func pct(part, whole uint64) string {
 	return fmt.Sprintf("%.0f%%", float64(part)*100/float64(whole))
 }
 
-// verdict names the dominant cause of the window, with its evidence.
-func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
-	w := res.WindowNs
-	if w == 0 {
-		res.Cause, res.Verdict = CauseInconclusive, "empty window: nothing to explain"
-		return
-	}
-	groups := map[string]*group{}
-	var execNs, periodSleep uint64
-	var delay []*group
+// causes is the window's breakdown by cause: the task's own execution and
+// period sleep, and the groups of everything that delayed it.
+type causes struct {
+	groups      map[string]*group
+	delay       []*group // the groups, largest first
+	execNs      uint64
+	periodSleep uint64
+}
+
+func groupBreakdown(res *Result) *causes {
+	c := &causes{groups: map[string]*group{}}
 	for i := range res.Breakdown {
 		it := &res.Breakdown[i]
 		switch it.Kind {
 		case KindExecution:
-			execNs += it.Ns
+			c.execNs += it.Ns
 			continue
 		case KindPeriodSleep:
-			periodSleep += it.Ns
+			c.periodSleep += it.Ns
 			continue
 		}
 		k := groupKey(it)
-		g := groups[k]
+		g := c.groups[k]
 		if g == nil {
 			g = &group{key: k, kind: groupKind(it)}
-			groups[k] = g
-			delay = append(delay, g)
+			c.groups[k] = g
+			c.delay = append(c.delay, g)
 		}
 		g.ns += it.Ns
 		g.items = append(g.items, it)
 	}
-	sort.SliceStable(delay, func(i, j int) bool { return delay[i].ns > delay[j].ns })
+	sort.SliceStable(c.delay, func(i, j int) bool { return c.delay[i].ns > c.delay[j].ns })
+	return c
+}
+
+// dominant is the largest group, nil when nothing but the task's own time.
+func (c *causes) dominant() *group {
+	if len(c.delay) > 0 {
+		return c.delay[0]
+	}
+	return nil
+}
+
+// lost is the group of unknown time when it holds lost events and is a
+// fifth of the window or more: then no verdict can stand on the rest.
+func (c *causes) lost(w uint64) *group {
+	g := c.groups[KindUnknown.String()]
+	if g == nil || g.ns*5 < w {
+		return nil
+	}
+	for _, it := range g.items {
+		if it.key == "blocked|lost" {
+			return g
+		}
+	}
+	return nil
+}
+
+// verdict names the dominant cause of the window, with its evidence.
+func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
+	if res.WindowNs == 0 {
+		res.Cause, res.Verdict = CauseInconclusive, "empty window: nothing to explain"
+		return
+	}
+	c := groupBreakdown(res)
 	res.BlockingThread = blockingThread(res)
-	res.RuledOut = ruledOut(res, groups, segs)
-	if tl.stealClock && groups[KindHypervisor.String()] == nil {
+	res.RuledOut = ruledOut(res, c.groups, segs)
+	if tl.stealClock && c.groups[KindHypervisor.String()] == nil {
 		res.RuledOut = append(res.RuledOut, "hypervisor (no steal time)")
 	}
-	defer stealSuffix(res, groups)
-
+	defer stealSuffix(res, c.groups)
 	noun := "window"
 	switch s.Metric {
 	case "latency", "timer-thread", "timer-irq":
 		noun = "wait"
 	}
-	var dom *group
-	if len(delay) > 0 {
-		dom = delay[0]
-	}
-	if g := groups[KindUnknown.String()]; g != nil && g.ns*5 >= w {
-		for _, it := range g.items {
-			if it.key == "blocked|lost" {
-				// Events were lost: no verdict can stand on the rest.
-				explainGroup(res, tl, s, segs, g, noun)
-				return
-			}
-		}
-	}
-	ruled := func() {
-		if len(res.RuledOut) > 0 {
-			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
-		}
-	}
-	if s.Metric == "iteration" && s.NominalPeriod > 0 {
-		iterationVerdict(res, tl, s, segs, execNs, periodSleep, dom)
-		addMigration(res)
+	if g := c.lost(res.WindowNs); g != nil {
+		explainGroup(res, tl, s, segs, g, noun)
 		return
 	}
-	prefix := ""
-	if (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0 {
-		if periodVerdict(res, s, execNs, periodSleep, dom) {
-			addMigration(res)
-			return
-		}
-		prefix = res.Verdict
-		res.Verdict = ""
-		// A long period: explained by what delayed its end.
-		if dev := int64(w) - int64(s.NominalPeriod); dom != nil && dom.ns*2 >= uint64(dev) {
-			explainGroup(res, tl, s, segs, dom, noun)
-		} else {
-			res.Cause = CauseInconclusive
-			res.Verdict = "inconclusive: no single cause explains the difference"
-			if dom != nil {
-				res.Verdict += fmt.Sprintf("; the largest is %s, %s", dom.top().Label, us(dom.ns))
-			}
-			ruled()
-		}
-		res.Verdict = prefix + res.Verdict
-		addMigration(res)
-		return
+	dom := c.dominant()
+	switch {
+	case s.Metric == "iteration" && s.NominalPeriod > 0:
+		iterationVerdict(res, tl, s, segs, c.execNs, c.periodSleep, dom)
+	case (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0:
+		periodVerdict(res, tl, s, segs, c, noun)
+	default:
+		windowVerdict(res, tl, s, segs, c, noun)
 	}
+	addMigration(res)
+}
+
+// windowVerdict explains a window of no period: the task's own execution
+// when it ran half of it and nothing else took a quarter, inconclusive when
+// no cause took a fifth, else the dominant cause.
+func windowVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, c *causes, noun string) {
+	w, dom, execNs := res.WindowNs, c.dominant(), c.execNs
 	switch {
 	case dom == nil || (execNs*2 >= w && dom.ns*4 < w):
 		res.Cause = CauseExecution
@@ -170,16 +178,46 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 		if dom != nil {
 			res.Verdict += fmt.Sprintf("; the largest other part is %s, %s", dom.top().Label, us(dom.ns))
 		}
-		ruled()
+		addRuledOut(res)
 	case dom.ns*5 < w:
 		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: no cause dominates; the largest is %s, %s (%s) of the %s %s",
 			dom.top().Label, us(dom.ns), pct(dom.ns, w), us(w), noun)
-		ruled()
+		addRuledOut(res)
 	default:
 		explainGroup(res, tl, s, segs, dom, noun)
 	}
-	addMigration(res)
+}
+
+// periodVerdict explains a period or jitter window: by its releases and the
+// task's own time (periodByReleases), else a long period by what delayed
+// its end, after the words that say how long it was.
+func periodVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, c *causes, noun string) {
+	dom := c.dominant()
+	if periodByReleases(res, s, c.execNs, c.periodSleep, dom) {
+		return
+	}
+	prefix := res.Verdict
+	res.Verdict = ""
+	if dev := int64(res.WindowNs) - int64(s.NominalPeriod); dom != nil && dom.ns*2 >= uint64(dev) {
+		explainGroup(res, tl, s, segs, dom, noun)
+	} else {
+		res.Cause = CauseInconclusive
+		res.Verdict = "inconclusive: no single cause explains the difference"
+		if dom != nil {
+			res.Verdict += fmt.Sprintf("; the largest is %s, %s", dom.top().Label, us(dom.ns))
+		}
+		addRuledOut(res)
+	}
+	res.Verdict = prefix + res.Verdict
+}
+
+// addRuledOut ends a verdict that names no cause with the causes the
+// window rules out.
+func addRuledOut(res *Result) {
+	if len(res.RuledOut) > 0 {
+		res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
+	}
 }
 
 // stealSuffix adds the hypervisor's share to a verdict that names another
@@ -209,11 +247,11 @@ func wakeNs(r *Release) int64 {
 	return *r.WakeupNs
 }
 
-// periodVerdict explains a period or jitter window by its releases and the
+// periodByReleases explains a period or jitter window by its releases and the
 // task's own time. It decides (true) a short period (its start was late), an
 // overrun and a long sleep of the task's own; otherwise it leaves a prefix in
 // res.Verdict and the caller explains what delayed the end.
-func periodVerdict(res *Result, s Subject, execNs, periodSleep uint64, dom *group) bool {
+func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *group) bool {
 	w := res.WindowNs
 	p := s.NominalPeriod
 	var start, end *Release
@@ -426,13 +464,12 @@ func (it *Item) describeWoke() string {
 	return it.Label + " waking " + strings.Join(it.Woke, ", ")
 }
 
-// explainGroup writes the verdict of a dominant cause.
+// explainGroup writes the verdict of a dominant cause: the words of its
+// kind, unless the CPU itself was not running or the monitor held it.
 func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *group, noun string) {
 	w := res.WindowNs
 	top := g.top()
-	cpu := top.CPU
 	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
-	rt := s.RT()
 	res.Culprit = culprit(top)
 	if platformStall(res, tl, g, top, share) {
 		return
@@ -446,160 +483,200 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		res.Cause = CauseHypervisor
 		res.Culprit = "hypervisor"
 		res.Verdict = fmt.Sprintf("hypervisor: CPU %d's vCPU was not running for %s (hypervisor steal time): "+
-			"the host ran something else; dedicated or pinned vCPUs, or a bare-metal host, remove it", cpu, share)
+			"the host ran something else; dedicated or pinned vCPUs, or a bare-metal host, remove it", top.CPU, share)
 	case KindInterference:
-		t := top.Thread
-		tRT := t.KPrio >= -1 && t.KPrio < 100
-		switch {
-		case t.BoostedFrom != "":
-			res.Cause = CauseInterference
-			res.Verdict = fmt.Sprintf("interference by a priority-inheritance boost: %s ran %s on CPU %d, above this task's %s, "+
-				"while holding a lock %s waits for: inheritance working as intended, not a priority misconfiguration; "+
-				"shorten `%s`'s critical section, or keep the lock away from this CPU", who(t), share, cpu, s.Sched, t.BoostedBy, t.Comm)
-		case rt:
-			res.Cause = CauseInterference
-			res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
-				"A priority misconfiguration if `%s` is less urgent than this task; otherwise a CPU hog to shorten or move to another CPU",
-				who(t), share, cpu, s.Sched, t.Comm)
-		case tRT:
-			res.Cause = CauseCPUHog
-			res.Verdict = fmt.Sprintf("CPU hog / starvation: the real-time task %s ran %s on CPU %d while this %s task waited; "+
-				"give this task a real-time priority or move one of them to another CPU", who(t), share, cpu, s.Sched)
-		default:
-			res.Cause = CauseInterference
-			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d (SCHED_OTHER time sharing, it had the smaller nice or vruntime)",
-				who(t), share, cpu)
-		}
+		interferenceVerdict(res, s, top, share)
 	case KindBlocking:
-		t := top.Thread
-		switch {
-		case t.BoostedFrom != "":
-			res.Cause = CauseInternalBlocking
-			res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
-				"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
-				"shorten the critical section", who(t), share, cpu)
-		case !rt:
-			res.Cause = CauseBlocking
-			res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
-				"(SCHED_OTHER time sharing); give it a real-time priority if it must run at once", who(t), share, cpu, s.Sched)
-		case t.KPrio == s.KPrio && strings.HasPrefix(t.Sched, "FIFO"):
-			res.Cause = CauseBlocking
-			res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
-				"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
-		case t.Sampled && t.UserSpace:
-			res.Cause = CauseBlocking
-			res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
-				"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
-				who(t), share, cpu)
-		default:
-			res.Cause = CauseNonPreemptible
-			when := "woken on time"
-			if st := wakeTime(res, s); st != "" {
-				when = st
-			}
-			res.Verdict = fmt.Sprintf("non-preemptible kernel section: %s, but CPU %d kept running %s in the kernel for %s, %s",
-				when, cpu, who(t), share, modelWords(res.Preemption))
-			if len(t.Stack) > 0 {
-				res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
-			} else {
-				res.Verdict += "; no stack sample, but a lower-priority task keeps a real-time one off its CPU only in non-preemptible kernel code"
-			}
-		}
+		blockingVerdict(res, s, top, share)
 	case KindIRQOff:
-		t := top.Thread
-		delay := releaseDelay(res, top)
-		tasks := 0
-		for _, it := range res.Breakdown {
-			if it.Kind == KindIRQOff && it.Phase == PhaseRelease {
-				tasks++
-			}
-		}
-		if slackVerdict(res, s, delay) {
-			return
-		}
-		if !rt && delay <= 100_000 && s.TimerSlackNs == 0 {
-			res.Cause = CauseRelease
-			res.Verdict = fmt.Sprintf("timer slack: the timer interrupt came %s after the expiry; this task ran as %s, and the timers "+
-				"of SCHED_OTHER tasks fire up to their slack (50 us by default) late; a real-time priority removes it", us(delay), s.Sched)
-			return
-		}
-		if tasks > 1 {
-			res.Cause = CauseRelease
-			res.Verdict = fmt.Sprintf("late timer interrupt: it came %s after the expiry although CPU %d switched tasks meanwhile "+
-				"(interrupts were on, %d tasks ran): the timer was programmed to fire later (timer slack, a coarse clock event device) "+
-				"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
-			return
-		}
-		if !t.Sampled && !tl.stealClock && delay >= cpuUnavailableNs {
-			// No stack puts the task in the kernel, and no steal clock
-			// can clear the hypervisor: do not blame the task.
-			res.Cause = CauseCPUUnavailable
-			res.Culprit = "CPU not running, or " + who(t) + " with interrupts off"
-			res.Verdict = fmt.Sprintf("CPU %d recorded nothing for %s after the timer expired while %s was current: either the CPU was not running "+
-				"(a hypervisor or firmware stall: this machine has no readable steal clock) or that task kept interrupts off; "+
-				"with no stack sample nothing in the trace tells which", cpu, us(delay), who(t))
-			return
-		}
-		res.Cause = CauseIRQOff
-		res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
-			"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
-		if len(t.Stack) > 0 {
-			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
-		}
+		irqOffVerdict(res, tl, s, top)
 	case KindHardIRQ:
-		res.Cause = CauseHardIRQ
-		if top.Phase == PhaseRelease {
-			delay := releaseDelay(res, top)
-			res.Verdict = fmt.Sprintf("hard-IRQ noise: the timer fired on time but its interrupt ran %s late: "+
-				"CPU %d was in hard-IRQ context, %s for %s", us(delay), cpu, top.describeWoke(), us(top.Ns))
-		} else {
-			res.Verdict = fmt.Sprintf("hard-IRQ noise: CPU %d spent %s in hard-IRQ context, mostly %s (%s)",
-				cpu, share, top.describeWoke(), us(top.Ns))
-		}
+		hardIRQVerdict(res, top, share)
 	case KindSoftIRQ:
 		res.Cause = CauseSoftIRQ
-		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", cpu, share, top.describeWoke(), us(top.Ns))
+		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", top.CPU, share, top.describeWoke(), us(top.Ns))
 	case KindIdle:
-		res.Cause = CauseExitFromIdle
-		if top.Phase == PhaseRelease && g.ns > 1_000_000 {
-			// No idle state takes milliseconds to leave: the CPU was not running.
-			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late, "+
-				"far beyond any idle state's exit latency: the CPU itself was not running (a hypervisor that did not schedule this vCPU, or firmware)",
-				cpu, us(g.ns))
-		} else if top.Phase == PhaseRelease && slackVerdict(res, s, releaseDelay(res, top)) {
-			return
-		} else if top.Phase == PhaseRelease {
-			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late "+
-				"(the idle state's exit latency, or the hypervisor); consider /dev/cpu_dma_latency or idle=poll", cpu, us(g.ns))
-		} else {
-			res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle and took %s to run the task after its wakeup", cpu, share)
-		}
+		idleVerdict(res, s, g, top, share)
 	case KindOwnTimer:
 		res.Cause = CauseRelease
 		res.Verdict = fmt.Sprintf("timer release: its own timer callback %s took %s", top.Function, share)
 	case KindSleep:
 		sleepVerdict(res, tl, s, segs, top)
 	case KindUnknown:
-		res.Cause = CauseInconclusive
-		if len(res.Migrations) > 0 && top.key != "blocked|lost" {
-			res.Cause = CauseMigration
-		}
-		if top.key == "blocked|lost" {
-			res.Verdict = fmt.Sprintf("inconclusive: events of this task were lost: for %s it was asleep, then seen running, "+
-				"with no recorded wakeup or switch-in in between, so the window may span activations the engine did not see", share)
-			return
-		}
-		res.Verdict = fmt.Sprintf("inconclusive: %s has no events (%s)", share, top.Label)
-		if len(res.Notes) > 0 {
-			res.Verdict += "; " + res.Notes[0]
-		}
-		if len(res.RuledOut) > 0 {
-			res.Verdict += "; ruled out: " + strings.Join(res.RuledOut, ", ")
-		}
+		unknownVerdict(res, top, share)
 	default:
 		res.Cause = CauseInconclusive
 		res.Verdict = fmt.Sprintf("inconclusive: the largest part is %s, %s", top.Label, share)
 	}
+}
+
+// interferenceVerdict explains a thread that ran above the task: a
+// priority-inheritance boost, a higher real-time priority, a real-time hog
+// over a normal task, or SCHED_OTHER time sharing.
+func interferenceVerdict(res *Result, s Subject, top *Item, share string) {
+	t, cpu := top.Thread, top.CPU
+	tRT := t.KPrio >= -1 && t.KPrio < 100
+	switch {
+	case t.BoostedFrom != "":
+		res.Cause = CauseInterference
+		res.Verdict = fmt.Sprintf("interference by a priority-inheritance boost: %s ran %s on CPU %d, above this task's %s, "+
+			"while holding a lock %s waits for: inheritance working as intended, not a priority misconfiguration; "+
+			"shorten `%s`'s critical section, or keep the lock away from this CPU", who(t), share, cpu, s.Sched, t.BoostedBy, t.Comm)
+	case s.RT():
+		res.Cause = CauseInterference
+		res.Verdict = fmt.Sprintf("interference by a higher priority: %s ran %s on CPU %d, above this task's %s. "+
+			"A priority misconfiguration if `%s` is less urgent than this task; otherwise a CPU hog to shorten or move to another CPU",
+			who(t), share, cpu, s.Sched, t.Comm)
+	case tRT:
+		res.Cause = CauseCPUHog
+		res.Verdict = fmt.Sprintf("CPU hog / starvation: the real-time task %s ran %s on CPU %d while this %s task waited; "+
+			"give this task a real-time priority or move one of them to another CPU", who(t), share, cpu, s.Sched)
+	default:
+		res.Cause = CauseInterference
+		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d (SCHED_OTHER time sharing, it had the smaller nice or vruntime)",
+			who(t), share, cpu)
+	}
+}
+
+// blockingVerdict explains a thread at or below the task's priority that
+// kept its CPU: the owner of its lock, time sharing, an equal FIFO
+// priority, throttling, or else a non-preemptible kernel section.
+func blockingVerdict(res *Result, s Subject, top *Item, share string) {
+	t, cpu := top.Thread, top.CPU
+	switch {
+	case t.BoostedFrom != "":
+		res.Cause = CauseInternalBlocking
+		res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
+			"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
+			"shorten the critical section", who(t), share, cpu)
+	case !s.RT():
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
+			"(SCHED_OTHER time sharing); give it a real-time priority if it must run at once", who(t), share, cpu, s.Sched)
+	case t.KPrio == s.KPrio && strings.HasPrefix(t.Sched, "FIFO"):
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
+			"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
+	case t.Sampled && t.UserSpace:
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
+			"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
+			who(t), share, cpu)
+	default:
+		res.Cause = CauseNonPreemptible
+		when := "woken on time"
+		if st := wakeTime(res, s); st != "" {
+			when = st
+		}
+		res.Verdict = fmt.Sprintf("non-preemptible kernel section: %s, but CPU %d kept running %s in the kernel for %s, %s",
+			when, cpu, who(t), share, modelWords(res.Preemption))
+		if len(t.Stack) > 0 {
+			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+		} else {
+			res.Verdict += "; no stack sample, but a lower-priority task keeps a real-time one off its CPU only in non-preemptible kernel code"
+		}
+	}
+}
+
+// irqOffVerdict explains a timer interrupt that came late while a thread
+// ran: timer slack, a timer programmed late (tasks switched meanwhile, so
+// interrupts were on), a CPU that may not have run, or interrupts off.
+func irqOffVerdict(res *Result, tl *timelines, s Subject, top *Item) {
+	t, cpu := top.Thread, top.CPU
+	delay := releaseDelay(res, top)
+	tasks := 0
+	for _, it := range res.Breakdown {
+		if it.Kind == KindIRQOff && it.Phase == PhaseRelease {
+			tasks++
+		}
+	}
+	if slackVerdict(res, s, delay) {
+		return
+	}
+	if !s.RT() && delay <= 100_000 && s.TimerSlackNs == 0 {
+		res.Cause = CauseRelease
+		res.Verdict = fmt.Sprintf("timer slack: the timer interrupt came %s after the expiry; this task ran as %s, and the timers "+
+			"of SCHED_OTHER tasks fire up to their slack (50 us by default) late; a real-time priority removes it", us(delay), s.Sched)
+		return
+	}
+	if tasks > 1 {
+		res.Cause = CauseRelease
+		res.Verdict = fmt.Sprintf("late timer interrupt: it came %s after the expiry although CPU %d switched tasks meanwhile "+
+			"(interrupts were on, %d tasks ran): the timer was programmed to fire later (timer slack, a coarse clock event device) "+
+			"or the CPU was not available (hypervisor)", us(delay), cpu, tasks)
+		return
+	}
+	if !t.Sampled && !tl.stealClock && delay >= cpuUnavailableNs {
+		// No stack puts the task in the kernel, and no steal clock
+		// can clear the hypervisor: do not blame the task.
+		res.Cause = CauseCPUUnavailable
+		res.Culprit = "CPU not running, or " + who(t) + " with interrupts off"
+		res.Verdict = fmt.Sprintf("CPU %d recorded nothing for %s after the timer expired while %s was current: either the CPU was not running "+
+			"(a hypervisor or firmware stall: this machine has no readable steal clock) or that task kept interrupts off; "+
+			"with no stack sample nothing in the trace tells which", cpu, us(delay), who(t))
+		return
+	}
+	res.Cause = CauseIRQOff
+	res.Verdict = fmt.Sprintf("timer interrupt delayed: the timer expired but its interrupt ran %s late while CPU %d ran %s "+
+		"with no other event: interrupts were disabled (or the CPU was not available: hypervisor, SMI)", us(delay), cpu, who(t))
+	if len(t.Stack) > 0 {
+		res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+	}
+}
+
+// hardIRQVerdict explains interrupt handlers: one that held up the timer's
+// own interrupt (the release), or that ran while the task waited.
+func hardIRQVerdict(res *Result, top *Item, share string) {
+	res.Cause = CauseHardIRQ
+	if top.Phase == PhaseRelease {
+		delay := releaseDelay(res, top)
+		res.Verdict = fmt.Sprintf("hard-IRQ noise: the timer fired on time but its interrupt ran %s late: "+
+			"CPU %d was in hard-IRQ context, %s for %s", us(delay), top.CPU, top.describeWoke(), us(top.Ns))
+		return
+	}
+	res.Verdict = fmt.Sprintf("hard-IRQ noise: CPU %d spent %s in hard-IRQ context, mostly %s (%s)",
+		top.CPU, share, top.describeWoke(), us(top.Ns))
+}
+
+// idleVerdict explains a CPU that was idle: too long to be an idle state's
+// exit latency, within the task's timer slack, the exit latency, or the
+// scheduling after a wakeup.
+func idleVerdict(res *Result, s Subject, g *group, top *Item, share string) {
+	cpu := top.CPU
+	res.Cause = CauseExitFromIdle
+	switch {
+	case top.Phase == PhaseRelease && g.ns > 1_000_000:
+		// No idle state takes milliseconds to leave: the CPU was not running.
+		res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late, "+
+			"far beyond any idle state's exit latency: the CPU itself was not running (a hypervisor that did not schedule this vCPU, or firmware)",
+			cpu, us(g.ns))
+	case top.Phase == PhaseRelease && slackVerdict(res, s, releaseDelay(res, top)):
+		// Within the task's timer slack: slackVerdict has worded it.
+	case top.Phase == PhaseRelease:
+		res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle when the timer expired and its interrupt came %s late "+
+			"(the idle state's exit latency, or the hypervisor); consider /dev/cpu_dma_latency or idle=poll", cpu, us(g.ns))
+	default:
+		res.Verdict = fmt.Sprintf("exit from idle: CPU %d was idle and took %s to run the task after its wakeup", cpu, share)
+	}
+}
+
+// unknownVerdict explains time no event accounts for: lost events, or a
+// CPU that recorded nothing (with the notes and what was ruled out).
+func unknownVerdict(res *Result, top *Item, share string) {
+	res.Cause = CauseInconclusive
+	if len(res.Migrations) > 0 && top.key != "blocked|lost" {
+		res.Cause = CauseMigration
+	}
+	if top.key == "blocked|lost" {
+		res.Verdict = fmt.Sprintf("inconclusive: events of this task were lost: for %s it was asleep, then seen running, "+
+			"with no recorded wakeup or switch-in in between, so the window may span activations the engine did not see", share)
+		return
+	}
+	res.Verdict = fmt.Sprintf("inconclusive: %s has no events (%s)", share, top.Label)
+	if len(res.Notes) > 0 {
+		res.Verdict += "; " + res.Notes[0]
+	}
+	addRuledOut(res)
 }
 
 // monitorVerdict explains a window dominated by rtscope's own threads: the

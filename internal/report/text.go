@@ -90,26 +90,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}
-	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us; pNN ±12.5%%)\n",
-		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
-	any := false
-	for _, id := range metric.All() {
-		m := t.Metrics[id.String()]
-		if m == nil || (m.Count == 0 && m.SLONs == nil) {
-			continue
-		}
-		any = true
-		viol := units.Unset
-		if m.Violations != nil {
-			viol = fmt.Sprint(*m.Violations)
-		}
-		fmt.Fprintf(w, "   %-12s %8d %9s %9s %9s %9s %9s %9s %9s %9s %6s\n", id.String(), m.Count,
-			us(m.MinNs), usf(m.AvgNs), us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.P999Ns), us(m.MaxNs),
-			us(m.SLONs), viol)
-	}
-	if !any {
-		fmt.Fprintf(w, "   no samples\n")
-	}
+	writeMetricTable(w, t)
 	c := t.Counters
 	fmt.Fprintf(w, "   wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
@@ -134,6 +115,37 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 			m.ViolationCauses.WriteText(w, id.String()+" SLO violations", *m.SLONs, "   ")
 		}
 	}
+	writeWorst(w, t, withTraces)
+}
+
+// writeMetricTable writes a task's summary of each metric it has samples
+// or an SLO for, one a line.
+func writeMetricTable(w io.Writer, t *Task) {
+	fmt.Fprintf(w, "   %-12s %8s %9s %9s %9s %9s %9s %9s %9s %9s %6s   (us; pNN ±12.5%%)\n",
+		"metric", "count", "min", "avg", "p50", "p90", "p99", "p99.9", "max", "slo", "viol")
+	any := false
+	for _, id := range metric.All() {
+		m := t.Metrics[id.String()]
+		if m == nil || (m.Count == 0 && m.SLONs == nil) {
+			continue
+		}
+		any = true
+		viol := units.Unset
+		if m.Violations != nil {
+			viol = fmt.Sprint(*m.Violations)
+		}
+		fmt.Fprintf(w, "   %-12s %8d %9s %9s %9s %9s %9s %9s %9s %9s %6s\n", id.String(), m.Count,
+			us(m.MinNs), usf(m.AvgNs), us(m.P50Ns), us(m.P90Ns), us(m.P99Ns), us(m.P999Ns), us(m.MaxNs),
+			us(m.SLONs), viol)
+	}
+	if !any {
+		fmt.Fprintf(w, "   no samples\n")
+	}
+}
+
+// writeWorst writes each metric's worst case with its verdict; withTraces
+// adds the analysis's breakdown and the event listing.
+func writeWorst(w io.Writer, t *Task, withTraces bool) {
 	for _, id := range metric.All() {
 		m := t.Metrics[id.String()]
 		if m != nil && m.WorstNote != "" {
