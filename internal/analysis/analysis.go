@@ -27,6 +27,10 @@ type Subject struct {
 	Metric string
 	// NominalPeriod (ns) of a periodic task, 0 when unknown (period, jitter).
 	NominalPeriod uint64
+	// SleepsRelative: its loop sleeps relative to its wakeup (its timer
+	// sleeps mostly relative): it has no deadline to miss, and a long cycle
+	// stretches its period instead of overrunning it.
+	SleepsRelative bool
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64

@@ -1024,6 +1024,32 @@ func arm(t int64, cpu int, who th, expiry int64) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "timer_arm", TID: who.tid, Comm: who.comm, ExpiryT: i64(expiry), Missed: expiry <= t}
 }
 
+// The same iteration of a loop that sleeps relative to its wakeup has no
+// deadline to miss: its period stretches, never "overrun" (task-M of
+// priority-inversion was called one with no overrun counted).
+func TestIterationStretchedRelativeSleep(t *testing.T) {
+	tr := window("iteration", control, us1(1500),
+		arm(us1(-1500), 1, control, us1(-2500)),
+		timerIn(us1(-1480), 1, "hrtimer_wakeup", us1(-2500)),
+		wakeTimer(us1(-1479), 1, control, us1(-2500)),
+		timerOut(us1(-1478), 1, "hrtimer_wakeup"),
+		arm(0, 1, control, us1(-1500)),
+		timerIn(us1(20), 1, "hrtimer_wakeup", us1(-1500)),
+		wakeTimer(us1(21), 1, control, us1(-1500)),
+		timerOut(us1(22), 1, "hrtimer_wakeup"),
+		arm(us1(1500), 1, control, us1(-500)),
+	)
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(1000))
+	s.SleepsRelative = true
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "a stretched iteration: the loop's work took 1500.0 us of its 1000.0 us period", "no deadline to miss")
+	if strings.Contains(r.Verdict, "overrun") {
+		t.Errorf("a relative sleeper's verdict names an overrun: %s", r.Verdict)
+	}
+}
+
 // A loop that never sleeps: its iteration opens and closes with the arming
 // of a deadline already past, the past deadline's timer wakes it while it
 // runs (no state change), and no switch happens on its CPU. Its work took

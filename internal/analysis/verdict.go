@@ -284,6 +284,17 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 	// The cycle: all but the sleep until the next period and that period's release.
 	busy := w - periodSleep - min(res.PhaseNs.Release, w-periodSleep)
 	switch {
+	case busy > p && s.SleepsRelative:
+		// No deadline: a loop that sleeps a fixed time after its work
+		// cannot overrun, its period grows (task-M of priority-inversion
+		// was called an overrun its counters never had).
+		res.Cause = CauseExecution
+		res.Verdict = fmt.Sprintf("%s: a stretched period: its cycle took %s, and it sleeps relative to its wakeup (no deadline to miss: the period grows with the cycle; sleep to an absolute time, TIMER_ABSTIME, to keep it): own execution %s",
+			pre, us(busy), us(execNs))
+		if dom != nil {
+			res.Verdict += fmt.Sprintf(", %s %s", dom.top().Label, us(dom.ns))
+		}
+		return true
 	case busy > p:
 		res.Cause = CauseOverrun
 		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: own execution %s",
@@ -329,6 +340,16 @@ func iterationVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, exe
 		return
 	}
 	pre := fmt.Sprintf("overrun: the loop's work took %s of its %s period (running %s)", us(work), us(p), running)
+	if s.SleepsRelative {
+		// Its sleeps are relative: no deadline, the period stretches.
+		pre = fmt.Sprintf("a stretched iteration: the loop's work took %s of its %s period (running %s), and it sleeps relative to its wakeup (no deadline to miss: the period grows; sleep to an absolute time, TIMER_ABSTIME, to keep it)",
+			us(work), us(p), running)
+	}
+	if s.SleepsRelative && (dom == nil || (execNs*2 >= work && dom.ns*4 < work)) {
+		res.Cause = CauseExecution
+		res.Verdict = pre
+		return
+	}
 	if dom == nil || (execNs*2 >= work && dom.ns*4 < work) {
 		res.Cause = CauseOverrun
 		res.Culprit = "own work"

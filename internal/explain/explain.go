@@ -42,6 +42,10 @@ func SubjectOf(t *report.Task, m string) analysis.Subject {
 		s.TimerSlackNs = *t.TimerSlackNs
 	}
 	s.MemNotLocked = t.Hygiene[report.HygieneMemNotLocked] == 1
+	// As the judgement counts them (report.Judge): one relative sleep is
+	// the start-up's; a tenth or more of its timer releases is its loop.
+	rel := t.Hygiene["relative_timer_sleeps"]
+	s.SleepsRelative = rel > 1 && rel*10 >= t.Counters.TimerReleases
 	return s
 }
 
