@@ -1024,11 +1024,11 @@ func arm(t int64, cpu int, who th, expiry int64) trace.Event {
 	return trace.Event{T: t, CPU: cpu, Type: "timer_arm", TID: who.tid, Comm: who.comm, ExpiryT: i64(expiry), Missed: expiry <= t}
 }
 
-// The same iteration of a loop that sleeps relative to its wakeup has no
-// deadline to miss: its period stretches, never "overrun" (task-M of
-// priority-inversion was called one with no overrun counted).
-func TestIterationStretchedRelativeSleep(t *testing.T) {
-	tr := window("iteration", control, us1(1500),
+// neverSleepingIteration is a 1500 us iteration of a loop that never
+// sleeps: it opens and closes with the arming of a deadline already past,
+// the past deadline's timer waking it while it runs.
+func neverSleepingIteration() *trace.Trace {
+	return window("iteration", control, us1(1500),
 		arm(us1(-1500), 1, control, us1(-2500)),
 		timerIn(us1(-1480), 1, "hrtimer_wakeup", us1(-2500)),
 		wakeTimer(us1(-1479), 1, control, us1(-2500)),
@@ -1039,6 +1039,13 @@ func TestIterationStretchedRelativeSleep(t *testing.T) {
 		timerOut(us1(22), 1, "hrtimer_wakeup"),
 		arm(us1(1500), 1, control, us1(-500)),
 	)
+}
+
+// The same iteration of a loop that sleeps relative to its wakeup has no
+// deadline to miss: its period stretches, never "overrun" (task-M of
+// priority-inversion was called one with no overrun counted).
+func TestIterationStretchedRelativeSleep(t *testing.T) {
+	tr := neverSleepingIteration()
 	s := subject(control, "iteration")
 	s.NominalPeriod = uint64(us1(1000))
 	s.SleepsRelative = true
@@ -1055,17 +1062,7 @@ func TestIterationStretchedRelativeSleep(t *testing.T) {
 // runs (no state change), and no switch happens on its CPU. Its work took
 // 1500 us of its 1000 us period: an overrun of its own.
 func TestIterationOverrunOwnWork(t *testing.T) {
-	tr := window("iteration", control, us1(1500),
-		arm(us1(-1500), 1, control, us1(-2500)),
-		timerIn(us1(-1480), 1, "hrtimer_wakeup", us1(-2500)),
-		wakeTimer(us1(-1479), 1, control, us1(-2500)),
-		timerOut(us1(-1478), 1, "hrtimer_wakeup"),
-		arm(0, 1, control, us1(-1500)),
-		timerIn(us1(20), 1, "hrtimer_wakeup", us1(-1500)),
-		wakeTimer(us1(21), 1, control, us1(-1500)),
-		timerOut(us1(22), 1, "hrtimer_wakeup"),
-		arm(us1(1500), 1, control, us1(-500)),
-	)
+	tr := neverSleepingIteration()
 	s := subject(control, "iteration")
 	s.NominalPeriod = uint64(us1(1000))
 	r := explain(tr, s, "none")

@@ -289,19 +289,13 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 		// cannot overrun, its period grows (task-M of priority-inversion
 		// was called an overrun its counters never had).
 		res.Cause = CauseExecution
-		res.Verdict = fmt.Sprintf("%s: a stretched period: its cycle took %s, and it sleeps relative to its wakeup (no deadline to miss: the period grows with the cycle; sleep to an absolute time, TIMER_ABSTIME, to keep it): own execution %s",
-			pre, us(busy), us(execNs))
-		if dom != nil {
-			res.Verdict += fmt.Sprintf(", %s %s", dom.top().Label, us(dom.ns))
-		}
+		res.Verdict = fmt.Sprintf("%s: a stretched period: its cycle took %s, and it sleeps relative to its wakeup (no deadline to miss: the period grows with the cycle; sleep to an absolute time, TIMER_ABSTIME, to keep it): %s",
+			pre, us(busy), ownAndLargest(execNs, dom))
 		return true
 	case busy > p:
 		res.Cause = CauseOverrun
-		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: own execution %s",
-			pre, us(busy), us(execNs))
-		if dom != nil {
-			res.Verdict += fmt.Sprintf(", %s %s", dom.top().Label, us(dom.ns))
-		}
+		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: %s",
+			pre, us(busy), ownAndLargest(execNs, dom))
 		return true
 	case periodSleep > p:
 		res.Cause = CauseLongSleep
@@ -315,6 +309,16 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 	}
 	res.Verdict += ": "
 	return false
+}
+
+// ownAndLargest words the task's own execution in a long cycle and the
+// largest other part of it, when there is one.
+func ownAndLargest(execNs uint64, dom *group) string {
+	s := "own execution " + us(execNs)
+	if dom != nil {
+		s += fmt.Sprintf(", %s %s", dom.top().Label, us(dom.ns))
+	}
+	return s
 }
 
 // iterationVerdict explains one iteration of a periodic loop (arming of its

@@ -20,6 +20,7 @@ import (
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/inject"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/report/reporttest"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 	"github.com/rtscope/rtscope/internal/trace"
@@ -232,7 +233,7 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 		}
 		t.Fatalf("the scenario child %s ended with %s (its error is printed above, after \"scenario child:\")", name, how)
 	}
-	checkReport(t, rep)
+	reporttest.Check(t, rep)
 	tasks := map[string]*report.Task{}
 	for _, task := range rep.Tasks {
 		tasks[task.Comm] = task
@@ -247,19 +248,6 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 		}
 	}
 	return tasks
-}
-
-// checkReport runs the report's consistency check: a problem of the report
-// layer fails the test, one whose fix lies elsewhere is logged.
-func checkReport(t *testing.T, rep *report.Report) {
-	t.Helper()
-	bugs, pending := report.CheckSplit(rep)
-	for _, p := range pending {
-		t.Logf("report check, pending (%s): %s", report.PendingElsewhere[p.Invariant], p)
-	}
-	for _, p := range bugs {
-		t.Errorf("report check: %s", p)
-	}
 }
 
 // metric returns a metric and logs its summary.

@@ -10,6 +10,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/report/reporttest"
 	"github.com/rtscope/rtscope/internal/slo"
 	"github.com/rtscope/rtscope/internal/target"
 )
@@ -55,7 +56,7 @@ func TestManyShortLivedTasksLeaveNothing(t *testing.T) {
 	// Hardly any window is cut here (/bin/true barely runs): the bound on
 	// them is TestExitedTasksWindowsBounded's.
 	heldWindows(t, rep)
-	checkReport(t, rep)
+	reporttest.Check(t, rep)
 	if rep.Lost.TasksNotTracked != 0 {
 		t.Errorf("lost: %+v", rep.Lost)
 	}
@@ -115,7 +116,7 @@ func TestExitedTasksWindowsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkReport(t, rep)
+		reporttest.Check(t, rep)
 		held := heldWindows(t, rep)
 		t.Logf("%d tasks, %d windows held, %d dropped, lost %+v", len(rep.Tasks)+len(rep.Hidden), held, rep.Lost.ExitedWindowsDropped, rep.Lost)
 		if held > bound {
@@ -134,15 +135,3 @@ func TestExitedTasksWindowsBounded(t *testing.T) {
 	}
 }
 
-// checkReport runs the report's consistency check: a problem of the report
-// layer fails the test, one whose fix lies elsewhere is logged.
-func checkReport(t *testing.T, rep *report.Report) {
-	t.Helper()
-	bugs, pending := report.CheckSplit(rep)
-	for _, p := range pending {
-		t.Logf("report check, pending (%s): %s", report.PendingElsewhere[p.Invariant], p)
-	}
-	for _, p := range bugs {
-		t.Errorf("report check: %s", p)
-	}
-}
