@@ -134,4 +134,3 @@ func TestExitedTasksWindowsBounded(t *testing.T) {
 		t.Logf("attempt %d of 3: %s; running again", attempt, why)
 	}
 }
-
