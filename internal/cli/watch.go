@@ -129,7 +129,7 @@ func (f *watchFlags) flagSet() *pflag.FlagSet {
 	f.targets.add(fs, "watch", "")
 	f.targets.addCgroup(fs, "")
 	fs.VarP(units.DurationFlag{D: &f.dur}, "duration", "d", "stop after this long: `time`[s|m|h|d], seconds without a unit (e.g. 30s, 5m, 1h30m); default: until Ctrl-C or targets exit")
-	fs.DurationVarP(&f.interval, "interval", "i", time.Second, "live table period")
+	fs.DurationVarP(&f.interval, "interval", "i", time.Second, "live table period; the table is printed at a terminal, or piped when -i is given")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no live table, only the final report")
 	addSLO(fs, &f.slos, "latency=50us or 1234:cycle=2ms")
 	f.outputs.add(fs)
