@@ -629,6 +629,10 @@ func TestUnknownCPU(t *testing.T) {
 	r := explain(tr, subject(control, "latency"), "none")
 	checkSums(t, r)
 	wantCause(t, r, "inconclusive", "inconclusive", "no events", "CPU 3", "overwritten")
+	// Time no event tells of can hide any cause: nothing is ruled out.
+	if len(r.RuledOut) != 0 || strings.Contains(r.Verdict, "ruled out") {
+		t.Errorf("ruled out %v in a window with no events: %s", r.RuledOut, r.Verdict)
+	}
 }
 
 // A short period: its start was released late (the CPU was idle).
