@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,12 +63,21 @@ func withFlags(c *cobra.Command, fs *pflag.FlagSet) *cobra.Command {
 }
 
 // NewRoot builds rtscope's command tree: every registered command, help,
-// completion and version.
-func NewRoot() *cobra.Command {
+// completion and version, writing help and completion to stdout.
+func NewRoot() *cobra.Command { return newRoot(os.Stdout) }
+
+// newRoot builds the tree with help and completion scripts written to out
+// (cobra's completion command takes its output when it is made).
+func newRoot(out io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rtscope COMMAND [flags]",
 		Short: "a real-time health scope for Linux",
 		Long:  rootLong,
+		Example: `  rtscope doctor
+  rtscope watch --slo latency=100us -- ./control
+  rtscope timerlat -d 10s
+  rtscope demo
+  source <(rtscope completion bash)`,
 		Annotations: map[string]string{annExit: "0 on success; 1 on an error of rtscope's own or a usage error; " +
 			"2 when an SLO was violated (watch, timerlat) or a check failed (doctor); see each command's page."},
 		Version:           Version,
@@ -90,14 +100,21 @@ func NewRoot() *cobra.Command {
 	}
 	root.Flags().BoolP("version", "V", false, "print the version")
 	root.SetVersionTemplate("rtscope {{.Version}}\n")
+	root.SetOut(out)
+	root.SetErr(os.Stderr)
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())
 	}
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
 		c.Short = "print the shell completion script: bash, zsh, fish or powershell"
+		c.Example = "  source <(rtscope completion bash)\n  rtscope completion fish > ~/.config/fish/completions/rtscope.fish"
+		c.RunE = func(*cobra.Command, []string) error {
+			return errors.New("name a shell: bash, zsh, fish or powershell")
+		}
 	}
 	setHelp(root)
+	addCompletions(root)
 	return root
 }
 
@@ -107,8 +124,6 @@ func NewRoot() *cobra.Command {
 func Main(args []string) int {
 	root := NewRoot()
 	root.SetArgs(args)
-	root.SetOut(os.Stdout)
-	root.SetErr(os.Stderr)
 	stop, err := startCPUProfile(os.Getenv(CPUProfileEnv))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rtscope: %v\n", err)

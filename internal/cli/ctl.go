@@ -67,7 +67,7 @@ func newCtlCmd() *cobra.Command {
 		Long:      ctlLong,
 		Example:   "  rtscope ctl add --comm control\n  rtscope ctl add-slo control:latency=200us\n  rtscope ctl windows",
 		ValidArgs: ctlVerbs,
-		Annotations: map[string]string{annMore: ctlCommands,
+		Annotations: map[string]string{annMore: ctlCommands, annSeeAlso: "rtscope-serve(1) rtscope-serve.yaml(5)",
 			annExit: "0 when the agent did what was asked; 1 when it refused, or could not be reached."},
 		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(args) }),
 	}

@@ -58,7 +58,7 @@ func newDemoCmd() *cobra.Command {
 			}
 			return scenario.Names(), cobra.ShellCompDirectiveNoFileComp
 		},
-		Annotations: map[string]string{annExit: "0 when the scenarios ran and were watched; 1 on an error or when interrupted."},
+		Annotations: map[string]string{annSeeAlso: "rtscope-scenario(1) rtscope-watch(1)", annExit: "0 when the scenarios ran and were watched; 1 on an error or when interrupted."},
 		RunE:        status(func(_ *cobra.Command, args []string) int { return f.run(args) }),
 	}
 	return withFlags(c, f.flagSet())

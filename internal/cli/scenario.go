@@ -33,7 +33,7 @@ func newScenarioCmd() *cobra.Command {
 		Use:   "scenario",
 		Short: "list or run built-in real-time workloads and fault injections",
 		Long:  scenarioLong,
-		Annotations: map[string]string{annMore: "Scenarios:\n" + scenarioCatalogue(),
+		Annotations: map[string]string{annSeeAlso: "rtscope-demo(1) rtscope-watch(1)", annMore: "Scenarios:\n" + scenarioCatalogue(),
 			annExit: "0 when the scenario ran to its end or was stopped by a signal; 1 on an error (bad flags, not root); 2 without a subcommand."},
 		Example: "  rtscope scenario list\n  rtscope scenario run priority-inversion --pi --duration 5s\n" +
 			"  rtscope watch --show task-H,task-M,task-L -- rtscope scenario run priority-inversion",

@@ -53,7 +53,7 @@ func newServeCmd() *cobra.Command {
 		Short:   "always-on agent: watch targets until stopped, export to Prometheus (/metrics)",
 		Long:    serveLong,
 		Example: "  rtscope serve --comm control --slo latency=200us\n  rtscope serve --config /etc/rtscope/serve.yaml --archive /var/lib/rtscope/windows",
-		Annotations: map[string]string{annMore: "Metrics: " + strings.Join(metric.Names(), ", "),
+		Annotations: map[string]string{annSeeAlso: "rtscope-serve.yaml(5) rtscope-ctl(1)", annMore: "Metrics: " + strings.Join(metric.Names(), ", "),
 			annExit: "0 when stopped by SIGINT or SIGTERM; 1 on an error (bad flags or configuration, no BPF, the address or socket taken)."},
 		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(fs, args) }),
 	}

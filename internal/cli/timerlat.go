@@ -43,7 +43,7 @@ func newTimerlatCmd() *cobra.Command {
 		DisableFlagParsing: true,
 		Example: "  rtscope timerlat -d 10s -c 1 -p 500\n  rtscope timerlat hist -d 1m -b 2 -E 100\n" +
 			"  rtscope timerlat -a 100 --on-threshold shell,command='logger timerlat stop'",
-		Annotations: map[string]string{
+		Annotations: map[string]string{annSeeAlso: "rtla-timerlat(1) cyclictest(8)",
 			annExit: "0 when no stop bound (-i, -T, -a, --aa-only) was reached; 2 when one was; 1 on an error of rtscope's own."},
 		ValidArgsFunction: completeTimerlat,
 		RunE:              status(func(_ *cobra.Command, args []string) int { return runTimerlat(args) }),
@@ -61,7 +61,13 @@ func completeTimerlat(c *cobra.Command, args []string, toComplete string) ([]str
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	var out []string
-	docFlags(c).VisitAll(func(f *pflag.Flag) { out = append(out, "--"+f.Name+"\t"+f.Usage) })
+	docFlags(c).VisitAll(func(f *pflag.Flag) {
+		if name := "--" + f.Name; strings.HasPrefix(name, toComplete) {
+			_, usage := pflag.UnquoteUsage(f)
+			first, _, _ := strings.Cut(usage, "\n")
+			out = append(out, cobra.CompletionWithDesc(name, first))
+		}
+	})
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 

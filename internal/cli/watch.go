@@ -79,7 +79,7 @@ func newWatchCmd() *cobra.Command {
 		Short:   "measure chosen tasks: latency, timer release, response, cycle, IRQ handler",
 		Long:    watchLong,
 		Example: watchExample,
-		Annotations: map[string]string{annExit: watchExit,
+		Annotations: map[string]string{annExit: watchExit, annSeeAlso: "rtscope-doctor(1) rtscope-timerlat(1)",
 			annMore: "Metrics: " + strings.Join(metric.Names(), ", ") + "\n\n" + action.Usage + "\n" + watchActionsUsage},
 		RunE: status(func(c *cobra.Command, args []string) int { return f.run(fs, args, c.ArgsLenAtDash()) }),
 	}
