@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/serve"
@@ -64,6 +65,12 @@ func newServeCmd() *cobra.Command {
 func (f *serveFlags) run(fs *pflag.FlagSet, args []string) int {
 	if len(args) > 0 {
 		return Fail("serve", fmt.Errorf("unexpected argument %q (serve launches no command: watch it by --comm)", args[0]))
+	}
+	// watch's sentence (session.Check) for a user without root or
+	// CAP_BPF and CAP_PERFMON, before the socket's bind or the archive's
+	// directory fails on "permission denied".
+	if err := engine.Probe(); err != nil {
+		return Fail("serve", err)
 	}
 	o, err := f.options(fs)
 	if err != nil {
