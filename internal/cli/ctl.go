@@ -15,9 +15,9 @@ import (
 
 func init() { Register(newCtlCmd) }
 
-const ctlLong = `Control a running rtscope serve through its unix socket (root only, or
-the socket's owner). Every command prints the agent's state as JSON
-(targets, SLOs, tracked tasks). A removed target's tasks stay tracked until
+const ctlLong = `Control a running rtscope serve through its unix socket (root only: the
+socket is mode 0600 in a directory only root can write). Every command
+prints the agent's state as JSON (targets, SLOs, tracked tasks). A removed target's tasks stay tracked until
 they exit, so that no counter goes back; SLO changes apply at once to the
 tasks tracked already (their counts so far are kept) and to later ones.`
 
@@ -62,10 +62,10 @@ func (f *ctlFlags) flagSet() *pflag.FlagSet {
 func newCtlCmd() *cobra.Command {
 	var f ctlFlags
 	c := &cobra.Command{
-		Use:       "ctl [--socket PATH] COMMAND [ARGS]",
+		Use:       "ctl [flags] COMMAND [ARGS]",
 		Short:     "control a running rtscope serve: list, add or remove targets and SLOs, reload",
 		Long:      ctlLong,
-		Example:   "  rtscope ctl add --comm control\n  rtscope ctl add-slo control:latency=200us\n  rtscope ctl windows",
+		Example:   "  rtscope ctl add --comm control\n  rtscope ctl add-slo 1234:cycle=1ms\n  rtscope ctl windows",
 		ValidArgs: ctlVerbs,
 		Annotations: map[string]string{annMore: ctlCommands, annSeeAlso: "rtscope-serve(1) rtscope-serve.yaml(5)",
 			annExit: "0 when the agent did what was asked; 1 when it refused, or could not be reached."},

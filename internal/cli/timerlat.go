@@ -37,7 +37,7 @@ stop is explained (the auto-analysis) and saved with -t.`
 // flags are given to cobra for the help, man page and completion.
 func newTimerlatCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:                "timerlat [top|hist] [options]",
+		Use:                "timerlat [top|hist] [flags]",
 		Short:              "system-wide timer latency per CPU, as rtla timerlat top|hist and cyclictest",
 		Long:               timerlatLong,
 		DisableFlagParsing: true,
