@@ -22,10 +22,30 @@ import (
 // they registered (the help sorts them by name).
 var commands []func() *cobra.Command
 
-// Register adds a command's constructor; called from init() of each
+// RegisterCmd adds a command's constructor; called from init() of each
 // command's file. A command is built afresh for each run, so that its
 // flags start from their defaults.
-func Register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+func RegisterCmd(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+
+// Command is a command that parses its own arguments, as every command
+// did before cobra: Run gets them all, --help included, and returns the
+// exit status.
+type Command struct {
+	Name    string
+	Summary string
+	Run     func(args []string) int
+}
+
+// Register adds a command that parses its own arguments. It has no flags
+// for its help, man page and completion (TestManFlagsAgreeWithHelp fails
+// on it) until it defines them for cobra and registers with RegisterCmd.
+func Register(c *Command) { RegisterCmd(func() *cobra.Command { return selfParsed(c) }) }
+
+// selfParsed is the cobra command of c: every argument goes to c.Run.
+func selfParsed(c *Command) *cobra.Command {
+	return &cobra.Command{Use: c.Name + " [flags]", Short: c.Summary, DisableFlagParsing: true,
+		RunE: status(func(_ *cobra.Command, args []string) int { return c.Run(args) })}
+}
 
 // Version is set at build time (-ldflags "-X ...cli.Version=...").
 var Version = "dev"

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // mainOutput runs Main with args and returns its exit status, stdout and
@@ -96,5 +100,24 @@ func TestWatchHelpTargets(t *testing.T) {
 		if !strings.Contains(targets, f) {
 			t.Errorf("watch --help's Targets summary has no %s:\n%s", f, targets)
 		}
+	}
+}
+
+// A command registered the way they were before cobra (Register, Run with
+// every argument) still gets all of its arguments, --help included, and
+// its exit status is rtscope's.
+func TestSelfParsedCommand(t *testing.T) {
+	var got []string
+	root := &cobra.Command{Use: "rtscope", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(selfParsed(&Command{Name: "old", Summary: "an old-style command", Run: func(args []string) int {
+		got = args
+		return 3
+	}}))
+	args := []string{"--flag", "v", "-h", "--", "x"}
+	root.SetArgs(append([]string{"old"}, args...))
+	err := root.Execute()
+	var st exitStatus
+	if !errors.As(err, &st) || st != 3 || !slices.Equal(got, args) {
+		t.Errorf("old-style command: args %q, error %v; want %q and status 3", got, err, args)
 	}
 }

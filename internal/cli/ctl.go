@@ -13,7 +13,7 @@ import (
 	"github.com/rtscope/rtscope/internal/serve"
 )
 
-func init() { Register(newCtlCmd) }
+func init() { RegisterCmd(newCtlCmd) }
 
 const ctlLong = `Control a running rtscope serve through its unix socket (root only: the
 socket is mode 0600 in a directory only root can write). Every command

@@ -19,7 +19,7 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() { Register(newDemoCmd) }
+func init() { RegisterCmd(newDemoCmd) }
 
 const demoLong = `Runs a built-in scenario (see 'rtscope scenario list') under 'rtscope watch'
 and prints the report of its threads. Without NAME: priority-inversion with a

@@ -20,7 +20,7 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() { Register(newDoctorCmd) }
+func init() { RegisterCmd(newDoctorCmd) }
 
 const doctorLong = `Check what a real-time engineer checks before trusting any latency number:
 the preemption model (found without debugfs), isolcpus / nohz_full /

@@ -13,7 +13,7 @@ import (
 	"github.com/rtscope/rtscope/internal/scenario"
 )
 
-func init() { Register(newScenarioCmd) }
+func init() { RegisterCmd(newScenarioCmd) }
 
 const scenarioLong = `Built-in workloads that provoke the classic real-time failure modes on
 demand: misconfigured priorities, hidden blocking, priority inversion, RT

@@ -20,7 +20,7 @@ import (
 	"github.com/rtscope/rtscope/internal/slo"
 )
 
-func init() { Register(newServeCmd) }
+func init() { RegisterCmd(newServeCmd) }
 
 const serveLong = `Watch targets until stopped (SIGINT, SIGTERM) and export what the engine
 measures on /metrics for Prometheus: per-target histograms of every metric,

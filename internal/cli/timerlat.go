@@ -17,7 +17,7 @@ import (
 	"github.com/rtscope/rtscope/internal/timerlat"
 )
 
-func init() { Register(newTimerlatCmd) }
+func init() { RegisterCmd(newTimerlatCmd) }
 
 const timerlatLong = `System-wide timer latency per CPU, with rtla timerlat's options and
 output, on any kernel with BPF. One measuring thread per CPU sleeps on an

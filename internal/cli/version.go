@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { Register(newVersionCmd) }
+func init() { RegisterCmd(newVersionCmd) }
 
 // newVersionCmd builds the version command (as rtscope --version).
 func newVersionCmd() *cobra.Command {

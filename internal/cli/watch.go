@@ -22,7 +22,7 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() { Register(newWatchCmd) }
+func init() { RegisterCmd(newWatchCmd) }
 
 const watchLong = `Watch threads, processes, task names, cgroups, or a command launched and
 tracked from its first instruction (with its whole process tree). Per thread:
