@@ -148,3 +148,15 @@ func grepLine(s, sub string) string {
 	}
 	return ""
 }
+
+// scenario run as a user other than root says it needs root, not which
+// file it could not open; scenario list needs nothing.
+func TestScenarioAsUserNamesRoot(t *testing.T) {
+	code, stderr := asNobody(t, "scenario", "run", "healthy-loop", "--duration", "1s")
+	if code != 1 || !strings.HasPrefix(stderr, "rtscope scenario run: scenarios need root") || strings.Contains(stderr, "permission denied") {
+		t.Errorf("scenario run as nobody: status %d, stderr %q", code, stderr)
+	}
+	if code, stderr := asNobody(t, "scenario", "list"); code != 0 || stderr != "" {
+		t.Errorf("scenario list as nobody: status %d, stderr %q", code, stderr)
+	}
+}

@@ -143,6 +143,11 @@ func runOneScenario(parent *cobra.Command, args []string) int {
 		return Fail("scenario run", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	collect()
+	// One sentence with the remedy, not the first step that fails (the
+	// CPU claim's lock under /run/rtscope: "permission denied").
+	if os.Geteuid() != 0 {
+		return Fail("scenario run", errors.New("scenarios need root: they claim a CPU (a lock under /run/rtscope), set real-time priorities, lock memory and load BPF injectors; run with sudo (launched by rtscope watch under sudo: give watch --user root)"))
+	}
 	if !*quiet {
 		cfg.Out = os.Stdout
 	}
