@@ -69,6 +69,7 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"demo", ""}, []string{"priority-inversion"}},
 		{[]string{"scenario", ""}, []string{"list", "run"}},
 		{[]string{"ctl", ""}, []string{"list", "add", "add-slo", "reload", "windows"}},
+		{[]string{"ctl", "add-slo", ""}, []string{"latency=", "cycle="}},
 		{[]string{"timerlat", ""}, []string{"top", "hist"}},
 		{[]string{"timerlat", "--no-"}, []string{"--no-aa", "--no-irq"}},
 	} {
@@ -85,9 +86,13 @@ func TestCompletionCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := strings.TrimSpace(string(self))
-	for _, cmd := range []string{"watch", "serve", "doctor"} {
-		if got := completions(t, cmd, "--comm", name[:3]); !slices.Contains(got, name) {
-			t.Errorf("%s --comm %s<TAB>: no %q in %q", cmd, name[:3], name, got)
+	for _, cmd := range [][]string{{"watch"}, {"serve"}, {"doctor"}, {"ctl", "add"}, {"watch", "--show"}} {
+		flag := "--comm"
+		if cmd[len(cmd)-1] == "--show" {
+			flag, cmd = "--show", cmd[:1]
+		}
+		if got := completions(t, append(cmd, flag, name[:3])...); !slices.Contains(got, name) {
+			t.Errorf("%s %s %s<TAB>: no %q in %q", strings.Join(cmd, " "), flag, name[:3], name, got)
 		}
 	}
 	if got := completions(t, "timerlat", "--no-"); slices.Contains(got, "--nano") {

@@ -66,12 +66,23 @@ func newCtlCmd() *cobra.Command {
 		Short:     "control a running rtscope serve: list, add or remove targets and SLOs, reload",
 		Long:      ctlLong,
 		Example:   "  rtscope ctl add --comm control\n  rtscope ctl add-slo 1234:cycle=1ms\n  rtscope ctl windows",
-		ValidArgs: ctlVerbs,
+		ValidArgsFunction: completeCtl,
 		Annotations: map[string]string{annMore: ctlCommands, annSeeAlso: "rtscope-serve(1) rtscope-serve.yaml(5)",
 			annExit: "0 when the agent did what was asked; 1 when it refused, or could not be reached."},
 		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(args) }),
 	}
 	return withFlags(c, f.flagSet())
+}
+
+// completeCtl completes ctl's command, and add-slo's metric.
+func completeCtl(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch {
+	case len(args) == 0:
+		return ctlVerbs, cobra.ShellCompDirectiveNoFileComp
+	case len(args) == 1 && args[0] == "add-slo":
+		return completeSLO(c, args, toComplete)
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // run sends args, the command and its argument, to the agent.
