@@ -66,16 +66,15 @@ func newDemoCmd() *cobra.Command {
 
 // run runs the demo with its flags parsed; args are those left.
 func (f *demoFlags) run(args []string) int {
-	dur, traces, verbose := &f.dur, &f.traces, f.verbose
 	if len(args) > 1 {
 		return Fail("demo", fmt.Errorf("unexpected argument %q (one scenario at a time)", args[1]))
 	}
-	if *dur < time.Second || *dur > 10*time.Minute {
-		return Fail("demo", fmt.Errorf("--duration %v is outside 1s to 10m", *dur))
+	if f.dur < time.Second || f.dur > 10*time.Minute {
+		return Fail("demo", fmt.Errorf("--duration %v is outside 1s to 10m", f.dur))
 	}
 	ctx, stop := stopSignals()
 	defer stop()
-	d := demo{ctx: ctx, dur: *dur, traces: *traces, verbose: verbose, out: os.Stdout}
+	d := demo{ctx: ctx, dur: f.dur, traces: f.traces, verbose: f.verbose, out: os.Stdout}
 	if len(args) == 1 {
 		s, err := scenario.Get(args[0])
 		if err != nil {

@@ -83,30 +83,29 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 	if len(args) > 0 {
 		return Fail("doctor", fmt.Errorf("unexpected argument %q", args[0]))
 	}
-	targets, sample, jsonPath, strict, probeBPF, watchFor := &f.targets, &f.sample, &f.json, &f.strict, &f.bpf, &f.watch
-	if *sample < 0 || *sample > time.Minute {
-		return Fail("doctor", fmt.Errorf("--sample %v: want 0 to 1m", *sample))
+	if f.sample < 0 || f.sample > time.Minute {
+		return Fail("doctor", fmt.Errorf("--sample %v: want 0 to 1m", f.sample))
 	}
-	if *watchFor < 0 || *watchFor > time.Hour {
-		return Fail("doctor", fmt.Errorf("--watch %v: want 0 to 1h", *watchFor))
+	if f.watch < 0 || f.watch > time.Hour {
+		return Fail("doctor", fmt.Errorf("--watch %v: want 0 to 1h", f.watch))
 	}
-	if fs.Changed("json") && *jsonPath == "" {
+	if fs.Changed("json") && f.json == "" {
 		return Fail("doctor", errors.New("--json: empty value"))
 	}
-	env := doctor.Env{FS: doctor.Root(), Sample: *sample}
-	spec, err := targets.spec()
+	env := doctor.Env{FS: doctor.Root(), Sample: f.sample}
+	spec, err := f.targets.spec()
 	if err != nil {
 		return Fail("doctor", err)
 	}
 	env.Targets.TIDs, env.Targets.PIDs, env.Targets.Comms = spec.TIDs, spec.PIDs, spec.Comms
-	if err := engine.Probe(); err != nil && *probeBPF {
+	if err := engine.Probe(); err != nil && f.bpf {
 		env.BPF = &doctor.BPF{Unprobed: err.Error()}
-	} else if *probeBPF {
+	} else if f.bpf {
 		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
 	}
 	var out *outfile.File
-	if *jsonPath != "" {
-		if out, err = outfile.Create(*jsonPath); err != nil {
+	if f.json != "" {
+		if out, err = outfile.Create(f.json); err != nil {
 			return Fail("doctor", err)
 		}
 		defer out.Abort()
@@ -115,19 +114,19 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 	if err != nil {
 		return Fail("doctor", err)
 	}
-	if *watchFor > 0 {
-		if targets.empty() {
+	if f.watch > 0 {
+		if f.targets.empty() {
 			return Fail("doctor", errors.New("--watch needs targets (-p, --pid or --comm)"))
 		}
-		pi, err := watchPI(env.Targets, *watchFor)
+		pi, err := watchPI(env.Targets, f.watch)
 		if err != nil {
 			return Fail("doctor", fmt.Errorf("--watch: %w", err))
 		}
 		rep.Add(pi...)
 	}
-	rep.SetStrict(*strict)
+	rep.SetStrict(f.strict)
 	text := os.Stdout
-	if *jsonPath == "-" {
+	if f.json == "-" {
 		text = os.Stderr // the document is the whole of stdout
 	}
 	if err := rep.WriteText(text); err != nil {
