@@ -2,10 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -62,10 +62,10 @@ func (f *ctlFlags) flagSet() *pflag.FlagSet {
 func newCtlCmd() *cobra.Command {
 	var f ctlFlags
 	c := &cobra.Command{
-		Use:       "ctl [flags] COMMAND [ARGS]",
-		Short:     "control a running rtscope serve: list, add or remove targets and SLOs, reload",
-		Long:      ctlLong,
-		Example:   "  rtscope ctl add --comm control\n  rtscope ctl add-slo 1234:cycle=1ms\n  rtscope ctl windows",
+		Use:               "ctl [flags] COMMAND [ARGS]",
+		Short:             "control a running rtscope serve: list, add or remove targets and SLOs, reload",
+		Long:              ctlLong,
+		Example:           "  rtscope ctl add --comm control\n  rtscope ctl add-slo 1234:cycle=1ms\n  rtscope ctl windows",
 		ValidArgsFunction: completeCtl,
 		Annotations: map[string]string{annMore: ctlCommands, annSeeAlso: "rtscope-serve(1) rtscope-serve.yaml(5)",
 			annExit: "0 when the agent did what was asked; 1 when it refused, or could not be reached."},
@@ -88,7 +88,7 @@ func completeCtl(c *cobra.Command, args []string, toComplete string) ([]cobra.Co
 // run sends args, the command and its argument, to the agent.
 func (f *ctlFlags) run(args []string) int {
 	if len(args) == 0 {
-		return Fail("ctl", errors.New("missing command (list, add, remove, add-slo, remove-slo, reload, windows)"))
+		return Fail("ctl", fmt.Errorf("missing command (%s)", strings.Join(ctlVerbs, ", ")))
 	}
 	cmd, rest := args[0], args[1:]
 	t := serve.TargetConfig{Comm: f.comm, PID: f.pid, TID: f.tid, Cgroup: f.cgroup}
@@ -134,7 +134,7 @@ func (f *ctlFlags) run(args []string) int {
 		}
 		err = c.Do(http.MethodGet, path, nil, &out)
 	default:
-		return Fail("ctl", fmt.Errorf("unknown command %q (list, add, remove, add-slo, remove-slo, reload, windows)", cmd))
+		return Fail("ctl", fmt.Errorf("unknown command %q (%s)", cmd, strings.Join(ctlVerbs, ", ")))
 	}
 	if err != nil {
 		return Fail("ctl", err)
