@@ -17,6 +17,7 @@ import (
 // (rtscope __complete), so the candidates are those of the running system.
 var flagCompletions = map[string]cobra.CompletionFunc{
 	"comm":    completeTaskNames,
+	"cgroup":  completeCgroups,
 	"show":    completeTaskNames,
 	"slo":     completeSLO,
 	"engine":  cobra.FixedCompletions([]string{engine.EngineBTF, engine.EngineClassic}, cobra.ShellCompDirectiveNoFileComp),
@@ -60,6 +61,29 @@ func completeSLO(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, co
 	var out []string
 	for _, m := range metric.Names() {
 		out = append(out, m+"=")
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// cgroupRoot is where the cgroup v2 hierarchy is mounted.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// completeCgroups completes a cgroup v2 path (--cgroup), one level at a
+// time: the cgroups below the path typed so far.
+func completeCgroups(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	parent := "/"
+	if i := strings.LastIndex(toComplete, "/"); i >= 0 {
+		parent = toComplete[:i+1]
+	}
+	entries, err := os.ReadDir(filepath.Join(cgroupRoot, parent))
+	if err != nil || !strings.HasPrefix(parent, "/") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, e := range entries {
+		if p := parent + e.Name() + "/"; e.IsDir() && strings.HasPrefix(p, toComplete) {
+			out = append(out, p)
+		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +98,35 @@ func TestCompletionCandidates(t *testing.T) {
 	}
 	if got := completions(t, "timerlat", "--no-"); slices.Contains(got, "--nano") {
 		t.Errorf("timerlat --no-<TAB> offers %q", got)
+	}
+}
+
+// --cgroup completes the cgroups below the path typed, one level at a time.
+func TestCompleteCgroups(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"system.slice/control.service", "system.slice/cron.service", "user.slice"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "system.slice", "cgroup.procs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := cgroupRoot
+	cgroupRoot = root
+	defer func() { cgroupRoot = old }()
+	for _, c := range []struct {
+		typed string
+		want  []string
+	}{
+		{"", []string{"/system.slice/", "/user.slice/"}},
+		{"/sys", []string{"/system.slice/"}},
+		{"/system.slice/", []string{"/system.slice/control.service/", "/system.slice/cron.service/"}},
+		{"/system.slice/con", []string{"/system.slice/control.service/"}},
+		{"/nosuch/", nil},
+	} {
+		if got := completions(t, "watch", "--cgroup", c.typed); !slices.Equal(got, c.want) {
+			t.Errorf("--cgroup %q<TAB>: %q, want %q", c.typed, got, c.want)
+		}
 	}
 }
