@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -127,6 +128,47 @@ func TestCompleteCgroups(t *testing.T) {
 	} {
 		if got := completions(t, "watch", "--cgroup", c.typed); !slices.Equal(got, c.want) {
 			t.Errorf("--cgroup %q<TAB>: %q, want %q", c.typed, got, c.want)
+		}
+	}
+}
+
+// bashCompletion is the bash-completion package's library, which the
+// scripts of cobra (and of most tools) build on.
+const bashCompletion = "/usr/share/bash-completion/bash_completion"
+
+// bash, with the script of rtscope completion bash loaded, completes as
+// a person typing would see it: commands, flags, a flag's values.
+func TestBashCompletes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if _, e := os.Stat(bashCompletion); err != nil || e != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no bash or %s: make deps-test installs bash-completion", bashCompletion)
+		}
+		t.Skip("no bash-completion (make deps-test installs it)")
+	}
+	dir := t.TempDir()
+	asRtscope(t, dir)
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{"rtscope wat", []string{"watch"}},
+		{"rtscope watch --cg", []string{"--cgroup"}},
+		{"rtscope watch --slo lat", []string{"latency="}},
+		{"rtscope scenario run priority-", []string{"priority-inversion"}},
+		{"rtscope timerlat h", []string{"hist"}},
+	} {
+		words := strings.Fields(c.line)
+		script := `source ` + bashCompletion + `; source <(rtscope completion bash)
+COMP_LINE="$LINE"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=($LINE); COMP_CWORD=$((${#COMP_WORDS[@]}-1))
+__start_rtscope rtscope "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
+printf '%s\n' "${COMPREPLY[@]}"`
+		cmd := exec.Command(bash, "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), mainArgsEnv+"=-", "LINE="+c.line)
+		out, err := cmd.Output() // stderr: compopt outside a real completion
+		got := strings.Fields(string(out))
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("bash: %q<TAB> (%d words): %q (%v), want %q", c.line, len(words), got, err, c.want)
 		}
 	}
 }

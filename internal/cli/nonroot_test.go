@@ -20,13 +20,30 @@ const mainArgsEnv = "RTSCOPE_CLI_TEST_MAIN"
 
 func TestMain(m *testing.M) {
 	if v, ok := os.LookupEnv(mainArgsEnv); ok {
-		var args []string
-		if err := json.Unmarshal([]byte(v), &args); err != nil {
-			os.Exit(100)
+		args := os.Args[1:] // "-": this binary is rtscope, as a shell calls it
+		if v != "-" {
+			if err := json.Unmarshal([]byte(v), &args); err != nil {
+				os.Exit(100)
+			}
 		}
 		os.Exit(Main(args))
 	}
 	os.Exit(m.Run())
+}
+
+// asRtscope copies this test binary to dir/rtscope, which runs as rtscope
+// (Main with its arguments) while mainArgsEnv is "-".
+func asRtscope(t *testing.T, dir string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "rtscope")
+	if err := copyFile(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 // asNobody runs rtscope (Main, in a copy of this test binary) with args as
