@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -100,15 +101,19 @@ func newRoot(out io.Writer) *cobra.Command {
   source <(rtscope completion bash)`,
 		Annotations: map[string]string{annExit: "0 on success; 1 on an error of rtscope's own or a usage error; " +
 			"2 when an SLO was violated (watch, timerlat) or a check failed (doctor); see each command's page."},
-		Version:           Version,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		DisableAutoGenTag: true,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("unknown command %q (run 'rtscope help')", args[0])
+		Version:                    Version,
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		DisableAutoGenTag:          true,
+		SuggestionsMinimumDistance: 2,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
 			}
-			return nil
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				return fmt.Errorf("unknown command %q (did you mean %s?)", args[0], strings.Join(s, " or "))
+			}
+			return fmt.Errorf("unknown command %q (run 'rtscope help')", args[0])
 		},
 		RunE: status(func(c *cobra.Command, _ []string) int {
 			// No command: the usage, as an error, on stderr (2 means an

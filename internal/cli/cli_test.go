@@ -64,7 +64,8 @@ func TestUsageErrorsGoToStderr(t *testing.T) {
 		prefix string
 	}{
 		{nil, 1, "rtscope: a real-time"},
-		{[]string{"bogus"}, 1, `rtscope: unknown command "bogus"`},
+		{[]string{"bogus"}, 1, `rtscope: unknown command "bogus" (run 'rtscope help')`},
+		{[]string{"wacth"}, 1, `rtscope: unknown command "wacth" (did you mean watch?)`},
 		{[]string{"watch", "--bogus"}, 1, "rtscope watch: unknown flag: --bogus"},
 		{[]string{"watch", "--tid", "x1"}, 1, "rtscope watch: --tid"},
 		{[]string{"watch", "stray"}, 1, `rtscope watch: unexpected argument "stray"`},
