@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -585,6 +586,28 @@ func checkClocksource(m *machine, _ *Env) Check {
 	return c
 }
 
+// tracefsState finds tracefs (/sys/kernel/tracing, or under debugfs):
+// present when mounted, readable when this user can list its events;
+// seen says which, for the evidence. It is mounted mode 0700 on most
+// distributions, so to a user other than root it is present, not missing.
+func tracefsState(fsys fs.FS) (present, readable bool, seen string) {
+	seen = "missing"
+	for _, d := range []string{"sys/kernel/tracing", "sys/kernel/debug/tracing"} {
+		_, err := fs.Stat(fsys, d+"/events")
+		switch {
+		case err == nil:
+			return true, true, "present"
+		case errors.Is(err, fs.ErrPermission) && !present:
+			mode := "unknown mode"
+			if st, err := fs.Stat(fsys, d); err == nil {
+				mode = fmt.Sprintf("mode %#o", st.Mode().Perm())
+			}
+			present, seen = true, fmt.Sprintf("present but not readable by this user (/%s, %s)", d, mode)
+		}
+	}
+	return present, false, seen
+}
+
 // checkRtscope says whether rtscope's own engine can run here: kernel BTF
 // and tracefs (informational: doctor itself needs neither).
 func checkRtscope(m *machine, _ *Env) Check {
@@ -593,20 +616,18 @@ func checkRtscope(m *machine, _ *Env) Check {
 	if st, err := fs.Stat(m.fsys, "sys/kernel/btf/vmlinux"); err == nil && (st.Size() > 0 || st.Mode().IsRegular()) {
 		btfOK = true
 	}
-	tracefs := false
-	for _, d := range []string{"sys/kernel/tracing/events", "sys/kernel/debug/tracing/events"} {
-		if _, err := fs.Stat(m.fsys, d); err == nil {
-			tracefs = true
-		}
-	}
-	c.Data = map[string]any{"btf": btfOK, "tracefs": tracefs}
+	tracefs, readable, seen := tracefsState(m.fsys)
+	c.Data = map[string]any{"btf": btfOK, "tracefs": tracefs, "tracefs_readable": readable}
 	yes := map[bool]string{true: "present", false: "missing"}
-	c.Evidence = fmt.Sprintf("kernel BTF %s (/sys/kernel/btf/vmlinux), tracefs %s", yes[btfOK], yes[tracefs])
+	c.Evidence = fmt.Sprintf("kernel BTF %s (/sys/kernel/btf/vmlinux), tracefs %s", yes[btfOK], seen)
 	switch {
 	case !btfOK && !tracefs:
 		c.Remedy = "rtscope watch and timerlat need kernel BTF (CONFIG_DEBUG_INFO_BTF=y) or, for their classic engine, tracefs (mount -t tracefs nodev /sys/kernel/tracing)"
 	case !btfOK:
 		c.Remedy = "rtscope watch and timerlat will run their classic engine (classic tracepoints, no kernel BTF needed; its limits are in the JSON features.engine_limits); CONFIG_DEBUG_INFO_BTF=y gives the full one, and where the kernel has BTF but hides this file (a container, a masked /sys), --btf FILE with a copy of its vmlinux BTF does"
+	}
+	if tracefs && !readable {
+		c.Remedy = strings.TrimPrefix(c.Remedy+"; tracefs is there but this user cannot read it: run rtscope as root (or with CAP_BPF, CAP_PERFMON and read access to tracefs)", "; ")
 	}
 	return c
 }
