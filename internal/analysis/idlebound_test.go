@@ -1,0 +1,105 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// vmSubject is the subject of t on this project's VM: an idle exit bound
+// of 500 us, no SMI counter.
+func vmSubject(t th, metric string) Subject {
+	s := subject(t, metric)
+	s.IdleExitNs, s.IdleExitWhy = 500_000, "a virtual machine"
+	return s
+}
+
+// An idle gap above the machine's idle exit bound is never an exit from
+// idle: what was seen in it is listed, and the rest is said to be
+// unexplained; below the bound it is one. The first case is pi_stress's: a
+// FIFO task woken onto an idle CPU ran 49943 us later (RT throttling).
+func TestIdleExitBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tr    *trace.Trace
+		s     Subject
+		cause Cause
+		words []string
+	}{{
+		name: "pi_stress: runnable on an idle CPU for 49943 us",
+		tr: window("latency", taskH, us1(49943),
+			sw(us1(-100), 1, taskH, "S", idle),
+			wakeBy(0, 1, taskH, taskL),
+			sw(us1(49943), 1, idle, "R", taskH)),
+		s:     vmSubject(taskH, "latency"),
+		cause: CauseUnexplained,
+		words: []string{"not an exit from idle", "CPU 1 was idle and took 49943.0 us to run the task after its wakeup",
+			"idle exit bound of 500.0 us (a virtual machine)", "no steal or other cause recorded", "no SMI counter",
+			"the remaining 49943.0 us is unexplained"},
+	}, {
+		name: "a late timer interrupt on an idle CPU, part of it steal",
+		tr: func() *trace.Trace {
+			tr := window("timer-irq", control, us1(3200),
+				sw(us1(-800), 1, control, "S", idle),
+				stealEv(us1(3200), 1, uint64(us1(1200)), us1(-800)),
+				timerIn(us1(3200), 1, "hrtimer_wakeup", 0))
+			tr.StealClock = true
+			return tr
+		}(),
+		s:     vmSubject(control, "timer-irq"),
+		cause: CauseUnexplained,
+		words: []string{"not an exit from idle", "its interrupt came 3200.0 us past the timer's range",
+			"hypervisor steal 1200.0 us", "the remaining 2000.0 us is unexplained"},
+	}, {
+		name: "the same, below the bound",
+		tr: window("timer-irq", control, us1(300),
+			sw(us1(-800), 1, control, "S", idle),
+			timerIn(us1(300), 1, "hrtimer_wakeup", 0)),
+		s:     vmSubject(control, "timer-irq"),
+		cause: CauseExitFromIdle,
+		words: []string{"exit from idle", "within this machine's idle exit bound of 500.0 us"},
+	}, {
+		name: "no bound read: 1 ms, no idle state takes milliseconds",
+		tr: window("timer-irq", control, us1(1500),
+			sw(us1(-800), 1, control, "S", idle),
+			timerIn(us1(1500), 1, "hrtimer_wakeup", 0)),
+		s:     subject(control, "timer-irq"),
+		cause: CauseUnexplained,
+		words: []string{"not an exit from idle", "idle exit bound of 1000.0 us (no idle state takes milliseconds to leave)"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := explain(tc.tr, tc.s, "none")
+			checkSums(t, r)
+			wantCause(t, r, tc.cause, tc.words...)
+			if tc.cause != CauseExitFromIdle && strings.HasPrefix(r.Verdict, "exit from idle") {
+				t.Errorf("an exit from idle above the bound: %s", r.Verdict)
+			}
+		})
+	}
+}
+
+// A cause a gapCauses hook sees covering most of the gap is the cause (RT
+// throttling will be one); an SMI counter is said to be there.
+func TestIdleGapHook(t *testing.T) {
+	saved := gapCauses
+	t.Cleanup(func() { gapCauses = saved })
+	gapCauses = append(gapCauses, func(res *Result, _ *timelines, cpu int, phase Phase) gapPart {
+		if cpu != 1 || phase != PhaseRunnable {
+			return gapPart{}
+		}
+		return gapPart{what: "RT throttling", ns: uint64(us1(49000)), cause: CauseBlocking}
+	})
+	tr := window("latency", taskH, us1(49943),
+		sw(us1(-100), 1, taskH, "S", idle),
+		wakeBy(0, 1, taskH, taskL),
+		sw(us1(49943), 1, idle, "R", taskH))
+	s := vmSubject(taskH, "latency")
+	s.SMICounter = true
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, CauseBlocking, "not an exit from idle", "RT throttling 49000.0 us", "msr/smi", "the remaining 943.0 us is unexplained")
+	if r.Culprit != "RT throttling" {
+		t.Errorf("culprit %q, want the hook's", r.Culprit)
+	}
+}
