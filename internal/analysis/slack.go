@@ -73,16 +73,24 @@ func slackGranted(res *Result) bool {
 }
 
 // slackOrigin says where a granted slack comes from: the thread's timer
-// slack, or more than it, a poll/select/epoll timeout's share
-// (select_estimate_accuracy: 0.1% of the timeout, 0.5% at a positive nice,
-// at most 100 ms, at least the thread's timer slack).
+// slack, or a poll/select/epoll timeout's share (select_estimate_accuracy:
+// 0.1% of the timeout, 0.5% at a positive nice, at most 100 ms, at least
+// the thread's timer slack). The thread's is read at its discovery
+// (Subject.TimerSlackNs), so a larger range may also be a slack it set
+// since.
 func slackOrigin(s Subject, slack uint64) string {
+	const either = "a poll/select/epoll timeout's share (0.1% of it, up to 100 ms), which a shorter timeout or a real-time policy removes"
 	switch {
 	case s.TimerSlackNs != 0 && slack == s.TimerSlackNs:
 		return fmt.Sprintf("that is this %s thread's timer slack (/proc/TID/timerslack_ns)", s.Sched)
 	case s.TimerSlackNs != 0 && slack > s.TimerSlackNs:
-		return fmt.Sprintf("more than this thread's timer slack of %s: the share of a poll/select/epoll timeout "+
-			"(0.1%% of it, up to 100 ms), which a shorter timeout or a real-time policy removes", us(s.TimerSlackNs))
+		return fmt.Sprintf("more than this thread's timer slack as read (%s): %s, or a timer slack it set since", us(s.TimerSlackNs), either)
 	}
-	return "the thread's timer slack (prctl(PR_SET_TIMERSLACK)), or a poll/select/epoll timeout's share (0.1% of it, up to 100 ms)"
+	return "the thread's timer slack (prctl(PR_SET_TIMERSLACK)), or " + either
+}
+
+// slackWords describes a release inside its granted range, for the
+// verdicts that word releases one by one.
+func slackWords(r *Release) string {
+	return fmt.Sprintf("inside its timer's slack of %s (the kernel's choice: timer slack)", us(*r.SlackNs))
 }

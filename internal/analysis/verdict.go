@@ -272,7 +272,10 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 		}
 		res.Cause = releaseCause(start)
 		res.Verdict = fmt.Sprintf("%s: it started late: its opening wakeup came %s after the timer expiry", pre, usI(wakeNs(start)))
-		if start.IRQDelayNs != nil {
+		switch {
+		case inSlack(start):
+			res.Verdict += fmt.Sprintf(", the timer interrupt %s after its soft expiry, %s", usI(*start.IRQDelayNs), slackWords(start))
+		case start.IRQDelayNs != nil:
 			res.Verdict += fmt.Sprintf(", the timer interrupt %s late with CPU %d %s", usI(*start.IRQDelayNs), start.CPU, stateWords(start))
 		}
 		if end != nil {
