@@ -99,11 +99,7 @@ func beyondIdleVerdict(res *Result, tl *timelines, s Subject, g *group, top *Ite
 	if len(words) == 0 {
 		words = append(words, "no steal or other cause recorded")
 	}
-	if s.SMICounter {
-		words = append(words, "SMIs: count them with perf's msr/smi event (this machine has the counter)")
-	} else {
-		words = append(words, "SMIs: this machine exposes no SMI counter (msr/smi), so firmware cannot be counted")
-	}
+	words = append(words, smiWords(s))
 	rest := gap - min(gap, seen)
 	res.Cause, res.Culprit = CauseUnexplained, "unexplained"
 	if largest.ns*2 >= gap {
@@ -115,4 +111,12 @@ func beyondIdleVerdict(res *Result, tl *timelines, s Subject, g *group, top *Ite
 		res.Verdict += fmt.Sprintf("; the remaining %s is unexplained: no recorded event accounts for it", us(rest))
 	}
 	return true
+}
+
+// smiWords says whether an SMI (firmware) stall could be counted here.
+func smiWords(s Subject) string {
+	if s.SMICounter {
+		return "SMIs: count them with perf's msr/smi event (this machine has the counter)"
+	}
+	return "SMIs: this machine exposes no SMI counter (msr/smi), so firmware cannot be counted"
 }

@@ -103,3 +103,15 @@ func TestIdleGapHook(t *testing.T) {
 		t.Errorf("culprit %q, want the hook's", r.Culprit)
 	}
 }
+
+// A CPU that did not run (a late interrupt while user space ran) says
+// whether an SMI could be counted, instead of naming firmware blindly.
+func TestPlatformStallSaysSMICounter(t *testing.T) {
+	tr := interruptsOffTrace(false, stack(us1(3354), 1, other, control))
+	s := vmSubject(control, "timer-thread")
+	r := explain(tr, s, "none")
+	wantCause(t, r, CauseCPUUnavailable, "CPU 1 was not running", "this machine exposes no SMI counter (msr/smi)")
+	s.SMICounter = true
+	r = explain(tr, s, "none")
+	wantCause(t, r, CauseCPUUnavailable, "CPU 1 was not running", "count them with perf's msr/smi event")
+}

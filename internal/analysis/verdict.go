@@ -508,7 +508,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	top := g.top()
 	share := fmt.Sprintf("%s (%s) of the %s %s", us(g.ns), pct(g.ns, w), us(w), noun)
 	res.Culprit = culprit(top)
-	if grantedSlackVerdict(res, s, top) || platformStall(res, tl, g, top, share) {
+	if grantedSlackVerdict(res, s, top) || platformStall(res, tl, s, g, top, share) {
 		return
 	}
 	if t := top.Thread; t != nil && t.Monitor {
@@ -774,7 +774,7 @@ const cpuUnavailableNs = 1_000_000
 // microseconds that "took" milliseconds, or a timer interrupt held up while
 // user space ran (user space cannot keep interrupts off). Without a steal
 // clock nothing in the trace tells a hypervisor stall from firmware (SMI).
-func platformStall(res *Result, tl *timelines, g *group, top *Item, share string) bool {
+func platformStall(res *Result, tl *timelines, s Subject, g *group, top *Item, share string) bool {
 	why := ""
 	switch {
 	case top.Kind == KindOwnTimer && top.HardIRQ && shortCallbacks[top.Function] && top.Ns >= cpuUnavailableNs && !tl.stealClock:
@@ -795,7 +795,7 @@ func platformStall(res *Result, tl *timelines, g *group, top *Item, share string
 	if tl.stealClock {
 		clock = "no hypervisor steal was recorded for it, so firmware (SMI) or a hypervisor stall it does not account"
 	}
-	res.Verdict = fmt.Sprintf("CPU %d was not running: %s (%s); %s", top.CPU, why, share, clock)
+	res.Verdict = fmt.Sprintf("CPU %d was not running: %s (%s); %s; %s", top.CPU, why, share, clock, smiWords(s))
 	return true
 }
 
