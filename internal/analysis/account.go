@@ -412,6 +412,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		w = int64(tr.End - tr.Start)
 	}
 	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: s.Preemption}
+	res.idleExitNs, _ = idleBound(s)
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}

@@ -181,6 +181,9 @@ type Result struct {
 	// inheritance, by tid (BoostedSched; not in the JSON, whose breakdown
 	// threads say it).
 	boosts map[uint32]boost
+	// idleExitNs is the idle exit bound the window was judged against
+	// (idleBound; 0 in a result read back from JSON, whose words stay).
+	idleExitNs uint64
 
 	Metric   string `json:"metric"`
 	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it

@@ -120,3 +120,18 @@ func smiWords(s Subject) string {
 	}
 	return "SMIs: this machine exposes no SMI counter (msr/smi), so firmware cannot be counted"
 }
+
+// idleAbove tells a release on an idle CPU whose delay past its timer's
+// range is above the idle exit bound the window was judged against. A
+// result read back from JSON has none (0): its releases keep the words its
+// recorded verdict was written with.
+func idleAbove(r *Release, idleExitNs uint64) bool {
+	if r.IRQDelayNs == nil || idleExitNs == 0 {
+		return false
+	}
+	past := uint64(max(*r.IRQDelayNs, 0))
+	if r.SlackNs != nil {
+		past -= min(past, *r.SlackNs)
+	}
+	return past > idleExitNs
+}

@@ -115,3 +115,31 @@ func TestPlatformStallSaysSMICounter(t *testing.T) {
 	r = explain(tr, s, "none")
 	wantCause(t, r, CauseCPUUnavailable, "CPU 1 was not running", "count them with perf's msr/smi event")
 }
+
+// A short period that started late on an idle CPU above the bound is not
+// an exit from idle either, in its verdict and in its release's words.
+func TestIdleAboveBoundShortPeriod(t *testing.T) {
+	tr := window("jitter", control, us1(741),
+		sw(us1(-5000), 1, control, "S", idle),
+		timerIn(us1(-2), 1, "hrtimer_wakeup", us1(-2267)),
+		wakeTimer(0, 1, control, us1(-2267)),
+		timerOut(us1(3), 1, "hrtimer_wakeup"),
+		sw(us1(11), 1, idle, "R", control),
+		sleep(us1(228), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(228), 1, control, "S", idle),
+		timerIn(us1(740), 1, "hrtimer_wakeup", us1(733)),
+		wakeTimer(us1(741), 1, control, us1(733)),
+	)
+	s := vmSubject(control, "jitter")
+	s.NominalPeriod = uint64(us1(3000))
+	r := explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, CauseUnexplained, "started late", "longer than this machine's idle exit bound of 500.0 us")
+	var b strings.Builder
+	r.WriteText(&b, "")
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.Contains(line, "timer release (start)") && !strings.Contains(line, "not an exit from idle") {
+			t.Errorf("the opening release's words: %s", line)
+		}
+	}
+}

@@ -63,7 +63,11 @@ func (r *Result) WriteText(w io.Writer, indent string) {
 			if rel.CallbackNs != nil {
 				fmt.Fprintf(w, ", callback to wakeup %s us", units.UsFine(*rel.CallbackNs))
 			}
-			fmt.Fprintf(w, "; CPU %d %s meanwhile", rel.CPU, stateWords(&rel))
+			if inSlack(&rel) {
+				fmt.Fprintf(w, "; inside its timer's slack (the kernel's choice)")
+			} else {
+				fmt.Fprintf(w, "; CPU %d %s meanwhile", rel.CPU, stateWords(&rel, r.idleExitNs))
+			}
 		}
 		fmt.Fprintln(w)
 	}

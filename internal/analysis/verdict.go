@@ -270,13 +270,13 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 			res.Verdict = pre + ": the release that opened it is not in the trace"
 			return true
 		}
-		res.Cause = releaseCause(start)
+		res.Cause = releaseCause(start, res.idleExitNs)
 		res.Verdict = fmt.Sprintf("%s: it started late: its opening wakeup came %s after the timer expiry", pre, usI(wakeNs(start)))
 		switch {
 		case inSlack(start):
 			res.Verdict += fmt.Sprintf(", the timer interrupt %s after its soft expiry, %s", usI(*start.IRQDelayNs), slackWords(start))
 		case start.IRQDelayNs != nil:
-			res.Verdict += fmt.Sprintf(", the timer interrupt %s late with CPU %d %s", usI(*start.IRQDelayNs), start.CPU, stateWords(start))
+			res.Verdict += fmt.Sprintf(", the timer interrupt %s late with CPU %d %s", usI(*start.IRQDelayNs), start.CPU, stateWords(start, res.idleExitNs))
 		}
 		if end != nil {
 			res.Verdict += fmt.Sprintf("; its closing wakeup came %s after expiry", usI(wakeNs(end)))
@@ -461,12 +461,15 @@ func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 	return out
 }
 
-func releaseCause(r *Release) Cause {
+func releaseCause(r *Release, idleExitNs uint64) Cause {
 	if inSlack(r) {
 		return CauseRelease
 	}
 	switch r.CPUState {
 	case CPUIdle:
+		if idleAbove(r, idleExitNs) {
+			return CauseUnexplained
+		}
 		return CauseExitFromIdle
 	case CPUHardIRQ:
 		return CauseHardIRQ
@@ -480,9 +483,13 @@ func releaseCause(r *Release) Cause {
 	return CauseRelease
 }
 
-func stateWords(r *Release) string {
+func stateWords(r *Release, idleExitNs uint64) string {
 	switch r.CPUState {
 	case CPUIdle:
+		if idleAbove(r, idleExitNs) {
+			return fmt.Sprintf("idle, longer than this machine's idle exit bound of %s (not an exit from idle: unexplained)",
+				us(idleExitNs))
+		}
 		return "idle (exit from idle)"
 	case CPUTask:
 		return "running " + who(r.Task) + " (interrupts off)"
