@@ -43,6 +43,8 @@ int twin_record(__u64 *ctx)
 		return on_irq_entry(ctx);
 	case 10:
 		return on_irq_exit(ctx);
+	case 11:
+		return on_hrtimer_start(ctx);
 	}
 	return -1;
 }

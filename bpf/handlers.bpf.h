@@ -357,18 +357,19 @@ static __always_inline void rts_untrack_body(struct rts_task_state *st, struct r
 
 /*
  * A tracked task arms its sleeper timer (soft expiry `soft` in the clock of
- * its base, clockid; `expiry` in CLOCK_MONOTONIC, 0: not known): note the
- * expiry, classify the sleep, end an iteration. The clock is compared last:
- * a flag computed before rts_on_timer_arm doubled the paths the verifier
- * walks through it (5840 instructions to 10817).
+ * its base, clockid; `expiry` in CLOCK_MONOTONIC, 0: not known; `slack`
+ * its hard expiry minus its soft one, RTS_SLACK_UNKNOWN: not known): note
+ * the expiry, classify the sleep, end an iteration. The clock is compared
+ * last: a flag computed before rts_on_timer_arm doubled the paths the
+ * verifier walks through it (5840 instructions to 10817).
  */
-static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u64 expiry, __u64 soft, __u32 mode,
-						 int clockid)
+static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u64 expiry, __u64 soft, __u64 slack,
+						 __u32 mode, int clockid)
 {
 	__u64 now = bpf_ktime_get_ns();
 	st->armed_expiry = expiry;
 	struct rts_task_stats *s = rts_stats(st);
-	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
+	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft, slack);
 	if (!s)
 		return;
 	if (mode & 1) /* HRTIMER_MODE_REL */
@@ -377,9 +378,14 @@ static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u6
 		s->hygiene[RTS_H_REALTIME_CLOCK]++;
 }
 
-/* An hrtimer callback fn starts: slot 1 hard IRQ context, 0 softirq; expiry in CLOCK_MONOTONIC. */
+/*
+ * An hrtimer callback fn starts: slot 1 hard IRQ context, 0 softirq; expiry
+ * (soft) in CLOCK_MONOTONIC; slack: the timer's hard expiry minus its soft
+ * one (RTS_SLACK_UNKNOWN: not known), which tells the analysis a callback
+ * that ran inside its timer's own range from one that came late.
+ */
 static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state *cs, __u64 now, __u32 slot,
-						 __u64 fn, __u64 expiry)
+						 __u64 fn, __u64 expiry, __u64 slack)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	cs->cb_function[slot & 1] = fn;
@@ -392,6 +398,11 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 		e->flags = slot;
 		e->x = fn;
 		e->y = expiry;
+		e->a = 0;
+		if (slack != RTS_SLACK_UNKNOWN) {
+			e->flags |= RTS_EVF_SLACK;
+			e->a = slack > 0xffffffffULL ? 0xffffffff : (__u32)slack;
+		}
 	}
 	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
 	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {

@@ -511,7 +511,8 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
-	rts_timer_start_body(st, rts_timer_expiry(timer), timer->_softexpires, mode, timer->base->clockid);
+	rts_timer_start_body(st, rts_timer_expiry(timer), timer->_softexpires, rts_timer_slack(timer), mode,
+			     timer->base->clockid);
 	return 0;
 }
 
@@ -523,7 +524,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	if (!cs)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
-	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer));
+	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer),
+			     rts_timer_slack(timer));
 	return 0;
 }
 

@@ -137,7 +137,7 @@ enum rts_event_type {
 	RTS_EV_IRQ_EXIT,      /* a=irq c=ret */
 	RTS_EV_SOFTIRQ_ENTRY, /* a=vec */
 	RTS_EV_SOFTIRQ_EXIT,  /* a=vec */
-	RTS_EV_TIMER_ENTRY,   /* x=function y=expiry flags=is_hard */
+	RTS_EV_TIMER_ENTRY,   /* x=function y=expiry flags=is_hard | RTS_EVF_SLACK: a=slack (hard - soft expiry, ns, at most 2^32-1) */
 	RTS_EV_TIMER_EXIT,    /* x=function */
 	RTS_EV_SLEEP,         /* tracked task goes to sleep: a=tid b=stack id c=state x=armed expiry y=timer flags */
 	RTS_EV_USER_RETURN,   /* tracked task returns from a timer sleep: a=tid */
@@ -146,9 +146,20 @@ enum rts_event_type {
 	RTS_EV_EXIT,          /* a=tid: task exits */
 	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=waiting tid c=stack id (0xffff: none) */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
-	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
+	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now | RTS_EVF_SLACK: y=slack */
 	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor x=run start y=major */
 };
+
+/*
+ * Flag of RTS_EV_TIMER_ENTRY and RTS_EV_TIMER_ARM: the timer's slack is
+ * known, the time the kernel may fire it after its soft expiry (its hard
+ * expiry minus its soft one: hrtimer_set_expires_range_ns). poll/select
+ * get 0.1% of the timeout up to 100 ms, other sleeps the task's
+ * timer_slack_ns, a real-time task none. RTS_SLACK_UNKNOWN: not known
+ * (the classic engine saw no arming of the timer).
+ */
+#define RTS_EVF_SLACK 2
+#define RTS_SLACK_UNKNOWN (~0ULL)
 
 /*
  * Why a tracked task blocked (flags of RTS_EV_SLEEP, with y = the kernel

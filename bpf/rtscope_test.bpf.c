@@ -200,13 +200,16 @@ int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio, __u64 now)
 	return 1;
 }
 
-/* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */
+/*
+ * tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown
+ * clock), key in its own clock, slack its range (RTS_SLACK_UNKNOWN: none known).
+ */
 SEC("raw_tp")
-int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u64 key)
+int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u64 key, __u64 slack)
 {
 	struct rts_task_state *st = task(tid);
 	if (st)
-		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key);
+		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key, slack);
 	return 0;
 }
 

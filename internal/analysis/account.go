@@ -395,7 +395,7 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 		return nil
 	}
 	d := entry.T
-	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
+	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d, SlackNs: entry.SlackNs}
 	r.CPUState, r.Task = cpuState(tl, s, entry.CPU, 0, entry.T)
 	return []Release{r}
 }
@@ -412,6 +412,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		w = int64(tr.End - tr.Start)
 	}
 	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: s.Preemption}
+	res.idleExitNs, _ = idleBound(s)
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}
@@ -713,7 +714,7 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: CPUUnknown}
 		if entry := callbackEntry(tl.events, wk); entry != nil {
 			d, c := entry.T-*wk.ExpiryT, wk.T-entry.T
-			r.IRQDelayNs, r.CallbackNs = &d, &c
+			r.IRQDelayNs, r.CallbackNs, r.SlackNs = &d, &c, entry.SlackNs
 			r.CPUState, r.Task = cpuState(tl, s, wk.CPU, *wk.ExpiryT, entry.T)
 		}
 		out = append(out, r)

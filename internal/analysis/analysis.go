@@ -37,6 +37,15 @@ type Subject struct {
 	// MemNotLocked: the engine found the task's memory not locked (no
 	// mlockall(MCL_FUTURE), no locked page): its page faults say so.
 	MemNotLocked bool
+	// IdleExitNs bounds how long a CPU of this machine takes from a
+	// timer's expiry, idle, to its callback (cpuidle.Detect, read by the
+	// caller, with IdleExitWhy saying where it comes from); 0: unknown,
+	// defaultIdleExitNs is used. A longer gap is not an exit from idle.
+	IdleExitNs  uint64
+	IdleExitWhy string
+	// SMICounter: the hardware counts SMIs (msr/smi), so a stall of
+	// firmware can be counted; without it nothing can tell one.
+	SMICounter bool
 	// Preemption is the kernel's preemption model (preempt.Detect, read
 	// by the caller: the analysis reads nothing of the system), Unknown
 	// when it cannot be known.
@@ -130,8 +139,12 @@ type Release struct {
 	ExpiryT    int64  `json:"expiry_t_ns"` // relative to the window start
 	CPU        int    `json:"cpu"`
 	IRQDelayNs *int64 `json:"irq_delay_ns"` // expiry -> callback entry; null when the entry is not in the trace
-	CallbackNs *int64 `json:"callback_ns"`  // callback entry -> the wakeup
-	WakeupNs   *int64 `json:"wakeup_ns"`    // expiry -> the wakeup; null when past the window (timer-irq)
+	// SlackNs is the timer's slack (its hard expiry minus its soft one,
+	// from its callback's entry): the kernel may run the callback up to
+	// that late. Absent when the engine did not know it.
+	SlackNs    *uint64 `json:"slack_ns,omitempty"`
+	CallbackNs *int64  `json:"callback_ns"` // callback entry -> the wakeup
+	WakeupNs   *int64  `json:"wakeup_ns"`   // expiry -> the wakeup; null when past the window (timer-irq)
 	// CPUState says what the CPU did between the expiry and the callback:
 	// idle, hard IRQ, softirq, task (interrupts off), or unknown.
 	CPUState CPUState `json:"cpu_state"`
@@ -168,6 +181,9 @@ type Result struct {
 	// inheritance, by tid (BoostedSched; not in the JSON, whose breakdown
 	// threads say it).
 	boosts map[uint32]boost
+	// idleExitNs is the idle exit bound the window was judged against
+	// (idleBound; 0 in a result read back from JSON, whose words stay).
+	idleExitNs uint64
 
 	Metric   string `json:"metric"`
 	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it

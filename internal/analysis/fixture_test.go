@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,9 @@ type fixture struct {
 		// WithoutMonitor: the cause without the trace's monitor_tids (before
 		// rtscope's own threads were told apart from the workload's).
 		WithoutMonitor Cause `json:"without_monitor_cause"`
+		// WithoutSlack: the cause without the timers' granted slack
+		// (slack_ns), as the analysis judged before the engine carried it.
+		WithoutSlack Cause `json:"without_slack_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -133,6 +137,17 @@ func TestRecordedWindows(t *testing.T) {
 				anon.Monitor = nil
 				if r0 := explain(&anon, fx.subject(), model); r0.Cause != c || r0.MonitorNs != 0 || strings.Contains(r0.Verdict, MonitorName) {
 					t.Errorf("without monitor_tids the window gets %q (%s), want %q: the fixture no longer shows the monitor told apart",
+						r0.Cause, r0.Verdict, c)
+				}
+			}
+			if c := fx.Want.WithoutSlack; c != "" {
+				bare := *fx.Trace
+				bare.Events = slices.Clone(fx.Trace.Events)
+				for i := range bare.Events {
+					bare.Events[i].SlackNs = nil
+				}
+				if r0 := explain(&bare, fx.subject(), model); r0.Cause != c || r0.Culprit == "timer slack" {
+					t.Errorf("without its timers' slack the window gets %q (%s), want %q: the fixture no longer shows what the slack fixes",
 						r0.Cause, r0.Verdict, c)
 				}
 			}

@@ -28,6 +28,7 @@ const (
 	CauseMonitor           Cause = "monitor"            // rtscope's own threads
 	CauseOverrun           Cause = "overrun"            // a cycle, or an iteration's work, longer than its period
 	CauseLongSleep         Cause = "long-sleep"         // a timer armed more than a period ahead
+	CauseUnexplained       Cause = "unexplained"        // a gap on an idle CPU above its idle exit bound that nothing recorded accounts for
 )
 
 // String returns the cause's name.

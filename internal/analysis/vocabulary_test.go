@@ -15,9 +15,9 @@ func TestVocabularyText(t *testing.T) {
 		CauseInternalBlocking: "internal-blocking", CauseHardIRQ: "hardirq", CauseSoftIRQ: "softirq", CauseIRQOff: "irq-off",
 		CauseExitFromIdle: "exit-from-idle", CauseMigration: "migration", CauseRelease: "release", CauseHypervisor: "hypervisor",
 		CauseCPUUnavailable: "cpu-unavailable", CauseInconclusive: "inconclusive", CauseMonitor: "monitor",
-		CauseOverrun: "overrun", CauseLongSleep: "long-sleep"}
-	if len(causes) != 19 {
-		t.Fatalf("%d distinct causes, want 19", len(causes))
+		CauseOverrun: "overrun", CauseLongSleep: "long-sleep", CauseUnexplained: "unexplained"}
+	if len(causes) != 20 {
+		t.Fatalf("%d distinct causes, want 20", len(causes))
 	}
 	for c, want := range causes {
 		b, err := json.Marshal(Result{Cause: c})

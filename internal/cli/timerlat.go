@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/cpuidle"
 	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/trace"
 
@@ -115,8 +116,9 @@ func runTimerlat(args []string) int {
 // as watch's worst cases), on the window that internal/trace cut.
 func timerlatStopHook() timerlat.StopHook {
 	return func(tr *trace.Trace, st *timerlat.Stop, w io.Writer) (timerlat.StopVerdict, error) {
+		idle := cpuidle.Detect()
 		subj := analysis.Subject{TID: uint32(st.TID), Comm: fmt.Sprintf("timerlat/%d", st.CPU), Metric: tr.Metric,
-			Preemption: preempt.Detect()}
+			Preemption: preempt.Detect(), IdleExitNs: idle.Ns, IdleExitWhy: idle.Why, SMICounter: idle.SMICounter}
 		// The measuring thread's identity, as the trace saw it.
 		for _, e := range tr.Events {
 			if e.Type == trace.EventSwitch && e.NextTID == uint32(st.TID) {

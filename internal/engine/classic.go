@@ -104,6 +104,7 @@ var classicFields = []classicField{
 	{"off_hrstart_hrtimer", "timer", "hrtimer_start", "hrtimer", true},
 	{"off_hrstart_function", "timer", "hrtimer_start", "function", true},
 	{"off_hrstart_softexpires", "timer", "hrtimer_start", "softexpires", true},
+	{"off_hrstart_expires", "timer", "hrtimer_start", "expires", false},
 	{"off_hrstart_mode", "timer", "hrtimer_start", "mode", false},
 	{"off_hrentry_hrtimer", "timer", "hrtimer_expire_entry", "hrtimer", true},
 	{"off_hrentry_now", "timer", "hrtimer_expire_entry", "now", true},
@@ -149,7 +150,8 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 			sizeOK = !fd.DataLoc && fd.Size == 16
 		case b.field == "prev_state":
 			sizeOK = fd.Size == 4 || fd.Size == 8
-		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "now" || b.field == "clone_flags":
+		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "expires" || b.field == "now" ||
+			b.field == "clone_flags":
 			sizeOK = fd.Size == 8
 		default:
 			sizeOK = fd.Size == 4

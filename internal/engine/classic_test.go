@@ -33,7 +33,7 @@ func TestClassicOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]uint32{"off_switch_prev_state": 32, "off_switch_next_pid": 56, "off_waking_target_cpu": 32,
-		"off_newtask_clone_flags": 32, "off_hrstart_softexpires": 32, "off_hrentry_now": 16, "off_migrate_dest_cpu": 24,
+		"off_newtask_clone_flags": 32, "off_hrstart_softexpires": 32, "off_hrstart_expires": 24, "off_hrentry_now": 16, "off_migrate_dest_cpu": 24,
 		"off_rename_newcomm": 28}
 	for k, v := range want {
 		if offs[k] != v {

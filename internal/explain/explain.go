@@ -1,6 +1,6 @@
 // Package explain connects the analysis to the watch session and the
 // report: it describes a report.Task as an analysis.Subject with the
-// system facts the analysis needs (the preemption model), turns a result
+// system facts the analysis needs (the preemption model, the idle exit bound), turns a result
 // into the report.Explanation the report counts and prints, and keeps the
 // hygiene counters derived from traces and /proc. The CLI injects its hooks
 // into watch.Options; analysis stays pure (no /proc, no report).
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/cpuidle"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/report"
@@ -23,10 +24,12 @@ import (
 const HygieneFutexNoPI = "futex_waits_without_pi"
 
 // SubjectOf describes a report task for analysis.Explain, with the running
-// kernel's preemption model (preempt.Detect, read once).
+// kernel's preemption model (preempt.Detect, read once) and its CPUs' idle
+// exit bound (cpuidle.Detect, read once).
 func SubjectOf(t *report.Task, m string) analysis.Subject {
+	idle := cpuidle.Detect()
 	s := analysis.Subject{TID: t.TID, Comm: t.Comm, Policy: t.Policy, Sched: t.Sched, Metric: m, KPrio: 120,
-		Preemption: preempt.Detect()}
+		Preemption: preempt.Detect(), IdleExitNs: idle.Ns, IdleExitWhy: idle.Why, SMICounter: idle.SMICounter}
 	switch {
 	case t.Policy == "DEADLINE":
 		s.KPrio = -1

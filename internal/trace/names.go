@@ -328,10 +328,11 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 	case evTimerEntry, evTimerExit:
 		ev.Function = n.Func(engine.EventX(&e))
-		ev.HardIRQ = e.Flags == 1
+		ev.HardIRQ = e.Flags&1 == 1
 		if e.Type == evTimerEntry {
 			exp := int64(engine.EventY(&e)) - int64(start)
 			ev.ExpiryT = &exp
+			ev.SlackNs = slackOf(&e)
 		}
 	case evSleep:
 		n.decodeSleep(&ev, &e, start)
@@ -363,12 +364,21 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			exp := int64(engine.EventX(&e)) - int64(start)
 			ev.ExpiryT = &exp
 		}
-		ev.Missed = e.Flags == 1
+		ev.Missed = e.Flags&1 == 1
+		ev.SlackNs = slackOf(&e)
 	case evHandlerEntry, evHandlerExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	}
 	return ev
+}
+
+// slackOf is a timer event's slack, nil when the engine did not know it.
+func slackOf(e *engine.Event) *uint64 {
+	if ns, ok := engine.EventSlack(e); ok {
+		return &ns
+	}
+	return nil
 }
 
 // decodeSwitch fills a switch's two tasks: tids, names, scheduling, and the

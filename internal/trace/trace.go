@@ -58,6 +58,10 @@ type Event struct {
 	Function string `json:"function,omitempty"`
 	ExpiryT  *int64 `json:"expiry_t_ns,omitempty"`
 	HardIRQ  bool   `json:"hardirq,omitempty"`
+	// timer_entry, timer_arm: SlackNs is the timer's slack, its hard
+	// expiry minus its soft one: the kernel may fire it anywhere in
+	// [ExpiryT, ExpiryT+SlackNs] (nil: the engine did not know it).
+	SlackNs *uint64 `json:"slack_ns,omitempty"`
 
 	// stack: a timer interrupt's sample of the task running (TID) while WaitingTID waited
 	WaitingTID uint32 `json:"waiting_tid,omitempty"`
