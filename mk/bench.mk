@@ -4,7 +4,7 @@
 # hold a CPU (phase self); prints one table and writes
 # bench/results/DATE-MACHINE.md, then runs make soak (below). Not part of
 # `make test`: about 20 minutes plus the soak's 12 (BENCH_QUICK=1: about 5
-# plus 12). See "Benchmarks" in README.md.
+# plus 12). See bench/README.md.
 # libbpf-tools is the CO-RE build of bcc's tools: Debian's bpfcc-tools
 # (runqlat-bpfcc) compiles at run time and needs kernel headers.
 DEB_BENCH := bpftrace libbpf-tools rt-tests stress-ng
