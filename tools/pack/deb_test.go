@@ -51,6 +51,8 @@ func TestDeb(t *testing.T) {
 	want := []string{"./usr/bin/rtscope", "./usr/lib/systemd/system/rtscope.service", "./etc/rtscope/serve.yaml",
 		"./usr/share/rtscope/grafana/rtscope.json", "./usr/share/doc/rtscope/README.md", "./usr/share/doc/rtscope/docs/serve.md"}
 	pages, _ := filepath.Glob(filepath.Join(root, "man", "*.[1-8]"))
+	sub, _ := filepath.Glob(filepath.Join(root, "man", "*", "*.[1-8]")) // man/man1/...
+	pages = append(pages, sub...)
 	for _, p := range pages {
 		want = append(want, "./usr/share/man/man"+p[len(p)-1:]+"/"+filepath.Base(p)+".gz")
 	}
