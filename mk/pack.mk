@@ -6,6 +6,8 @@
 PACK_ARCHES ?= amd64 arm64
 DIST ?= dist
 PACK_TOOL := .cache/pack
+# The packages' file times: the commit's (reproducible, and no 1970 dates).
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 
 .PHONY: deb image pack-bins test-pack
 
@@ -35,7 +37,7 @@ image: pack-bins $(PACK_TOOL)
 # and purge in an empty root, the image through its layout, a chroot into
 # its root and skopeo) on this machine's binary.
 test-pack: build
-	@command -v skopeo >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq skopeo >/dev/null; }
+	@command -v skopeo >/dev/null && command -v lintian >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq skopeo lintian >/dev/null; }
 	cd tools/pack && $(GO) mod tidy -diff && GOARCH=$(HOSTARCH) $(GO) test -count=1 ./...
 	cd tools/pack && GOARCH=$(HOSTARCH) $(GO) vet ./...
 

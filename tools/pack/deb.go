@@ -18,6 +18,9 @@ import (
 	"github.com/goreleaser/nfpm/v2/files"
 )
 
+// maintainer is the package's Maintainer.
+const maintainer = "rtscope developers <rtscope@users.noreply.github.com>"
+
 // unitPath is where the package puts the systemd unit: the unit in
 // contrib/ runs /usr/local/bin/rtscope (a hand install), the package's
 // /usr/bin/rtscope.
@@ -47,7 +50,7 @@ func buildDeb(o options) (string, error) {
 	}
 	info := nfpm.WithDefaults(&nfpm.Info{
 		Name: "rtscope", Arch: o.arch, Platform: "linux", Version: debVersion(o.version), VersionSchema: "none",
-		Section: "utils", Priority: "optional", Maintainer: "rtscope developers <rtscope@users.noreply.github.com>",
+		Section: "utils", Priority: "optional", Maintainer: maintainer,
 		Homepage: "https://github.com/rtscope/rtscope",
 		Description: "real-time health scope for Linux (eBPF)\n" +
 			"rtscope watches chosen tasks with eBPF on an unmodified kernel and tells\n" +
@@ -57,8 +60,9 @@ func buildDeb(o options) (string, error) {
 			"timerlat (as rtla timerlat and cyclictest), doctor (the machine's\n" +
 			"real-time set-up) and serve, an agent exporting to Prometheus (its\n" +
 			"systemd unit is installed disabled).",
-		// A fixed time: the same binary gives the same package.
-		MTime:        time.Unix(0, 0).UTC(),
+		// The commit's time (SOURCE_DATE_EPOCH): the same commit gives the
+		// same package, and no file is dated 1970 (lintian's ancient-file).
+		MTime:        o.mtime,
 		Overridables: nfpm.Overridables{Contents: contents},
 	})
 	if err := nfpm.PrepareForPackager(info, "deb"); err != nil {
@@ -94,8 +98,18 @@ func debContents(o options, stage string) (files.Contents, error) {
 	if err := os.WriteFile(filepath.Join(stage, "rtscope.service"), unit, 0o644); err != nil {
 		return nil, err
 	}
+	changelog := filepath.Join(stage, "changelog.gz")
+	if err := writeChangelog(changelog, o); err != nil {
+		return nil, err
+	}
+	overrides := filepath.Join(stage, "lintian-overrides")
+	if err := os.WriteFile(overrides, []byte(lintianOverrides), 0o644); err != nil {
+		return nil, err
+	}
 	c := files.Contents{
 		file(o.bin, "/usr/bin/rtscope", 0o755),
+		file(changelog, "/usr/share/doc/rtscope/changelog.gz", 0o644),
+		file(overrides, "/usr/share/lintian/overrides/rtscope", 0o644),
 		file(filepath.Join(stage, "rtscope.service"), unitPath, 0o644),
 		{Source: filepath.Join(o.root, "contrib/serve.yaml"), Destination: "/etc/rtscope/serve.yaml", Type: files.TypeConfig,
 			FileInfo: &files.ContentFileInfo{Mode: 0o644}},
@@ -204,4 +218,24 @@ func completions(o options, stage string) (files.Contents, error) {
 		out = append(out, &files.Content{Source: p, Destination: completionPaths[sh], FileInfo: &files.ContentFileInfo{Mode: 0o644}})
 	}
 	return out, nil
+}
+
+// lintianOverrides are the package's lintian overrides, each with its
+// reason.
+const lintianOverrides = `# Go, built with CGO_ENABLED=0 on purpose: one binary that runs on any
+# target (boards, containers FROM scratch) whatever its libc.
+rtscope: statically-linked-binary [usr/bin/rtscope]
+`
+
+// writeChangelog writes the Debian changelog of a native package built
+// from a commit: one entry, pointing at the project's history.
+func writeChangelog(path string, o options) error {
+	text := fmt.Sprintf("rtscope (%s) unstable; urgency=medium\n\n"+
+		"  * Built from rtscope %s.\n  * The changes are in the project's git history.\n\n"+
+		" -- %s  %s\n", debVersion(o.version), o.version, maintainer, o.mtime.UTC().Format(time.RFC1123Z))
+	src := path + ".txt"
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		return err
+	}
+	return gzipFile(src, path)
 }

@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 )
 
 // options are the command line of both subcommands.
@@ -23,6 +25,7 @@ type options struct {
 	host    string // a binary that runs here, for completion scripts ("": none)
 	version string // git describe's, made a Debian version if it is none
 	out     string // deb: directory; image: the archive's path
+	mtime   time.Time
 }
 
 func main() {
@@ -38,7 +41,9 @@ func main() {
 	fs.StringVar(&o.host, "host-bin", "", "an rtscope that runs here, for the completion scripts (empty: -bin when -arch is this machine's)")
 	fs.StringVar(&o.version, "version", "0.0.0", "the version (git describe)")
 	fs.StringVar(&o.out, "out", "dist", "deb: the output directory; image: the archive to write")
+	epoch := fs.Int64("mtime", 0, "the files' time, seconds since 1970 (default: $SOURCE_DATE_EPOCH, else now)")
 	_ = fs.Parse(os.Args[2:]) // ExitOnError
+	o.mtime = sourceTime(*epoch)
 	var path string
 	var err error
 	if os.Args[1] == "deb" {
@@ -51,4 +56,16 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(path)
+}
+
+// sourceTime is the packages' file time: epoch when set, else
+// $SOURCE_DATE_EPOCH (make sets the commit's), else now.
+func sourceTime(epoch int64) time.Time {
+	if epoch == 0 {
+		epoch, _ = strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
+	}
+	if epoch <= 0 {
+		return time.Now().UTC().Truncate(time.Second)
+	}
+	return time.Unix(epoch, 0).UTC()
 }

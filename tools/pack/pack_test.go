@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // root is the repository, from this package's directory.
@@ -26,7 +27,8 @@ func hostBinary(t *testing.T) string {
 
 // testOptions packages this machine's binary into dir.
 func testOptions(t *testing.T, out string) options {
-	return options{root: root, arch: runtime.GOARCH, bin: hostBinary(t), version: "v1.2.0-3-gabcdef0", out: out}
+	return options{root: root, arch: runtime.GOARCH, bin: hostBinary(t), version: "v1.2.0-3-gabcdef0", out: out,
+		mtime: time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)}
 }
 
 // run runs a command and returns its standard output, failing the test
