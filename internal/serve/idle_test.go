@@ -69,17 +69,26 @@ func seriesValue(scraped map[string]float64, name, target string) float64 {
 	return sum
 }
 
-// An agent started with no target (a package's service enabled at boot)
-// attaches, serves /metrics with its own health, rtscope_targets 0 and no
-// per-target series, and tracks the tasks of a target added later through
-// its control (rtscope ctl add), including a task that was already
-// running.
+// An agent started with no target (a package's service enabled at boot,
+// its configuration naming none) attaches, serves /metrics with its own
+// health, rtscope_targets 0 and no per-target series, tracks the tasks of
+// a target added later through its control (rtscope ctl add), including a
+// task that was already running, and takes the targets of a reloaded
+// configuration.
 func TestIdleAgent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the agent loads the BPF engine")
 	}
 	dir := t.TempDir()
-	c := NewControl(Config{}, "", nil)
+	cfgPath := filepath.Join(dir, "serve.yaml")
+	if err := os.WriteFile(cfgPath, []byte("targets: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewControl(Config{}, cfgPath, file)
 	ready := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -132,6 +141,20 @@ func TestIdleAgent(t *testing.T) {
 	st, err := c.State()
 	if err != nil || len(st.Targets) != 1 {
 		t.Fatalf("state after ctl add: %+v, %v", st, err)
+	}
+	// A reloaded configuration (SIGHUP, ctl reload) gives targets too: its
+	// own, in place of what ctl added.
+	if err := os.WriteFile(cfgPath, []byte("targets:\n  - comm: rtsidle2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reload(); err != nil {
+		t.Fatalf("reload the idle agent's configuration: %v", err)
+	}
+	if st, err = c.State(); err != nil || len(st.Targets) != 1 || st.Targets[0].Comm != "rtsidle2" {
+		t.Fatalf("state after reload: %+v, %v; want the file's target rtsidle2 alone", st, err)
+	}
+	if got := scrapeText(t, url)["rtscope_targets"]; got != 1 {
+		t.Fatalf("after reload: rtscope_targets %v, want 1", got)
 	}
 	cancel()
 	select {
