@@ -33,12 +33,13 @@ image: pack-bins $(PACK_TOOL)
 		$(PACK_TOOL) image -root . -arch $$a -bin $$( [ "$$a" = "$(HOSTARCH)" ] && echo rtscope || echo rtscope-$$a ) \
 			-version $(VERSION) -out $(DIST)/rtscope-oci-$$a.tar || exit 1; done
 
-# The packaging tests (tools/pack: the .deb through dpkg-deb and an install
-# and purge in an empty root, the image through its layout, a chroot into
-# its root and skopeo) on this machine's binary.
+# The packaging tests (tools/pack: the .deb through dpkg-deb, an install
+# and purge in an empty root and lintian, the image through its layout, a
+# chroot into its root and skopeo) on this machine's binary; its module
+# tidy, vetted and linted (make lint covers rtscope's module only).
 test-pack: build
 	@command -v skopeo >/dev/null && command -v lintian >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq skopeo lintian >/dev/null; }
 	cd tools/pack && $(GO) mod tidy -diff && GOARCH=$(HOSTARCH) $(GO) test -count=1 ./...
-	cd tools/pack && GOARCH=$(HOSTARCH) $(GO) vet ./...
+	cd tools/pack && GOARCH=$(HOSTARCH) $(GO) vet ./... && GOARCH=$(HOSTARCH) $(GO) tool -modfile=../go.mod golangci-lint run ./...
 
 TEST_EXTRA += test-pack
