@@ -2,7 +2,7 @@
 // side in one run, against the floor (empty BPF programs on the same hooks),
 // peers doing less (libbpf-tools runqlat, a bpftrace run-queue latency
 // script) and the origin design's published figures. `make bench` runs it;
-// see "Benchmarks" in README.md.
+// see bench/README.md.
 //
 // Configurations are interleaved (A B C A B C ...) and repeated, so that
 // drifting background load on a shared machine hits them all alike.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# QEMU test bed for rtscope (see "QEMU test bed" in README.md).
+# QEMU test bed for rtscope (see vmtest/README.md).
 #
 # Boots Debian's kernels under TCG with a busybox initramfs that carries
 # rtscope, the guest tests (vmtest/guest), cyclictest, rtla and the

@@ -78,6 +78,10 @@ func (f *serveFlags) run(fs *pflag.FlagSet, args []string) int {
 	}
 	o.Log = os.Stderr
 	o.Ready = func(addr string) {
+		if o.Watch.Targets.Empty() {
+			fmt.Fprintf(os.Stderr, "rtscope serve: attached, no target yet (rtscope ctl add, or targets in --config and SIGHUP); metrics on http://%s/metrics\n", addr)
+			return
+		}
 		fmt.Fprintf(os.Stderr, "rtscope serve: attached and tracking; metrics on http://%s/metrics\n", addr)
 	}
 	// SIGINT and SIGTERM stop the agent; SIGHUP reloads the configuration
@@ -153,10 +157,9 @@ func (f *serveFlags) options(fs *pflag.FlagSet) (o serve.Options, err error) {
 	}
 	o.Control = serve.NewControl(flagCfg, f.config, file)
 	o.Socket = f.socket
+	// With no target the agent starts idle (a package's service enabled
+	// at boot): targets come later through ctl or a reloaded --config.
 	o.Watch.Targets = o.Control.Spec()
-	if o.Watch.Targets.Empty() {
-		return o, errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config")
-	}
 	o.Watch.SLO = o.Control.SLO()
 	f.engine.options(&o.Watch)
 	o.Watch.AutoHousekeeping = true

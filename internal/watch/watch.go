@@ -179,8 +179,12 @@ func defaults(o *Options) {
 
 // run is Run, as an agent's session when a is set (RunAgent).
 func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
-	if err := o.Targets.Validate(); err != nil {
-		return nil, err
+	// An agent may start idle: its targets come later (serve's ctl, a
+	// reloaded config).
+	if a == nil || !o.Targets.Empty() {
+		if err := o.Targets.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	defaults(&o)
 	out, err := openOutputs(o)
