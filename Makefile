@@ -6,6 +6,9 @@ GOARCH ?= $(HOSTARCH)
 export GOARCH
 BIN := $(if $(filter $(HOSTARCH),$(GOARCH)),rtscope,rtscope-$(GOARCH))
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The build date, from SOURCE_DATE_EPOCH when set (reproducible package builds).
+BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 BPF_SRC := $(wildcard bpf/*.c bpf/*.h bpf/headers/*.h)
 STAMP := .cache/stamps
 
@@ -44,7 +47,7 @@ $(STAMP)/generate: $(BPF_SRC) $(STAMP)/deps-build $(wildcard internal/*/gen.go)
 generate: $(STAMP)/generate
 
 build: $(STAMP)/generate
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rtscope/rtscope/internal/cli.Version=$(VERSION)" -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/rtscope/rtscope/internal/cli.Version=$(VERSION) -X github.com/rtscope/rtscope/internal/cli.Commit=$(COMMIT) -X github.com/rtscope/rtscope/internal/cli.BuildDate=$(BUILD_DATE)" -o $(BIN) .
 
 vet: $(STAMP)/generate
 	GOARCH=$(HOSTARCH) $(GO) vet ./...

@@ -228,7 +228,7 @@ initramfs() {
 	mv "$stage/vmtest/init" "$stage/init"
 	chmod 755 "$stage/init"
 	# What the guest's rtscope must report (same tree, same build).
-	"$ROOT/rtscope" version >"$stage/vmtest/host-version"
+	"$ROOT/rtscope" --version >"$stage/vmtest/host-version"
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mknod -m 666 "$stage/dev/null" c 1 3
 	INITRD=$RUN/initramfs-$guest.cpio.gz

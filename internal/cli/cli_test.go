@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -47,7 +48,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 				strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
-	for _, args := range [][]string{{"-V"}, {"--version"}, {"version"}} {
+	for _, args := range [][]string{{"-V"}, {"--version"}} {
 		if code, stdout, stderr := mainOutput(t, args...); code != 0 || stdout != "rtscope "+Version+"\n" || stderr != "" {
 			t.Errorf("rtscope %s: status %d, stdout %q, stderr %q", args[0], code, stdout, stderr)
 		}
@@ -120,5 +121,35 @@ func TestSelfParsedCommand(t *testing.T) {
 	var st exitStatus
 	if !errors.As(err, &st) || st != 3 || !slices.Equal(got, args) {
 		t.Errorf("old-style command: args %q, error %v; want %q and status 3", got, err, args)
+	}
+}
+
+// TestVersion: rtscope version starts with what --version prints, then
+// names the commit, the build date, Go, both engines and a hash for each
+// of the six BPF objects; --json says the same.
+func TestVersion(t *testing.T) {
+	code, out, stderr := mainOutput(t, "version")
+	if code != 0 || stderr != "" || !strings.HasPrefix(out, "rtscope "+Version+"\n") {
+		t.Fatalf("rtscope version: status %d, stderr %q, stdout %q", code, stderr, out)
+	}
+	for _, want := range []string{"commit ", "built ", "go ", "engines     btf, classic", "classic.bpf.o", "timerlat.bpf.o", "inject.bpf.o"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rtscope version lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = mainOutput(t, "version", "--json")
+	var b BuildInfo
+	if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil {
+		t.Fatalf("rtscope version --json: status %d, %v: %q", code, err, out)
+	}
+	seen := map[string]bool{}
+	for _, o := range b.Objects {
+		if len(o.SHA256) != 64 || seen[o.SHA256] {
+			t.Errorf("object %q: hash %q missing or repeated", o.Name, o.SHA256)
+		}
+		seen[o.SHA256] = true
+	}
+	if b.Schema != "rtscope.version/v1" || b.Version != Version || len(b.Objects) != 6 || len(b.Engines) != 2 || b.Go == "" {
+		t.Errorf("rtscope version --json: %+v", b)
 	}
 }
