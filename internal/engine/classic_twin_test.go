@@ -38,12 +38,24 @@ const (
 	twinRename
 	twinIRQEntry
 	twinIRQExit
+	twinCsdQueue
+	twinIPISend
+	twinCallSingleEntry
+	twinCallSingleExit
+	twinReschedEntry
+	twinReschedExit
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
 const twinCPU = 0
 
 func newClassicTwin(t *testing.T) *classicTwin {
+	t.Helper()
+	return newClassicTwinWith(t, nil)
+}
+
+// newClassicTwinWith loads the classic twin with the load-time settings vars too.
+func newClassicTwinWith(t *testing.T, vars map[string]any) *classicTwin {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF (CI runs as root)")
@@ -55,6 +67,11 @@ func newClassicTwin(t *testing.T) *classicTwin {
 	offs, err := classicOffsets(readCaptured(nil))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	for name, v := range offs {
 		if err := spec.Variables[name].Set(v); err != nil {
