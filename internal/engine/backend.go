@@ -82,7 +82,7 @@ func (btfBackend) load(e *Engine, vars map[string]any, entries uint32) (*ebpf.Co
 		return nil, err
 	}
 	spec.Maps["flight"].MaxEntries = entries
-	spec.Maps["ipi_slots"].MaxEntries = ipiSlots(e.ncpu)
+	ipiMaps(spec, e.ncpu, e.cfg.IPI)
 	legacy, err := legacySchedSwitch(kspec)
 	if err != nil {
 		return nil, err

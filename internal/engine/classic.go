@@ -243,7 +243,7 @@ func (c classicBackend) load(e *Engine, vars map[string]any, entries uint32) (*e
 		return nil, err
 	}
 	spec.Maps["flight"].MaxEntries = entries
-	spec.Maps["ipi_slots"].MaxEntries = ipiSlots(e.ncpu)
+	ipiMaps(spec, e.ncpu, e.cfg.IPI)
 	core := spec.Copy()
 	delete(core.Programs, "reapply_slo") // loadReapply, on its own
 	delete(core.Programs, "settle_held") // the same

@@ -31,8 +31,17 @@ const (
 // ipiSlotsPerCPU is RTS_IPI_SLOTS: a slot per vector class and CPU.
 const ipiSlotsPerCPU = 3
 
-// ipiSlots sizes ipi_slots for ncpu CPUs.
-func ipiSlots(ncpu int) uint32 { return uint32(ncpu * ipiSlotsPerCPU) }
+// ipiMaps sizes the IPI maps of spec for ncpu CPUs; without --ipi
+// (nothing writes them) to one entry each: ipi_pairs is preallocated
+// (290 KiB at RTS_IPI_PAIRS entries).
+func ipiMaps(spec *ebpf.CollectionSpec, ncpu int, on bool) {
+	if !on {
+		spec.Maps["ipi_slots"].MaxEntries = 1
+		spec.Maps["ipi_pairs"].MaxEntries = 1
+		return
+	}
+	spec.Maps["ipi_slots"].MaxEntries = uint32(ncpu * ipiSlotsPerCPU)
+}
 
 // ipiVars are the kernel functions that tell an IPI's kind (0 when
 // kallsyms hides them: every csd is then a function call).
