@@ -29,7 +29,7 @@ const (
 	EventStack        EventType = "stack"
 	EventSteal        EventType = "steal"
 	EventTimerArm     EventType = "timer_arm"
-	EventFaults       EventType = "faults" // page faults of a tracked task's run
+	EventFaults       EventType = "faults"    // page faults of a tracked task's run
 	EventIPISend      EventType = "ipi_send"  // IPI work queued for another CPU (--ipi)
 	EventIPIEntry     EventType = "ipi_entry" // an IPI handler begins on this CPU
 	EventIPIExit      EventType = "ipi_exit"  // an IPI handler ends
