@@ -110,6 +110,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	f.engine.addNoTrace(fs, "no flight recorder: violations are counted but not explained (lowest overhead)")
 	f.engine.addTraceEvents(fs)
 	f.engine.addBTF(fs)
+	f.engine.addIPI(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
 	}
