@@ -2,10 +2,13 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"sort"
+	"strings"
 
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/trace"
+	"github.com/rtscope/rtscope/internal/units"
 )
 
 // IPIs are the IPIs a run received (watch --ipi, docs/ipi.md): per CPU by
@@ -121,4 +124,55 @@ func sortSenders(s []IPISender) {
 		}
 		return s[i].SenderTID < s[j].SenderTID
 	})
+}
+
+// writeTaskIPIs writes the IPIs a task received, the largest senders
+// first: "IPIs received: TLB shootdown x 8536 from intruder/4446
+// (flush_tlb_func) on CPU 1, 2.1 us each; ...".
+func writeTaskIPIs(w io.Writer, ipis []IPISender) {
+	if len(ipis) == 0 {
+		return
+	}
+	var parts []string
+	for _, s := range ipis[:min(3, len(ipis))] {
+		from := s.Sender
+		if from == "" {
+			from = "no send seen"
+		}
+		what := from
+		if s.Function != "" {
+			what += " (" + s.Function + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s x %d from %s on CPU %d, %s us each", s.Kind.Noun(), s.Count, what, s.CPU,
+			units.Us(s.Ns/max(s.Count, 1))))
+	}
+	if len(ipis) > 3 {
+		parts = append(parts, fmt.Sprintf("%d more senders", len(ipis)-3))
+	}
+	fmt.Fprintf(w, "   IPIs received: %s\n", strings.Join(parts, "; "))
+}
+
+// describeIPI is an IPI event's line in a printed window.
+func describeIPI(e trace.Event) string {
+	p := e.IPI
+	if p == nil {
+		return e.Type.String()
+	}
+	switch e.Type {
+	case trace.EventIPISend:
+		return fmt.Sprintf("ipi send %s: %s to CPU %d", taskLabel(e.TID, e.Comm, ""), p.Kind.Noun(), deref(e.TargetCPU))
+	case trace.EventIPIExit:
+		return fmt.Sprintf("ipi exit %s, %s us", p.Kind.Noun(), units.Us(p.HandlerNs))
+	}
+	s := "ipi entry " + p.Kind.Noun()
+	if from := p.Sender(); from != "" {
+		s += " from " + from
+		if p.SenderCPU != nil {
+			s += fmt.Sprintf(" (CPU %d)", *p.SenderCPU)
+		}
+	}
+	if p.Function != "" {
+		s += ": " + p.Function
+	}
+	return s
 }
