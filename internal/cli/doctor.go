@@ -88,7 +88,7 @@ func runDoctor(args []string) int {
 	if err := engine.Probe(); err != nil && *probeBPF {
 		env.BPF = &doctor.BPF{Unprobed: err.Error()}
 	} else if *probeBPF {
-		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
+		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{IPI: true})) // what the kernel has, --ipi's hooks included
 	}
 	var out *outfile.File
 	if *jsonPath != "" {

@@ -87,6 +87,11 @@ type IPIStats struct {
 	PairsLost uint64
 }
 
+// IPIAsked tells whether --ipi asked for the IPI hooks (Config.IPI).
+func (f *Features) IPIAsked() bool {
+	return f.Probed(FeatureIPIReceive) && !errors.Is(f.Missing(FeatureIPIReceive), errIPINotAsked)
+}
+
 // ErrNoIPI is IPIs' error when the IPI hooks are not attached.
 var ErrNoIPI = errors.New("the IPI hooks are not attached (--ipi)")
 

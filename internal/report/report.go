@@ -180,6 +180,10 @@ type Features struct {
 	// global functions, verified once, else why the inlined variant ran
 	// (kernels before 5.12: the same measurements, a slower start-up).
 	Subprograms string `json:"subprograms,omitempty"`
+	// IPI lists, with --ipi, what of the IPI hooks this kernel lacks (the
+	// features table's sentences); absent when all are there or without
+	// --ipi (docs/ipi.md).
+	IPI []string `json:"ipi,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
