@@ -146,6 +146,8 @@ static __always_inline int rts_ipi_entry_body(__u32 slot, __u32 running, __u64 n
 	ic->cpu = 0xffff;
 	ic->fn = 0;
 	ic->callsite = 0;
+	((__u64 *)ic->comm)[0] = 0; /* no sender's name left from the previous IPI */
+	((__u64 *)ic->comm)[1] = 0;
 	__u32 idx = cpu * RTS_IPI_SLOTS + slot;
 	struct rts_ipi_slot *s = bpf_map_lookup_elem(&ipi_slots, &idx);
 	if (s && s->ts && s->ts <= now) {
