@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
 #include "handlers.bpf.h"
+#include "ipi.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -62,6 +63,12 @@ const volatile __u32 off_irq_entry_irq = RTS_NOFIELD;
 const volatile __u32 off_irq_exit_irq = RTS_NOFIELD;
 const volatile __u32 off_irq_exit_ret = RTS_NOFIELD;
 const volatile __u32 off_softirq_vec = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_cpu = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_callsite = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
 
 /*
  * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
@@ -652,3 +659,21 @@ int on_softirq_exit(void *ctx)
 {
 	return rts_softirq_exit_body(rd_u32(ctx, off_softirq_vec));
 }
+
+/* ---- IPIs (ipi.bpf.h; optional: watch --ipi) ---- */
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int on_csd_queue_cpu(void *ctx)
+{
+	return rts_csd_queue_body(rd_u32(ctx, off_csd_queue_cpu), rd_u64(ctx, off_csd_queue_callsite),
+				  rd_u64(ctx, off_csd_queue_func));
+}
+
+SEC("tracepoint/ipi/ipi_send_cpu")
+int on_ipi_send_cpu(void *ctx)
+{
+	return rts_ipi_send_cpu_body(rd_u32(ctx, off_ipi_send_cpu), rd_u64(ctx, off_ipi_send_callsite),
+				     rd_u64(ctx, off_ipi_send_callback));
+}
+
+RTS_IPI_RECEIVERS("tracepoint/irq_vectors/")

@@ -363,3 +363,44 @@ int BPF_PROG(test_own_seq, __u64 tid, __u64 set, __u64 last)
 		st->own_seq = last;
 	return rts_own_seq(st);
 }
+
+/* ---- IPIs (ipi.bpf.h): the bodies as the stubs call them ---- */
+#include "ipi.bpf.h"
+
+/* The current task queues fn for target (csd_queue_cpu). */
+SEC("raw_tp")
+int BPF_PROG(test_csd_queue, __u64 target, __u64 callsite, __u64 fn)
+{
+	return rts_csd_queue_body(target, callsite, fn);
+}
+
+/* ipi_send_cpu: a reschedule (callback 0), an irq_work, or the generic handler. */
+SEC("raw_tp")
+int BPF_PROG(test_ipi_send_cpu, __u64 target, __u64 callsite, __u64 callback)
+{
+	return rts_ipi_send_cpu_body(target, callsite, callback);
+}
+
+/* A vector of class slot begins at now, tracked task running (0: none) on the CPU. */
+SEC("raw_tp")
+int BPF_PROG(test_ipi_entry, __u64 slot, __u64 running, __u64 now)
+{
+	return rts_ipi_entry_body(slot, running, now);
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_ipi_exit, __u64 now)
+{
+	return rts_ipi_exit_body(now);
+}
+
+/* A tracked task waits on this CPU (rts_cpu_state.waiting_tid), 0: none. */
+SEC("raw_tp")
+int BPF_PROG(test_set_waiting, __u64 tid)
+{
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return -1;
+	cs->waiting_tid = tid;
+	return 0;
+}

@@ -141,6 +141,8 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		if it != nil {
 			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
 		}
+	case ctxIPI:
+		a.ipiCtx(phase, cpu, from, to, c)
 	case ctxTickGap:
 		a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, HardIRQ: true, key: "tick",
 			Label: "timer interrupt (between callbacks)"}, from, to)
@@ -463,6 +465,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
 		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
 	}
+	ipiNote(res)
 	return res
 }
 
@@ -769,7 +772,7 @@ func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (CPUState, *Thr
 			if t-f > thrNs {
 				thr, thrNs = c.thr, t-f
 			}
-		case ctxHardIRQ, ctxTickGap:
+		case ctxHardIRQ, ctxTickGap, ctxIPI:
 			by[CPUHardIRQ] += t - f
 		case ctxTimer:
 			if c.hard {

@@ -78,6 +78,7 @@ const (
 	KindPeriodSleep  Kind = "period-sleep" // the task slept until its next period: expected
 	KindUnknown      Kind = "unknown"      // no events tell (CPU not recorded, truncated trace)
 	KindHypervisor   Kind = "hypervisor"   // the vCPU was not running: hypervisor steal time
+	KindIPI          Kind = "ipi"          // an IPI handler: work another CPU sent (ipi.go)
 )
 
 // Thread is a task seen in the window.
@@ -128,6 +129,7 @@ type Item struct {
 	Woke     []string     `json:"woke,omitempty"`   // timer callbacks, IRQs: the tasks they woke
 	Reason   trace.Reason `json:"reason,omitempty"` // sleeps
 	Waker    *trace.Waker `json:"waker,omitempty"`  // sleeps: who ended it (null: not in the window)
+	IPI      *trace.IPI   `json:"ipi,omitempty"`    // IPIs: kind and sender (the first one's work)
 
 	key string
 }
@@ -224,6 +226,9 @@ type Result struct {
 	// PageFaults the task took in its runs that ended in the window; null
 	// when it took none there (or the engine cannot count them).
 	PageFaults *Faults `json:"page_faults,omitempty"`
+	// IPIs received on the task's CPU while it ran or waited in the
+	// window, by kind and sender (ipi.go); null for none.
+	IPIs []IPISource `json:"ipis,omitempty"`
 }
 
 // PhaseTotals are the time of the window per phase.

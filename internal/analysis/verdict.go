@@ -536,6 +536,8 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 		irqOffVerdict(res, tl, s, top)
 	case KindHardIRQ:
 		hardIRQVerdict(res, top, share)
+	case KindIPI:
+		ipiVerdict(res, top, share)
 	case KindSoftIRQ:
 		res.Cause = CauseSoftIRQ
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", top.CPU, share, top.describeWoke(), us(top.Ns))

@@ -29,6 +29,7 @@ const (
 	CauseOverrun           Cause = "overrun"            // a cycle, or an iteration's work, longer than its period
 	CauseLongSleep         Cause = "long-sleep"         // a timer armed more than a period ahead
 	CauseUnexplained       Cause = "unexplained"        // a gap on an idle CPU above its idle exit bound that nothing recorded accounts for
+	CauseIPI               Cause = "ipi"                // IPIs another task sent to the CPU (ipi.go)
 )
 
 // String returns the cause's name.

@@ -101,7 +101,7 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 	if err := engine.Probe(); err != nil && f.bpf {
 		env.BPF = &doctor.BPF{Unprobed: err.Error()}
 	} else if f.bpf {
-		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
+		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{IPI: true})) // what the kernel has, --ipi's hooks included
 	}
 	var out *outfile.File
 	if f.json != "" {

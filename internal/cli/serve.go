@@ -125,6 +125,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	f.engine.addNoTrace(fs, "no flight recorder: violations are counted but not explained (lowest overhead)")
 	f.engine.addTraceEvents(fs)
 	f.engine.addBTF(fs)
+	f.engine.addIPI(fs)
 	return fs
 }
 

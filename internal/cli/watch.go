@@ -155,6 +155,7 @@ func (f *watchFlags) flagSet() *pflag.FlagSet {
 	f.engine.addTraceEvents(fs)
 	f.engine.addTraceMax(fs)
 	f.engine.addStackAfter(fs)
+	f.engine.addIPI(fs)
 	fs.DurationVar(&f.warmUp, "warm-up", 0, "leave out of its metrics every sample of a task in the first `duration` after it is tracked, as its start-up (0: none); default: detected, the iterations before a periodic task's period settles")
 	fs.StringSliceVar(&f.show, "show", nil, "report and judge only tasks with these names")
 	fs.BoolVar(&f.all, "all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")

@@ -39,6 +39,12 @@ const (
 	twinIRQEntry
 	twinIRQExit
 	twinHrtimerStart
+	twinCsdQueue
+	twinIPISend
+	twinCallSingleEntry
+	twinCallSingleExit
+	twinReschedEntry
+	twinReschedExit
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).

@@ -71,6 +71,10 @@ type Config struct {
 	// BTF engine where /sys/kernel/btf/vmlinux does not show them
 	// (LoadBTFFile).
 	BTFFile string
+	// IPI attaches the IPI hooks (--ipi; FeatureIPISend,
+	// FeatureIPIReceive): sends and receipts in the flight recorder,
+	// counted by CPU, kind, receiver and sender (IPIs).
+	IPI bool
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before

@@ -41,6 +41,8 @@ type Report struct {
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
 	Housekeeping *Housekeeping `json:"housekeeping"`
 	Tasks        []*Task       `json:"tasks"`
+	// IPIs received per CPU and by sender (watch --ipi); null without.
+	IPIs *IPIs `json:"ipis,omitempty"`
 	// Hidden are the tasks not shown (Selection): measured, not judged.
 	Hidden []*Task `json:"hidden_tasks,omitempty"`
 }
@@ -178,6 +180,10 @@ type Features struct {
 	// global functions, verified once, else why the inlined variant ran
 	// (kernels before 5.12: the same measurements, a slower start-up).
 	Subprograms string `json:"subprograms,omitempty"`
+	// IPI lists, with --ipi, what of the IPI hooks this kernel lacks (the
+	// features table's sentences); absent when all are there or without
+	// --ipi (docs/ipi.md).
+	IPI []string `json:"ipi,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
@@ -239,6 +245,9 @@ type Task struct {
 	// StartupNs is how long its start-up lasted from tracking; null while
 	// it is not over (no period settled yet).
 	StartupNs *uint64 `json:"startup_ns"`
+	// IPIs received on its CPU while it ran or waited there, by sender
+	// and kind (watch --ipi); null without.
+	IPIs []IPISender `json:"ipis,omitempty"`
 	// TimerSlackNs is the thread's timer slack, read from
 	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
 	// a policy change); null when unread.

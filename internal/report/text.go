@@ -110,6 +110,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if len(hy) > 0 {
 		fmt.Fprintf(w, "   real-time hygiene: %s\n", strings.Join(hy, ", "))
 	}
+	writeTaskIPIs(w, t.IPIs)
 	for _, id := range metric.All() {
 		if m := t.Metrics[id.String()]; m != nil && m.ViolationCauses != nil && m.SLONs != nil {
 			m.ViolationCauses.WriteText(w, id.String()+" SLO violations", *m.SLONs, "   ")
@@ -248,6 +249,8 @@ func DescribeNamed(e trace.Event, b BoostNamer) string {
 		return fmt.Sprintf("%s %s IRQ %d", eventWords(e), taskLabel(e.TID, e.Comm, ""), deref(e.IRQ))
 	case trace.EventExit:
 		return fmt.Sprintf("exit     %s", taskLabel(e.TID, e.Comm, ""))
+	case trace.EventIPISend, trace.EventIPIEntry, trace.EventIPIExit:
+		return describeIPI(e)
 	case trace.EventStack:
 		where := "user space"
 		if len(e.Stack) > 0 {

@@ -34,6 +34,9 @@ const (
 	evSteal        = engine.EventSteal
 	evTimerArm     = engine.EventTimerArm
 	evFaults       = engine.EventFaults
+	evIPISend      = engine.EventIPISend
+	evIPIEntry     = engine.EventIPIEntry
+	evIPIExit      = engine.EventIPIExit
 )
 
 var typeNames = map[uint8]EventType{
@@ -42,6 +45,21 @@ var typeNames = map[uint8]EventType{
 	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
 	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
+	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit,
+}
+
+// ipiKinds name the engine's IPI kinds (enum rts_ipi_kind).
+var ipiKinds = map[uint8]IPIKind{
+	engine.IPICall: IPICall, engine.IPITLB: IPITLB, engine.IPIResched: IPIResched,
+	engine.IPIIRQWork: IPIIRQWork, engine.IPIWakeup: IPIWakeup,
+}
+
+// IPIKindOf names an engine IPI kind ("kindN" when this build does not know it).
+func IPIKindOf(k uint8) IPIKind {
+	if n, ok := ipiKinds[k]; ok {
+		return n
+	}
+	return IPIKind(fmt.Sprintf("kind%d", k))
 }
 
 // SleepReasons name the kernel's sleep reasons (enum rts_sleep_reason,
@@ -171,6 +189,8 @@ func (n *Names) learnOnly(e *engine.Event) {
 		if e.Flags == wakerTask {
 			n.learnComm(e.B, &e.Comm)
 		}
+	case evIPISend:
+		n.learnComm(e.A, &e.Comm)
 	}
 }
 
@@ -369,6 +389,8 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 	case evHandlerEntry, evHandlerExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
+	case evIPISend, evIPIEntry, evIPIExit:
+		n.decodeIPI(&ev, &e)
 	}
 	return ev
 }
@@ -379,6 +401,36 @@ func slackOf(e *engine.Event) *uint64 {
 		return &ns
 	}
 	return nil
+}
+
+// decodeIPI fills an IPI event: a send's sender and target, a receipt's
+// sender (named from the comms learnt: the send events carry them), work
+// and callsite, an exit's handler time.
+func (n *Names) decodeIPI(ev *Event, e *engine.Event) {
+	p := &IPI{Kind: IPIKindOf(e.Flags)}
+	ev.IPI = p
+	switch e.Type {
+	case evIPISend:
+		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
+		ev.TargetCPU = intp(int(e.B))
+		p.SenderTID, p.SenderComm = e.A, ev.Comm
+	case evIPIEntry:
+		if e.A != 0 {
+			p.SenderTID, p.SenderPID, p.SenderComm = e.A, e.B, n.Comm(e.A)
+			p.SenderCPU = intp(int(e.C))
+		}
+		if fn := engine.EventX(e); fn != 0 {
+			p.Function = n.Func(fn)
+		}
+		if cs := engine.EventY(e); cs != 0 {
+			p.Callsite = n.Func(cs)
+		}
+	case evIPIExit:
+		if e.A != 0 {
+			p.SenderTID, p.SenderComm = e.A, n.Comm(e.A)
+		}
+		p.HandlerNs = engine.EventX(e)
+	}
 }
 
 // decodeSwitch fills a switch's two tasks: tids, names, scheduling, and the

@@ -89,6 +89,30 @@ type Event struct {
 	// start) and T. faults: SinceT is the run's start.
 	StealNs uint64 `json:"steal_ns,omitempty"`
 	SinceT  *int64 `json:"since_t_ns,omitempty"`
+
+	// ipi_send (TID/Comm the sender, TargetCPU the target), ipi_entry and
+	// ipi_exit (the receipt on CPU, with its sender when a send was seen).
+	IPI *IPI `json:"ipi,omitempty"`
+}
+
+// IPI is an inter-processor interrupt's kind and sender.
+type IPI struct {
+	Kind       IPIKind `json:"kind"`
+	SenderTID  uint32  `json:"sender_tid,omitempty"` // 0: no send seen
+	SenderPID  uint32  `json:"sender_pid,omitempty"`
+	SenderComm string  `json:"sender_comm,omitempty"`
+	SenderCPU  *int    `json:"sender_cpu,omitempty"`
+	Function   string  `json:"function,omitempty"` // the work (flush_tlb_func), or the callback
+	Callsite   string  `json:"callsite,omitempty"` // where the sender queued it
+	HandlerNs  uint64  `json:"handler_ns,omitempty"`
+}
+
+// Sender is "comm/tid" of the IPI's sender, "" when unknown.
+func (p *IPI) Sender() string {
+	if p == nil || p.SenderTID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", p.SenderComm, p.SenderTID)
 }
 
 // Waker says who made a task runnable.

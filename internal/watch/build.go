@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/report"
 )
 
@@ -28,6 +29,7 @@ func (s *watcher) build() *report.Report {
 			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
 	}
 	s.selectTasks(rep)
+	s.ipis(rep)
 	s.stealEnd()
 	rep.Steal = s.steal
 	if s.o.Analyze != nil || s.o.Explain != nil {
@@ -84,5 +86,19 @@ func (s *watcher) stealEnd() {
 		}
 		s.steal.PerCPUNs = append(s.steal.PerCPUNs, d)
 		s.steal.RunNs += d
+	}
+}
+
+// ipis puts the run's IPI counts in rep (--ipi): per CPU and sender, and
+// each task's, received while it ran or waited on the CPU.
+func (s *watcher) ipis(rep *report.Report) {
+	st, err := s.eng.IPIs()
+	if err != nil {
+		return // not attached: features.ipi_receive says why
+	}
+	syms, _ := ksym.Kernel()
+	rep.IPIs = report.IPIsFrom(st, syms.Func)
+	for _, t := range append(rep.Tasks, rep.Hidden...) {
+		t.IPIs = report.TaskIPIs(st, t.TID, syms.Func)
 	}
 }
