@@ -163,7 +163,8 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	if (btf)
 		rts_steal_update(cs, cpu, now, rts_steal_ns(next));
 
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
+	/* IRQs are off in __schedule(): the slot needs no atomic (rts_flight_slot). */
+	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_SWITCH, true);
 	if (e) {
 		e->a = ev->prev.tid;
 		e->b = ev->next.tid;
@@ -250,7 +251,11 @@ static __always_inline void rts_waking_body(void *ctx, const struct rts_task_ref
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_waker w;
 	rts_waker_of(cs, cur->tid, &w);
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
+	/*
+	 * Waking another task, try_to_wake_up() holds its pi_lock with IRQs
+	 * off; waking itself (p == current), it takes no lock (rts_flight_slot).
+	 */
+	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_WAKEUP, p->tid != cur->tid);
 	if (e) {
 		e->a = p->tid;
 		e->b = w.who;

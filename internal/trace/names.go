@@ -111,6 +111,9 @@ type Names struct {
 	syms       *ksym.Table
 	stack      StackFunc
 	reloaded   time.Time
+	// prefetched: a re-read of /proc/kallsyms started off the session's
+	// goroutine (PrefetchSyms), taken by the first re-read Func needs.
+	prefetched chan *ksym.Table
 	// settled: addresses a reload of kallsyms did not rename (an offset
 	// into a program already listed): they never cause another one. Without
 	// it, any BPF frame in a stack re-read kallsyms once a second, about 5%
@@ -242,6 +245,44 @@ func (n *Names) Comm(tid uint32) string {
 	return "?"
 }
 
+// PrefetchSyms starts re-reading /proc/kallsyms in the background, for
+// the first re-read Func needs: the table was read before the engine's
+// programs were loaded, so the first stack taken in one of them (a frame
+// at an offset past the last program listed) re-read it in the session's
+// goroutine. That took 310-1280 ms under stress-ng --switch 4 on 2 CPUs,
+// in the poll that cuts the first windows, and the notices queued behind
+// it were read after the flight recorder had lapped past their windows:
+// all of the traces truncated there (bench/results, 2026-11-28 cost).
+// Call it once the programs are loaded.
+func (n *Names) PrefetchSyms() {
+	if n == nil || n.syms == nil || n.prefetched != nil {
+		return
+	}
+	ch := make(chan *ksym.Table, 1)
+	n.prefetched = ch
+	go func() {
+		t, err := ksym.Load("/proc/kallsyms")
+		if err != nil {
+			t = nil
+		}
+		ch <- t
+	}()
+}
+
+// reload re-reads the symbol table in place (Func): the prefetched
+// table the first time, waiting for it if it is still being read.
+func (n *Names) reload() bool {
+	if n.prefetched != nil {
+		t := <-n.prefetched
+		n.prefetched = nil
+		if t != nil {
+			*n.syms = *t
+			return true
+		}
+	}
+	return n.syms.Reload("/proc/kallsyms") == nil
+}
+
 // IRQName returns the action name of an IRQ line from /proc/interrupts.
 func (n *Names) IRQName(irq int) string {
 	if n == nil {
@@ -266,7 +307,7 @@ func (n *Names) Func(addr uint64) string {
 	name := n.syms.Name(addr)
 	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && !n.settled[addr] && time.Since(n.reloaded) > kallsymsReloadEvery {
 		n.reloaded = time.Now()
-		if n.syms.Reload("/proc/kallsyms") == nil {
+		if n.reload() {
 			name = n.syms.Name(addr)
 		}
 		if n.settled == nil {

@@ -235,6 +235,7 @@ func (s *watcher) Prepare() error { return nil }
 func (s *watcher) Attached(e *engine.Engine) error {
 	syms, _ := ksym.Kernel()
 	s.eng, s.names, s.started = e, trace.NewNames(syms, e.Stack), time.Now()
+	s.names.PrefetchSyms() // the programs are loaded: their frames get names
 	s.win = newWindows(e, s.names, s.o.TraceMax)
 	s.book.eng = e
 	if s.series != nil {
