@@ -526,6 +526,8 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	case KindSoftIRQ:
 		res.Cause = CauseSoftIRQ
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", top.CPU, share, top.describeWoke(), us(top.Ns))
+	case KindThrottled:
+		throttleVerdict(res, s, g, share)
 	case KindIdle:
 		idleVerdict(res, s, g, top, share)
 	case KindOwnTimer:

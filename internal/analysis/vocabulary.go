@@ -28,6 +28,7 @@ const (
 	CauseMonitor           Cause = "monitor"            // rtscope's own threads
 	CauseOverrun           Cause = "overrun"            // a cycle, or an iteration's work, longer than its period
 	CauseLongSleep         Cause = "long-sleep"         // a timer armed more than a period ahead
+	CauseThrottling        Cause = "rt-throttling"      // RT throttling or the fair server took the CPU
 )
 
 // String returns the cause's name.

@@ -1,0 +1,178 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// Throttle is one interval in which a real-time (or DEADLINE) task,
+// runnable on its CPU, was kept off it by throttling: the CPU switched to
+// a task of a lower class (SCHED_OTHER, or idle) although it was queued
+// there. The scheduler never does that for a queued real-time task unless
+// its class is throttled: by the fair server (a DEADLINE server that runs
+// SCHED_OTHER tasks for 50 ms of every 1000 ms once they starve, Linux
+// 6.12+) or by rt_rq throttling (sched_rt_runtime_us of every
+// sched_rt_period_us, older kernels). A DEADLINE task that used up its
+// runtime is throttled the same way.
+type Throttle struct {
+	CPU int   `json:"cpu"`
+	T   int64 `json:"t_ns"` // the switch that gave the CPU away, relative to the window start
+	Ns  uint64 `json:"ns"`  // until the task ran again (or the window ended)
+	// Next is what the CPU switched to: a SCHED_OTHER task or idle.
+	Next string `json:"next"`
+}
+
+// remoteWakeRaceNs: a switch on the task's CPU this soon after a wakeup
+// sent from another CPU may come before the task is queued there (the
+// wakeup IPI takes microseconds), so it is no sign of throttling.
+const remoteWakeRaceNs = 10_000
+
+// lowerClass tells whether a switch to next (its kernel priority) passes
+// over a queued task of kernel priority kprio only under throttling: idle
+// or SCHED_OTHER below a real-time task, and anything but a DEADLINE task
+// below a DEADLINE one.
+func lowerClass(e *trace.Event, kprio int) bool {
+	switch {
+	case kprio < -1 || kprio >= 100:
+		return false
+	case e.NextTID == 0:
+		return true
+	case e.NextKPrio == kprioUnknown || e.NextSched == "":
+		return false
+	case kprio == -1:
+		return e.NextKPrio >= 0
+	}
+	return e.NextKPrio >= 100
+}
+
+// throttles finds the task's throttled intervals: in each runnable segment
+// on a known CPU, the first switch there to a lower class, until the
+// segment ends (the task runs again, migrates, or the window ends).
+func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
+	if !s.RT() {
+		return nil
+	}
+	var out []Throttle
+	for i := range segs {
+		sg := &segs[i]
+		if sg.st != stRunnable || sg.cpu < 0 || sg.to <= 0 || sg.from >= w {
+			continue
+		}
+		remote := i > 0 && segs[i-1].wake != nil && segs[i-1].wake.CPU != sg.cpu
+		for j := range tl.events {
+			e := &tl.events[j]
+			if e.T < sg.from || e.T >= sg.to {
+				continue
+			}
+			// Its own preempted switch-out opens the segment: the task
+			// it gives the CPU to is evidence too.
+			if e.Type != trace.EventSwitch || e.CPU != sg.cpu {
+				continue
+			}
+			if remote && e.T-sg.from < remoteWakeRaceNs {
+				continue
+			}
+			if !lowerClass(e, s.KPrio) {
+				continue
+			}
+			from, to := max(e.T, 0), min(sg.to, w)
+			if to > from {
+				out = append(out, Throttle{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: nextWho(e)})
+			}
+			break
+		}
+	}
+	return out
+}
+
+func nextWho(e *trace.Event) string {
+	if e.NextTID == 0 {
+		return "idle"
+	}
+	return who(&Thread{TID: e.NextTID, Comm: e.NextComm, Sched: e.NextSched})
+}
+
+// throttledAt returns the throttled interval holding [from, to) on cpu.
+func throttledAt(ths []Throttle, cpu int, from, to int64) bool {
+	for _, t := range ths {
+		if t.CPU == cpu && from >= t.T && to <= t.T+int64(t.Ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// throttledCtx accounts a piece of a throttled interval: what ran in task
+// context (a SCHED_OTHER task, or idle) is the throttling's; interrupts,
+// softirqs and steal keep their own items, as they would have taken the
+// CPU anyway.
+func (a *accountant) throttledCtx(cpu int, from, to int64, c *cpuCtx) {
+	if c.kind != ctxTask && c.kind != ctxIdle {
+		a.ctxItem(PhaseRunnable, cpu, from, to, c)
+		return
+	}
+	a.add(Item{Phase: PhaseRunnable, Kind: KindThrottled, CPU: cpu, key: fmt.Sprint("throttled", cpu),
+		Label: fmt.Sprintf("throttled: CPU %d given to lower classes (RT throttling / fair server)", cpu)}, from, to)
+}
+
+// runnable accounts a runnable segment on its CPU, its throttled
+// intervals to throttledCtx.
+func (a *accountant) runnable(cpu int, from, to int64) {
+	if cpu < 0 || len(a.throttles) == 0 {
+		a.onCPU(PhaseRunnable, cpu, from, to)
+		return
+	}
+	a.tl.pieces(cpu, from, to, func(f, t int64, c *cpuCtx) {
+		if throttledAt(a.throttles, cpu, f, t) {
+			a.throttledCtx(cpu, f, t, c)
+		} else {
+			a.ctxItem(PhaseRunnable, cpu, f, t, c)
+		}
+	})
+}
+
+// throttleWords names the configuration that throttles: the fair server's
+// share, or rt_rq throttling's, from the subject (the defaults when the
+// caller could not read them).
+func throttleWords(s Subject) string {
+	run, per := s.FairServerRuntimeNs, s.FairServerPeriodNs
+	if run == 0 || per == 0 {
+		run, per = 50_000_000, 1_000_000_000
+	}
+	return fmt.Sprintf("RT throttling (fair server: SCHED_OTHER tasks get %s of every %s)", msWords(run), msWords(per))
+}
+
+func msWords(ns uint64) string {
+	if ns%1_000_000 == 0 {
+		return fmt.Sprintf("%d ms", ns/1_000_000)
+	}
+	return us(ns)
+}
+
+// throttleVerdict explains a window dominated by throttling, with what ran
+// meanwhile and the remedy.
+func throttleVerdict(res *Result, s Subject, g *group, share string) {
+	res.Cause = CauseThrottling
+	res.Culprit = "RT throttling"
+	var next []string
+	for _, t := range res.Throttling {
+		if !strings.Contains(strings.Join(next, ","), t.Next) && len(next) < 3 {
+			next = append(next, t.Next)
+		}
+	}
+	cpu := g.top().CPU
+	ran := "the CPU switched to " + strings.Join(next, ", ") + " while it was queued"
+	if s.KPrio == -1 {
+		res.Verdict = fmt.Sprintf("%s: %s: this DEADLINE task was runnable but throttled on CPU %d for %s (%d interval(s); %s): "+
+			"it used up its runtime, or the fair server took its turn; give it more runtime, or keep the CPU's real-time load lower",
+			throttleWords(s), us(g.ns), cpu, share, len(res.Throttling), ran)
+		return
+	}
+	res.Verdict = fmt.Sprintf("%s: %s: this %s task was runnable but CPU %d was taken from the real-time class for %s "+
+		"(%d interval(s); %s): the real-time tasks on that CPU ran for 95%% of a second. No real-time task should; "+
+		"spread or shorten them (raising sched_rt_runtime_us or the fair server's runtime, or setting it to -1 / 0, "+
+		"removes the safety net: at your own risk)",
+		throttleWords(s), us(g.ns), s.Sched, cpu, share, len(res.Throttling), ran)
+}
