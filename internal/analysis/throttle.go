@@ -17,9 +17,9 @@ import (
 // sched_rt_period_us, older kernels). A DEADLINE task that used up its
 // runtime is throttled the same way.
 type Throttle struct {
-	CPU int   `json:"cpu"`
-	T   int64 `json:"t_ns"` // the switch that gave the CPU away, relative to the window start
-	Ns  uint64 `json:"ns"`  // until the task ran again (or the window ended)
+	CPU int    `json:"cpu"`
+	T   int64  `json:"t_ns"` // the switch that gave the CPU away, relative to the window start
+	Ns  uint64 `json:"ns"`   // until the task ran again (or the window ended)
 	// Next is what the CPU switched to: a SCHED_OTHER task or idle.
 	Next string `json:"next"`
 }
