@@ -91,6 +91,21 @@ struct rts_switch {
 #define RTS_VM_LOCKED 0x00002000UL /* include/linux/mm.h, unchanged since Linux 2.6 */
 
 /*
+ * A preempted switch-out of a real-time or DEADLINE task to a lower class
+ * (idle is tid 0, SCHED_OTHER prio >= 100; below DEADLINE, anything that is
+ * not DEADLINE): the scheduler passes over a queued task of a higher class
+ * only when that class is throttled. Two compares, on preempted switches
+ * only.
+ */
+static __always_inline bool rts_throttled(const struct rts_switch *ev)
+{
+	__s32 p = ev->prev.prio, n = ev->next.prio;
+	if (p >= 100 || p < -1)
+		return false;
+	return ev->next.tid == 0 || n >= 100 || (p == -1 && n >= 0);
+}
+
+/*
  * The tracked tasks of a switch: prev's run ends (its held samples are
  * settled), next's begins. Returns prev's stats as rts_on_switch_out hands
  * them back. The tp_btf engine refreshes an identity off the way to the
@@ -107,6 +122,8 @@ static __always_inline struct rts_task_stats *rts_switch_tasks(const struct rts_
 	struct rts_task_stats *s = 0;
 	if (ps) {
 		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
+		if (s && !voluntary && rts_throttled(ev))
+			s->throttled++;
 		ps->armed_expiry = 0;
 		if (btf && ps->identity_due) {
 			ps->identity_due = 0;
