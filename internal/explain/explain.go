@@ -7,14 +7,20 @@
 package explain
 
 import (
+	"os"
 	"sync"
 
 	"github.com/rtscope/rtscope/internal/analysis"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/sched"
 	"github.com/rtscope/rtscope/internal/trace"
 )
+
+// throttling is the machine's throttling configuration, read once: the
+// share a throttling verdict names.
+var throttling = sync.OnceValue(func() sched.Throttling { return sched.ReadThrottling(os.DirFS("/")) })
 
 // HygieneFutexNoPI is the hygiene counter this package adds to
 // report.Task.Hygiene: futex waits without PI seen in the task's worst-case
@@ -41,6 +47,7 @@ func SubjectOf(t *report.Task, m string) analysis.Subject {
 	if t.TimerSlackNs != nil {
 		s.TimerSlackNs = *t.TimerSlackNs
 	}
+	s.FairServerRuntimeNs, s.FairServerPeriodNs = throttling().Share(int(t.LastCPU))
 	s.MemNotLocked = t.Hygiene[report.HygieneMemNotLocked] == 1
 	// As the judgement counts them (report.Judge): one relative sleep is
 	// the start-up's; a tenth or more of its timer releases is its loop.
