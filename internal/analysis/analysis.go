@@ -46,6 +46,9 @@ type Subject struct {
 	// sched_rt_period_us), read by the caller; 0 when unknown (the verdict
 	// then names the defaults, 50 ms of every 1000 ms).
 	FairServerRuntimeNs, FairServerPeriodNs uint64
+	// noThrottle turns throttle detection off: the fixtures' tests show
+	// what a window got before it (without_throttle_cause).
+	noThrottle bool
 }
 
 // RT tells a real-time priority (including a boosted normal task).

@@ -339,11 +339,12 @@ func TestNonPreemptibleSection(t *testing.T) {
 	wantCause(t, r, "non-preemptible", "the preemption model is unknown")
 }
 
-// The same wait with the blocker sampled in user space is not a kernel section.
+// The same wait with the blocker sampled in user space is not a kernel
+// section: user space is preemptible, so only throttling keeps it there.
 func TestLowerPriorityInUserSpace(t *testing.T) {
 	r := explain(preemptOffTrace(), subject(control, "latency"), "none")
 	checkSums(t, r)
-	wantCause(t, r, "blocking", "in user space", "fair server")
+	wantCause(t, r, "rt-throttling", "in user space", "fair server")
 	if b := r.BlockingThread; b == nil || !b.UserSpace || !b.Sampled {
 		t.Errorf("blocking thread %+v", b)
 	}

@@ -51,7 +51,7 @@ func lowerClass(e *trace.Event, kprio int) bool {
 // on a known CPU, the first switch there to a lower class, until the
 // segment ends (the task runs again, migrates, or the window ends).
 func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
-	if !s.RT() {
+	if !s.RT() || s.noThrottle {
 		return nil
 	}
 	var out []Throttle
@@ -77,7 +77,15 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 			if !lowerClass(e, s.KPrio) {
 				continue
 			}
-			from, to := max(e.T, 0), min(sg.to, w)
+			start := e.T
+			if firstSwitch(tl, sg.cpu, sg.from, e.T) && lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
+				// A lower class already held the CPU when the task was
+				// queued, and no real-time task ran before the CPU went
+				// to a lower class again: throttled from the start
+				// (pi_stress: 12 ms of a SCHED_OTHER task before it).
+				start = sg.from
+			}
+			from, to := max(start, 0), min(sg.to, w)
 			if to > from {
 				out = append(out, Throttle{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: nextWho(e)})
 			}
@@ -85,6 +93,40 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 		}
 	}
 	return out
+}
+
+// firstSwitch tells whether the switch at t is the first on cpu in (from, t].
+func firstSwitch(tl *timelines, cpu int, from, t int64) bool {
+	for i := range tl.events {
+		e := &tl.events[i]
+		if e.Type == trace.EventSwitch && e.CPU == cpu && e.T > from && e.T < t {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerAt tells whether the task context of cpu at t (idle, or a thread)
+// is of a lower class than kernel priority kprio.
+func lowerAt(tl *timelines, cpu int, t int64, kprio int) bool {
+	var cur *cpuCtx
+	for _, sg := range tl.cpus[cpu] {
+		if sg.from > t {
+			break
+		}
+		if sg.c.kind == ctxTask || sg.c.kind == ctxIdle {
+			cur = sg.c
+		}
+	}
+	switch {
+	case cur == nil:
+		return false
+	case cur.kind == ctxIdle:
+		return true
+	case cur.thr == nil:
+		return false
+	}
+	return lowerClass(&trace.Event{NextTID: cur.thr.TID, NextKPrio: cur.thr.KPrio, NextSched: cur.thr.Sched}, kprio)
 }
 
 func nextWho(e *trace.Event) string {

@@ -591,7 +591,9 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 		res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
 			"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
 	case t.Sampled && t.UserSpace:
-		res.Cause = CauseBlocking
+		// User space is preemptible: only throttling keeps a queued
+		// real-time task behind it (no switch in the window showed it).
+		res.Cause = CauseThrottling
 		res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
 			"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
 			who(t), share, cpu)
