@@ -48,8 +48,9 @@ func lowerClass(e *trace.Event, kprio int) bool {
 }
 
 // throttles finds the task's throttled intervals: in each runnable segment
-// on a known CPU, the first switch there to a lower class, until the
-// segment ends (the task runs again, migrates, or the window ends).
+// on a known CPU, from the first switch there to a lower class until the
+// real-time class runs again there (unthrottled), or the segment ends (it
+// migrates, or the window ends).
 func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 	if !s.RT() || s.noThrottle {
 		return nil
@@ -85,7 +86,7 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 				// (pi_stress: 12 ms of a SCHED_OTHER task before it).
 				start = sg.from
 			}
-			from, to := max(start, 0), min(sg.to, w)
+			from, to := max(start, 0), min(unthrottled(tl, sg.cpu, e.T, sg.to, s.KPrio), w)
 			if to > from {
 				out = append(out, Throttle{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: nextWho(e)})
 			}
@@ -93,6 +94,19 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 		}
 	}
 	return out
+}
+
+// unthrottled is when the throttling that began at from on cpu ends: the
+// first switch there to a task of the task's class or above (a higher
+// priority may run first: its time is interference), else until.
+func unthrottled(tl *timelines, cpu int, from, until int64, kprio int) int64 {
+	for i := range tl.events {
+		e := &tl.events[i]
+		if e.Type == trace.EventSwitch && e.CPU == cpu && e.T > from && e.T < until && !lowerClass(e, kprio) {
+			return e.T
+		}
+	}
+	return until
 }
 
 // firstSwitch tells whether the switch at t is the first on cpu in (from, t].
