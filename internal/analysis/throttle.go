@@ -48,9 +48,11 @@ func lowerClass(e *trace.Event, kprio int) bool {
 }
 
 // throttles finds the task's throttled intervals: in each runnable segment
-// on a known CPU, from the first switch there to a lower class until the
+// on a known CPU, from each switch there to a lower class until the
 // real-time class runs again there (unthrottled), or the segment ends (it
-// migrates, or the window ends).
+// migrates, or the window ends). The fair server (6.18) can let the
+// real-time class run inside its 50 ms while its SCHED_OTHER tasks sleep:
+// each return to a lower class opens another interval.
 func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 	if !s.RT() || s.noThrottle {
 		return nil
@@ -62,35 +64,28 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 			continue
 		}
 		remote := i > 0 && segs[i-1].wake != nil && segs[i-1].wake.CPU != sg.cpu
+		until := sg.from // the end of the last interval: switches before it are inside it
 		for j := range tl.events {
 			e := &tl.events[j]
-			if e.T < sg.from || e.T >= sg.to {
-				continue
-			}
 			// Its own preempted switch-out opens the segment: the task
 			// it gives the CPU to is evidence too.
-			if e.Type != trace.EventSwitch || e.CPU != sg.cpu {
-				continue
-			}
-			if remote && e.T-sg.from < remoteWakeRaceNs {
-				continue
-			}
-			if !lowerClass(e, s.KPrio) {
+			if e.T < until || e.T >= sg.to || e.Type != trace.EventSwitch || e.CPU != sg.cpu ||
+				(remote && e.T-sg.from < remoteWakeRaceNs) || !lowerClass(e, s.KPrio) {
 				continue
 			}
 			start := e.T
-			if firstSwitch(tl, sg.cpu, sg.from, e.T) && lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
+			if until == sg.from && firstSwitch(tl, sg.cpu, sg.from, e.T) && lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
 				// A lower class already held the CPU when the task was
 				// queued, and no real-time task ran before the CPU went
 				// to a lower class again: throttled from the start
 				// (pi_stress: 12 ms of a SCHED_OTHER task before it).
 				start = sg.from
 			}
-			from, to := max(start, 0), min(unthrottled(tl, sg.cpu, e.T, sg.to, s.KPrio), w)
-			if to > from {
+			end := unthrottled(tl, sg.cpu, e.T, sg.to, s.KPrio)
+			if from, to := max(start, 0), min(end, w); to > from {
 				out = append(out, Throttle{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: nextWho(e)})
 			}
-			break
+			until = end
 		}
 	}
 	return out
