@@ -344,9 +344,9 @@ func TestNonPreemptibleSection(t *testing.T) {
 func TestLowerPriorityInUserSpace(t *testing.T) {
 	r := explain(preemptOffTrace(), subject(control, "latency"), "none")
 	checkSums(t, r)
-	wantCause(t, r, "rt-throttling", "in user space", "fair server")
-	if b := r.BlockingThread; b == nil || !b.UserSpace || !b.Sampled {
-		t.Errorf("blocking thread %+v", b)
+	wantCause(t, r, "rt-throttling", "preempt-inject/103 ran in user space", "fair server")
+	if len(r.Throttling) != 1 || !r.Throttling[0].UserSpace || r.Throttling[0].Ns != uint64(us1(3000)) {
+		t.Errorf("throttling %+v, want the whole wait, sampled in user space", r.Throttling)
 	}
 }
 

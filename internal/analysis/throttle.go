@@ -22,6 +22,9 @@ type Throttle struct {
 	Ns  uint64 `json:"ns"`   // until the task ran again (or the window ended)
 	// Next is what the CPU switched to: a SCHED_OTHER task or idle.
 	Next string `json:"next"`
+	// UserSpace: no switch told it; a stack sample found Next, a lower
+	// class, in user space (preemptible) while the task waited.
+	UserSpace bool `json:"user_space,omitempty"`
 }
 
 // remoteWakeRaceNs: a switch on the task's CPU this soon after a wakeup
@@ -87,8 +90,37 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 			}
 			until = end
 		}
+		if until == sg.from {
+			out = append(out, sampledThrottle(tl, s, sg, w)...)
+		}
 	}
 	return out
+}
+
+// sampledThrottle finds the throttling of a runnable segment in which the
+// CPU never switched: a lower class held it from the start, and a stack
+// sample caught that task in user space while the task waited. User space
+// is preemptible: only throttling keeps a queued real-time task behind it
+// (rt-throttling's 'starved' spun 50 ms with no switch, its one kernel
+// sample read as a non-preemptible section).
+func sampledThrottle(tl *timelines, s Subject, sg *taskSeg, w int64) []Throttle {
+	if !lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
+		return nil
+	}
+	end := unthrottled(tl, sg.cpu, sg.from, sg.to, s.KPrio)
+	for i := range tl.events {
+		e := &tl.events[i]
+		if e.Type != trace.EventStack || e.CPU != sg.cpu || e.WaitingTID != s.TID || e.T < sg.from || e.T >= end ||
+			e.Reason != trace.ReasonUserSpace || !firstSwitch(tl, sg.cpu, sg.from, e.T) {
+			continue
+		}
+		from, to := max(sg.from, 0), min(end, w)
+		if to <= from {
+			return nil
+		}
+		return []Throttle{{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: who(&Thread{TID: e.TID, Comm: e.Comm}), UserSpace: true}}
+	}
+	return nil
 }
 
 // unthrottled is when the throttling that began at from on cpu ends: the
@@ -207,23 +239,33 @@ func msWords(ns uint64) string {
 func throttleVerdict(res *Result, s Subject, g *group, share string) {
 	res.Cause = CauseThrottling
 	res.Culprit = "RT throttling"
-	var next []string
+	var next, sampled []string
 	for _, t := range res.Throttling {
-		if !strings.Contains(strings.Join(next, ","), t.Next) && len(next) < 3 {
-			next = append(next, t.Next)
+		l := &next
+		if t.UserSpace {
+			l = &sampled
+		}
+		if !strings.Contains(strings.Join(*l, ","), t.Next) && len(*l) < 3 {
+			*l = append(*l, t.Next)
 		}
 	}
 	cpu := g.top().CPU
-	ran := "the CPU switched to " + strings.Join(next, ", ") + " while it was queued"
+	var ran []string
+	if len(next) > 0 {
+		ran = append(ran, "the CPU switched to "+strings.Join(next, ", ")+" while it was queued")
+	}
+	if len(sampled) > 0 {
+		ran = append(ran, strings.Join(sampled, ", ")+" ran in user space (preemptible) while it was queued")
+	}
 	if s.KPrio == -1 {
 		res.Verdict = fmt.Sprintf("%s: %s: this DEADLINE task was runnable but throttled on CPU %d for %s (%d interval(s); %s): "+
 			"it used up its runtime, or the fair server took its turn; give it more runtime, or keep the CPU's real-time load lower",
-			throttleWords(s), us(g.ns), cpu, share, len(res.Throttling), ran)
+			throttleWords(s), us(g.ns), cpu, share, len(res.Throttling), strings.Join(ran, "; "))
 		return
 	}
 	res.Verdict = fmt.Sprintf("%s: %s: this %s task was runnable but CPU %d was taken from the real-time class for %s "+
 		"(%d interval(s); %s): the real-time tasks on that CPU ran for 95%% of a second. No real-time task should; "+
 		"spread or shorten them (raising sched_rt_runtime_us or the fair server's runtime, or setting it to -1 / 0, "+
 		"removes the safety net: at your own risk)",
-		throttleWords(s), us(g.ns), s.Sched, cpu, share, len(res.Throttling), ran)
+		throttleWords(s), us(g.ns), s.Sched, cpu, share, len(res.Throttling), strings.Join(ran, "; "))
 }
