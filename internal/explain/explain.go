@@ -1,6 +1,7 @@
 // Package explain connects the analysis to the watch session and the
 // report: it describes a report.Task as an analysis.Subject with the
-// system facts the analysis needs (the preemption model), turns a result
+// system facts the analysis needs (the preemption model, the throttling
+// share), turns a result
 // into the report.Explanation the report counts and prints, and keeps the
 // hygiene counters derived from traces and /proc. The CLI injects its hooks
 // into watch.Options; analysis stays pure (no /proc, no report).
@@ -29,7 +30,8 @@ var throttling = sync.OnceValue(func() sched.Throttling { return sched.ReadThrot
 const HygieneFutexNoPI = "futex_waits_without_pi"
 
 // SubjectOf describes a report task for analysis.Explain, with the running
-// kernel's preemption model (preempt.Detect, read once).
+// kernel's preemption model (preempt.Detect, read once) and the share
+// throttling leaves SCHED_OTHER tasks on its last CPU (read once).
 func SubjectOf(t *report.Task, m string) analysis.Subject {
 	s := analysis.Subject{TID: t.TID, Comm: t.Comm, Policy: t.Policy, Sched: t.Sched, Metric: m, KPrio: 120,
 		Preemption: preempt.Detect()}
