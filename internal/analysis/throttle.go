@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/trace"
@@ -17,9 +18,13 @@ import (
 // sched_rt_period_us, older kernels). A DEADLINE task that used up its
 // runtime is throttled the same way.
 type Throttle struct {
-	CPU int    `json:"cpu"`
-	T   int64  `json:"t_ns"` // the switch that gave the CPU away, relative to the window start
-	Ns  uint64 `json:"ns"`   // until the task ran again (or the window ended)
+	CPU int `json:"cpu"`
+	// T: the switch that gave the CPU away (or when the task was queued,
+	// when a lower class held the CPU already), relative to the window start.
+	T int64 `json:"t_ns"`
+	// Ns: until the real-time class ran there again (or the task
+	// migrated, or the window ended).
+	Ns uint64 `json:"ns"`
 	// Next is what the CPU switched to: a SCHED_OTHER task or idle.
 	Next string `json:"next"`
 	// UserSpace: no switch told it; a stack sample found Next, a lower
@@ -50,6 +55,32 @@ func lowerClass(e *trace.Event, kprio int) bool {
 	return e.NextKPrio >= 100
 }
 
+// cpuEvents are the switches and stack samples of each CPU in time order,
+// so that a segment's are found by a binary search (a window of 1024
+// events has hundreds of runnable segments).
+type cpuEvents map[int][]*trace.Event
+
+func switchesAndStacks(events []trace.Event) cpuEvents {
+	out := cpuEvents{}
+	for i := range events {
+		if e := &events[i]; e.Type == trace.EventSwitch || e.Type == trace.EventStack {
+			out[e.CPU] = append(out[e.CPU], e)
+		}
+	}
+	return out
+}
+
+// in returns cpu's events in [from, to).
+func (c cpuEvents) in(cpu int, from, to int64) []*trace.Event {
+	evs := c[cpu]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].T >= from })
+	j := sort.Search(len(evs), func(j int) bool { return evs[j].T >= to })
+	if j < i {
+		return nil
+	}
+	return evs[i:j]
+}
+
 // throttles finds the task's throttled intervals: in each runnable segment
 // on a known CPU, from each switch there to a lower class until the
 // real-time class runs again there (unthrottled), or the segment ends (it
@@ -60,6 +91,7 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 	if !s.RT() || s.noThrottle {
 		return nil
 	}
+	ev := switchesAndStacks(tl.events)
 	var out []Throttle
 	for i := range segs {
 		sg := &segs[i]
@@ -68,30 +100,28 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 		}
 		remote := i > 0 && segs[i-1].wake != nil && segs[i-1].wake.CPU != sg.cpu
 		until := sg.from // the end of the last interval: switches before it are inside it
-		for j := range tl.events {
-			e := &tl.events[j]
-			// Its own preempted switch-out opens the segment: the task
-			// it gives the CPU to is evidence too.
-			if e.T < until || e.T >= sg.to || e.Type != trace.EventSwitch || e.CPU != sg.cpu ||
-				(remote && e.T-sg.from < remoteWakeRaceNs) || !lowerClass(e, s.KPrio) {
+		// Its own preempted switch-out opens the segment: the task it
+		// gives the CPU to is evidence too.
+		for _, e := range ev.in(sg.cpu, sg.from, sg.to) {
+			if e.T < until || e.Type != trace.EventSwitch || (remote && e.T-sg.from < remoteWakeRaceNs) || !lowerClass(e, s.KPrio) {
 				continue
 			}
 			start := e.T
-			if until == sg.from && firstSwitch(tl, sg.cpu, sg.from, e.T) && lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
+			if until == sg.from && firstSwitch(ev, sg.cpu, sg.from, e.T) && lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
 				// A lower class already held the CPU when the task was
 				// queued, and no real-time task ran before the CPU went
 				// to a lower class again: throttled from the start
 				// (pi_stress: 12 ms of a SCHED_OTHER task before it).
 				start = sg.from
 			}
-			end := unthrottled(tl, sg.cpu, e.T, sg.to, s.KPrio)
+			end := unthrottled(ev, sg.cpu, e.T, sg.to, s.KPrio)
 			if from, to := max(start, 0), min(end, w); to > from {
 				out = append(out, Throttle{CPU: sg.cpu, T: from, Ns: uint64(to - from), Next: nextWho(e)})
 			}
 			until = end
 		}
 		if until == sg.from {
-			out = append(out, sampledThrottle(tl, s, sg, w)...)
+			out = append(out, sampledThrottle(tl, ev, s, sg, w)...)
 		}
 	}
 	return out
@@ -103,15 +133,16 @@ func throttles(tl *timelines, s Subject, segs []taskSeg, w int64) []Throttle {
 // is preemptible: only throttling keeps a queued real-time task behind it
 // (rt-throttling's 'starved' spun 50 ms with no switch, its one kernel
 // sample read as a non-preemptible section).
-func sampledThrottle(tl *timelines, s Subject, sg *taskSeg, w int64) []Throttle {
+func sampledThrottle(tl *timelines, ev cpuEvents, s Subject, sg *taskSeg, w int64) []Throttle {
 	if !lowerAt(tl, sg.cpu, sg.from, s.KPrio) {
 		return nil
 	}
-	end := unthrottled(tl, sg.cpu, sg.from, sg.to, s.KPrio)
-	for i := range tl.events {
-		e := &tl.events[i]
-		if e.Type != trace.EventStack || e.CPU != sg.cpu || e.WaitingTID != s.TID || e.T < sg.from || e.T >= end ||
-			e.Reason != trace.ReasonUserSpace || !firstSwitch(tl, sg.cpu, sg.from, e.T) {
+	end := unthrottled(ev, sg.cpu, sg.from, sg.to, s.KPrio)
+	for _, e := range ev.in(sg.cpu, sg.from+1, end) {
+		if e.Type == trace.EventSwitch {
+			return nil // the CPU switched before any sample: not this case
+		}
+		if e.WaitingTID != s.TID || e.Reason != trace.ReasonUserSpace {
 			continue
 		}
 		from, to := max(sg.from, 0), min(end, w)
@@ -126,21 +157,19 @@ func sampledThrottle(tl *timelines, s Subject, sg *taskSeg, w int64) []Throttle 
 // unthrottled is when the throttling that began at from on cpu ends: the
 // first switch there to a task of the task's class or above (a higher
 // priority may run first: its time is interference), else until.
-func unthrottled(tl *timelines, cpu int, from, until int64, kprio int) int64 {
-	for i := range tl.events {
-		e := &tl.events[i]
-		if e.Type == trace.EventSwitch && e.CPU == cpu && e.T > from && e.T < until && !lowerClass(e, kprio) {
+func unthrottled(ev cpuEvents, cpu int, from, until int64, kprio int) int64 {
+	for _, e := range ev.in(cpu, from+1, until) {
+		if e.Type == trace.EventSwitch && !lowerClass(e, kprio) {
 			return e.T
 		}
 	}
 	return until
 }
 
-// firstSwitch tells whether the switch at t is the first on cpu in (from, t].
-func firstSwitch(tl *timelines, cpu int, from, t int64) bool {
-	for i := range tl.events {
-		e := &tl.events[i]
-		if e.Type == trace.EventSwitch && e.CPU == cpu && e.T > from && e.T < t {
+// firstSwitch tells whether no switch on cpu comes in (from, t).
+func firstSwitch(ev cpuEvents, cpu int, from, t int64) bool {
+	for _, e := range ev.in(cpu, from+1, t) {
+		if e.Type == trace.EventSwitch {
 			return false
 		}
 	}
