@@ -107,3 +107,17 @@ func TestLowerClass(t *testing.T) {
 	}
 	wantCause(t, r, "rt-throttling")
 }
+
+// A lower real-time priority sampled in user space while the task waits
+// is no throttling: throttling stops the whole real-time class.
+func TestLowerRTInUserSpaceNotThrottled(t *testing.T) {
+	tr := window("latency", control, us1(3000),
+		sw(us1(-60), 1, idle, "R", taskL),
+		wakeTimer(0, 1, control, 0),
+		stack(us1(1500), 1, taskL, control),
+		sw(us1(3000), 1, taskL, "R+", control))
+	r := explain(tr, subject(control, "latency"), "none")
+	if r.Cause == CauseThrottling || len(r.Throttling) != 0 {
+		t.Errorf("a FIFO 10 task in user space: %s (%s), throttling %+v", r.Cause, r.Verdict, r.Throttling)
+	}
+}

@@ -593,13 +593,21 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 		res.Cause = CauseBlocking
 		res.Verdict = fmt.Sprintf("equal-priority blocking: %s, at this task's own priority, kept CPU %d for %s: "+
 			"SCHED_FIFO never preempts an equal priority (use distinct priorities or SCHED_RR)", who(t), cpu, share)
-	case t.Sampled && t.UserSpace:
+	case t.Sampled && t.UserSpace && t.KPrio >= 100:
 		// User space is preemptible: only throttling keeps a queued
-		// real-time task behind it (no switch in the window showed it).
+		// real-time task behind a SCHED_OTHER one (no switch in the
+		// window showed it). A lower real-time priority is no throttling:
+		// throttling stops the whole class (the rt guest's FIFO 70 hog
+		// under TCG was called throttling).
 		res.Cause = CauseThrottling
 		res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
 			"real-time throttling (sched_rt_runtime_us) or the fair server (dl_server) gave the CPU to SCHED_OTHER tasks",
 			who(t), share, cpu)
+	case t.Sampled && t.UserSpace:
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("lower-priority %s ran in user space for %s on CPU %d while this real-time task was runnable: "+
+			"user space is preemptible and throttling would stop it too, so nothing in the trace tells why "+
+			"(a CPU that had not yet seen the wakeup, or events missing)", who(t), share, cpu)
 	default:
 		res.Cause = CauseNonPreemptible
 		when := "woken on time"
