@@ -91,6 +91,25 @@ struct rts_switch {
 #define RTS_VM_LOCKED 0x00002000UL /* include/linux/mm.h, unchanged since Linux 2.6 */
 
 /*
+ * 1 for a switch from a real-time or DEADLINE task to a lower class (idle and
+ * SCHED_OTHER have prio >= 100; below DEADLINE, anything that is not
+ * DEADLINE): on a preempted switch-out, the scheduler passes over a queued
+ * task of a higher class only when that class is throttled. ALU only, no
+ * branch: a branch here multiplied the paths the verifier walks through
+ * rts_switch_tasks, and the classic engine's inlined on_sched_switch went
+ * past the 1M-instruction limit.
+ */
+static __always_inline __u32 rts_throttled(const struct rts_switch *ev)
+{
+	__u64 p = (__u32)(ev->prev.prio + 1), n = (__u32)(ev->next.prio + 1); /* DEADLINE 0, RT 1..100 */
+	__u64 rt = (p - 101) >> 63;                                          /* p < 101: RT or DEADLINE */
+	__u64 dl = (p - 1) >> 63;                                            /* p == 0: DEADLINE */
+	__u64 next_fair = 1 - ((n - 101) >> 63);                             /* n >= 101: SCHED_OTHER, idle */
+	__u64 next_not_dl = 1 - ((n - 1) >> 63);                             /* n >= 1 */
+	return rt & (next_fair | (dl & next_not_dl));
+}
+
+/*
  * The tracked tasks of a switch: prev's run ends (its held samples are
  * settled), next's begins. Returns prev's stats as rts_on_switch_out hands
  * them back. The tp_btf engine refreshes an identity off the way to the
@@ -106,7 +125,7 @@ static __always_inline struct rts_task_stats *rts_switch_tasks(const struct rts_
 {
 	struct rts_task_stats *s = 0;
 	if (ps) {
-		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
+		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns, rts_throttled(ev));
 		ps->armed_expiry = 0;
 		if (btf && ps->identity_due) {
 			ps->identity_due = 0;

@@ -90,7 +90,15 @@ struct rts_task_stats {
 	__u32 last_cpu;
 	__u32 exited;
 	__u64 cpus_mask; /* affinity of CPUs 0..63 */
-	__u64 nr_cpus_allowed;
+	__u32 nr_cpus_allowed;
+	/*
+	 * Throttled intervals: preempted switch-outs of the task, real-time or
+	 * DEADLINE, in favour of a lower class (SCHED_OTHER or idle), which
+	 * the scheduler makes only when its class is throttled (RT throttling,
+	 * the fair server; a DEADLINE task's runtime used up): rts_throttled.
+	 * 32 bits beside nr_cpus_allowed keep the stats within 5 KiB.
+	 */
+	__u32 throttled;
 	__u64 wakeups;
 	__u64 switches_voluntary;
 	__u64 switches_preempted;

@@ -117,6 +117,22 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 	return 0;
 }
 
+/* A preempted switch prev -> next with their kernel prios (rts_throttled's evidence). */
+SEC("raw_tp")
+int BPF_PROG(test_switch_prio, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __s64 prev_prio,
+	     __s64 next_prio)
+{
+	struct rts_task_state *ps = task(prev_tid);
+	struct rts_task_state *ns = task(next_tid);
+	struct rts_switch ev = {.prev = {.tid = prev_tid, .prio = prev_prio},
+				.next = {.tid = next_tid, .prio = next_prio},
+				.preempt = true};
+	if (ns)
+		ev.next_sched_key = ns->sched_key;
+	rts_switch_tasks(&ev, ps, ns, rts_cpu(), now, cpu, false, 0, true);
+	return 0;
+}
+
 static long settle_one(void *map, __u32 *tid, struct rts_task_state *st, void *ctx)
 {
 	rts_settle(st, rts_stats(st));

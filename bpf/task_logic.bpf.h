@@ -633,13 +633,14 @@ static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, 
 }
 
 /*
- * The task leaves the CPU. voluntary: it blocks or sleeps (not preempted).
+ * The task leaves the CPU. voluntary: it blocks or sleeps (not preempted);
+ * throttled: preempted for a lower class (rts_throttled).
  * What it held on its way to the CPU is settled first (rts_settle); it
  * returns its stats (0: not found), for the hook's identity refresh.
  */
 static __always_inline struct rts_task_stats *rts_on_switch_out(struct rts_task_state *st, __u64 now,
 								__u32 cpu, bool voluntary,
-								__u64 irq_ns)
+								__u64 irq_ns, __u32 throttled)
 {
 	struct rts_task_stats *s = rts_stats(st);
 	rts_settle(st, s);
@@ -653,8 +654,10 @@ static __always_inline struct rts_task_stats *rts_on_switch_out(struct rts_task_
 		s->sched_open_ns = now - st->sched_since;
 	if (!voluntary) {
 		st->state = RTS_TS_RUNNABLE;
-		if (s)
+		if (s) {
 			s->switches_preempted++;
+			s->throttled += throttled; /* rts_throttled: 1 when preempted for a lower class */
+		}
 		return s;
 	}
 	if (s)

@@ -25,6 +25,8 @@ type accountant struct {
 	// whole: the rings reached the window's start (not truncated), so a
 	// CPU without events ran on undisturbed.
 	whole bool
+	// throttles: the task's throttled intervals (throttle.go).
+	throttles []Throttle
 }
 
 func (a *accountant) add(it Item, from, to int64) *Item {
@@ -440,6 +442,8 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if strings.HasPrefix(s.Metric, "timer-") {
 		timerWindowRelease(segs, s.TID, tr.CPUEnd, w)
 	}
+	a.throttles = throttles(tl, s, segs, w)
+	res.Throttling = a.throttles
 	a.account(segs)
 	for _, m := range migs {
 		if m.T >= 0 && m.T <= w {
@@ -551,7 +555,7 @@ func (a *accountant) account(segs []taskSeg) {
 		case stRunning:
 			a.onCPU(PhaseRunning, sg.cpu, from, to)
 		case stRunnable:
-			a.onCPU(PhaseRunnable, sg.cpu, from, to)
+			a.runnable(sg.cpu, from, to)
 		case stBlocked:
 			a.blocked(sg, from, to)
 		case stExited:

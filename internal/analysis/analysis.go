@@ -50,6 +50,14 @@ type Subject struct {
 	// by the caller: the analysis reads nothing of the system), Unknown
 	// when it cannot be known.
 	Preemption preempt.Model
+	// FairServerRuntimeNs and FairServerPeriodNs are the fair server's
+	// share of the task's CPU (or rt_rq throttling's: period - runtime of
+	// sched_rt_period_us), read by the caller; 0 when unknown (the verdict
+	// then names the defaults, 50 ms of every 1000 ms).
+	FairServerRuntimeNs, FairServerPeriodNs uint64
+	// noThrottle turns throttle detection off: the fixtures' tests show
+	// what a window got before it (without_throttle_cause).
+	noThrottle bool
 }
 
 // RT tells a real-time priority (including a boosted normal task).
@@ -79,6 +87,7 @@ const (
 	KindUnknown      Kind = "unknown"      // no events tell (CPU not recorded, truncated trace)
 	KindHypervisor   Kind = "hypervisor"   // the vCPU was not running: hypervisor steal time
 	KindIPI          Kind = "ipi"          // an IPI handler: work another CPU sent (ipi.go)
+	KindThrottled    Kind = "throttled"    // RT throttling / the fair server gave the CPU to a lower class
 )
 
 // Thread is a task seen in the window.
@@ -223,6 +232,9 @@ type Result struct {
 	// histogram of SLO violations.
 	Culprit string   `json:"culprit,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// Throttling: the intervals in which the task, runnable, was throttled
+	// (RT throttling, the fair server, a DEADLINE task's runtime used up).
+	Throttling []Throttle `json:"throttling,omitempty"`
 	// PageFaults the task took in its runs that ended in the window; null
 	// when it took none there (or the engine cannot count them).
 	PageFaults *Faults `json:"page_faults,omitempty"`

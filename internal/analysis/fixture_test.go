@@ -42,6 +42,9 @@ type fixture struct {
 		// WithoutSlack: the cause without the timers' granted slack
 		// (slack_ns), as the analysis judged before the engine carried it.
 		WithoutSlack Cause `json:"without_slack_cause"`
+		// WithoutThrottle: the cause before throttling was detected
+		// (throttle.go): pi_stress's fair-server gap was "exit from idle".
+		WithoutThrottle Cause `json:"without_throttle_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -149,6 +152,13 @@ func TestRecordedWindows(t *testing.T) {
 				if r0 := explain(&bare, fx.subject(), model); r0.Cause != c || r0.Culprit == "timer slack" {
 					t.Errorf("without its timers' slack the window gets %q (%s), want %q: the fixture no longer shows what the slack fixes",
 						r0.Cause, r0.Verdict, c)
+				}
+			}
+			if c := fx.Want.WithoutThrottle; c != "" {
+				s := fx.subject()
+				s.noThrottle = true
+				if r0 := explain(fx.Trace, s, model); r0.Cause != c {
+					t.Errorf("without throttle detection the window gets %q (%s), want %q", r0.Cause, r0.Verdict, c)
 				}
 			}
 			without("steal", fx.Want.WithoutSteal, "steal events")

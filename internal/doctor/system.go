@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rtscope/rtscope/internal/preempt"
+	"github.com/rtscope/rtscope/internal/sched"
 )
 
 // systemChecks run in this order (docs/doctor.md describes each).
@@ -278,26 +279,54 @@ func checkBoost(m *machine, _ *Env) Check {
 	return c
 }
 
+// checkRTThrottling shows the throttling configuration: rt_rq bandwidth
+// (sched_rt_runtime_us) and, on 6.12+, the fair server per CPU, which
+// throttles real-time tasks whatever sched_rt_runtime_us says.
 func checkRTThrottling(m *machine, _ *Env) Check {
 	c := Check{Name: "rt_throttling"}
-	rt, ok := m.read("proc/sys/kernel/sched_rt_runtime_us")
-	period, _ := m.read("proc/sys/kernel/sched_rt_period_us")
-	if !ok {
+	th := sched.ReadThrottling(m.fsys)
+	if th.RTRuntimeNs == nil {
 		c.Status, c.Evidence = Skip, "/proc/sys/kernel/sched_rt_runtime_us unreadable"
 		return c
 	}
-	c.Evidence = fmt.Sprintf("sched_rt_runtime_us %s of sched_rt_period_us %s", rt, period)
-	r, _ := strconv.ParseInt(rt, 10, 64)
-	p, _ := strconv.ParseInt(period, 10, 64)
-	c.Data = map[string]any{"runtime_ns": r * 1000, "period_ns": p * 1000}
-	if r < 0 {
+	c.Evidence = th.Words()
+	c.Data = map[string]any{"runtime_ns": *th.RTRuntimeNs, "period_ns": deref64(th.RTPeriodNs), "throttling": th}
+	fair := len(th.FairServer) > 0
+	if *th.RTRuntimeNs < 0 && !fair && !hasFairServer(m.release) {
 		c.Status = Pass
 		return c
 	}
 	c.Status = Warn
-	c.Evidence += fmt.Sprintf(": real-time tasks that use more than %d us of a CPU in %d us are stopped for the rest", r, p)
-	c.Remedy = "sysctl kernel.sched_rt_runtime_us=-1 (tuned realtime does) if a busy RT loop is intended; the throttle is a safety net against runaway RT tasks"
+	if run, per := th.Share(0); fair && per > 0 {
+		c.Evidence += fmt.Sprintf(": real-time tasks that starve SCHED_OTHER ones lose the CPU for %d us of every %d us (the fair server)", run/1000, per/1000)
+	} else if hasFairServer(m.release) {
+		c.Evidence += ": on this 6.12+ kernel the fair server throttles real-time tasks that starve SCHED_OTHER ones " +
+			"(its runtime of every period, 50 ms of 1000 ms by default)"
+	} else {
+		c.Evidence += fmt.Sprintf(": real-time tasks that use more than %d us of a CPU in %d us are stopped for the rest",
+			*th.RTRuntimeNs/1000, deref64(th.RTPeriodNs)/1000)
+	}
+	c.Remedy = "no real-time task should run 95% of a second: spread or shorten it; if a busy RT loop is intended, " +
+		"sysctl kernel.sched_rt_runtime_us=-1 (older kernels; tuned realtime does) or the fair server's runtime " +
+		"(/sys/kernel/debug/sched/fair_server/cpuN/runtime, 6.12+) removes the safety net against runaway RT tasks: at your own risk"
 	return c
+}
+
+// hasFairServer tells a kernel release of 6.12 or later, which throttles
+// real-time tasks by the fair server whatever sched_rt_runtime_us says.
+func hasFairServer(release string) bool {
+	var major, minor int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &major, &minor); n < 2 {
+		return true // unknown: do not claim the throttle is off
+	}
+	return major > 6 || (major == 6 && minor >= 12)
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func checkTHP(m *machine, _ *Env) Check {

@@ -40,7 +40,10 @@ type Report struct {
 	FailOn Health `json:"fail_on,omitempty"`
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
 	Housekeeping *Housekeeping `json:"housekeeping"`
-	Tasks        []*Task       `json:"tasks"`
+	// Throttling is the machine's RT throttling configuration (rt_rq
+	// bandwidth, the fair server per CPU); omitted by reports before it.
+	Throttling *sched.Throttling `json:"throttling,omitempty"`
+	Tasks      []*Task           `json:"tasks"`
 	// IPIs received per CPU and by sender (watch --ipi); null without.
 	IPIs *IPIs `json:"ipis,omitempty"`
 	// Hidden are the tasks not shown (Selection): measured, not judged.
@@ -281,6 +284,10 @@ type Counters struct {
 	Preemptions       uint64 `json:"preemptions"`
 	TimerReleases     uint64 `json:"timer_releases"`
 	Overruns          uint64 `json:"overruns"`
+	// Throttled counts its preempted switch-outs to a lower class, a
+	// real-time or DEADLINE task's throttled intervals (RT throttling, the
+	// fair server); omitted when none.
+	Throttled uint64 `json:"throttled,omitempty"`
 }
 
 // Hygiene counter names (enum rts_hygiene). The kernel keeps the first
@@ -424,7 +431,8 @@ func FromStats(s *engine.TaskStats) *Task {
 		Policy: sched.PolicyName(s.Policy), Sched: sched.Describe(s.Policy, int(s.Prio)),
 		CPUs: CPUList(s.CpusMask, s.NrCpusAllowed),
 		Counters: Counters{Wakeups: s.Wakeups, VoluntarySwitches: s.SwitchesVoluntary,
-			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns},
+			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns,
+			Throttled: s.Throttled},
 		Hygiene: map[string]uint64{},
 		Metrics: map[string]*Metric{},
 	}

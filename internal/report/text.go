@@ -94,6 +94,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	c := t.Counters
 	fmt.Fprintf(w, "   wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
+	if c.Throttled > 0 {
+		fmt.Fprintf(w, ", throttled %d", c.Throttled)
+	}
 	if t.NominalPeriodNs != nil {
 		fmt.Fprintf(w, ", period %s us", units.Us(*t.NominalPeriodNs))
 	}

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"os"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/sched"
 )
 
 // build makes the run's report: every shown task with its windows
@@ -39,6 +41,8 @@ func (s *watcher) build() *report.Report {
 	rep.Lost.ExitedWindowsDropped = s.win.exited.Dropped
 	rep.Lost.LiveWindowsNotKept = s.win.live.NotKept
 	rep.Housekeeping = s.house.house
+	th := sched.ReadThrottling(os.DirFS("/"))
+	rep.Throttling = &th
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.viol.fired, ThresholdSkipped: s.viol.skipped}
 	}
