@@ -20,6 +20,7 @@
 #include "compat.bpf.h"
 #include "task_logic.bpf.h"
 #include "sleep_reason.bpf.h"
+#include "deadline.bpf.h"
 
 /* A task as an engine's stub saw it. */
 struct rts_task_ref {
@@ -108,6 +109,8 @@ static __always_inline struct rts_task_stats *rts_switch_tasks(const struct rts_
 	if (ps) {
 		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
 		ps->armed_expiry = 0;
+		if (ps->dl_valid)
+			rts_dl_switch_out(ps, s, now, cpu, voluntary);
 		if (btf && ps->identity_due) {
 			ps->identity_due = 0;
 			rts_eng_identity(ps, s, &ev->prev, cpu);
@@ -117,6 +120,8 @@ static __always_inline struct rts_task_stats *rts_switch_tasks(const struct rts_
 		rts_clear_waiting_at(ns, cs, cpu);
 		ns->prio = ev->next.prio;
 		bool woken = rts_on_switch_in(ns, now, cpu, irq_ns);
+		if (ns->dl_valid)
+			rts_dl_switch_in(ns, now, cpu, woken);
 		if (!btf && woken) {
 			ns->identity_due = 0;
 			rts_eng_identity(ns, rts_stats(ns), &ev->next, cpu);

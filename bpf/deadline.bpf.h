@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SCHED_DEADLINE jobs (issue 38 item 1). A DEADLINE task's job is one
+ * instance of its reservation: it is released when the kernel gives it a
+ * new absolute deadline (a replenishment: a new period, or a wakeup after
+ * its deadline passed), and ends whichever way the task leaves it:
+ *  - it sleeps (a voluntary switch-out): completed;
+ *  - it calls sched_yield(): dl_yielded, throttled to its next period: completed;
+ *  - it runs out of runtime: dl_throttled (runtime <= 0) without yielding:
+ *    an overrun, the job cut at its runtime.
+ * A preemption (an earlier deadline, an IRQ thread) does not end it.
+ *
+ * Per job: release latency (release -> first on a CPU), execution time (its
+ * on-CPU time), response (release -> end), lateness (end - absolute
+ * deadline: a miss when positive). The spacing of its releases is its period.
+ *
+ * Clocks: dl.deadline is in the rq clock (sched_clock based), the engine's
+ * times in CLOCK_MONOTONIC (bpf_ktime_get_ns); they run at the same rate but
+ * from different origins (here 1.3 s apart). The stub reads this CPU's
+ * rq->clock with the entity, and a deadline x becomes x + (now - rq clock).
+ * The rq clock was last updated by __schedule() before it picked the task
+ * (update_rq_clock), a few microseconds at most before the tracepoint: a
+ * release read that way is late by that much, never early.
+ *
+ * The stub (rtscope.bpf.c) reads the entity only for a task whose policy is
+ * SCHED_DEADLINE (one compare for every other task) into the task's state
+ * (dl_view); the classic engine sees no policy and no entity, and has none.
+ */
+#ifndef RTSCOPE_DEADLINE_BPF_H
+#define RTSCOPE_DEADLINE_BPF_H
+
+#include "task_logic.bpf.h"
+
+#define RTS_SCHED_DEADLINE 6
+
+/* Why a job ended. */
+enum rts_dl_end {
+	RTS_DL_END_SLEEP = 0,
+	RTS_DL_END_YIELD,
+	RTS_DL_END_THROTTLED,
+};
+
+/* A job's samples into s; it ended at `end`, on cpu. */
+static __always_inline void rts_dl_job_end(struct rts_task_state *st, struct rts_task_stats *s, __u64 end,
+					   __u32 cpu, __u32 why)
+{
+	struct rts_dl_job *j = &st->dl_job;
+	__u64 rel = j->release;
+	j->release = 0;
+	if (!s || !rel || end < rel)
+		return;
+	struct rts_dl_view *v = &st->dl_view;
+	s->dl.runtime = v->dl_runtime;
+	s->dl.deadline = v->dl_deadline;
+	s->dl.period = v->dl_period;
+	s->nominal_period = v->dl_period;
+	s->dl.jobs++;
+	if (why == RTS_DL_END_THROTTLED)
+		s->dl.overruns++;
+	else if (why == RTS_DL_END_YIELD)
+		s->dl.yields++;
+	__s64 late = (__s64)(end - j->abs_deadline);
+	if (end > j->abs_deadline)
+		s->dl.misses++;
+	if (s->dl.jobs == 1 || late > s->dl.lateness_max) {
+		s->dl.lateness_max = late;
+		s->dl.lateness_max_end = end;
+	}
+	if (j->first >= rel)
+		rts_record(st, s, RTS_M_DL_RELEASE, j->first - rel, rel, j->first, j->cpu, j->first_cpu);
+	rts_record(st, s, RTS_M_DL_EXEC, j->exec, rel, end, j->cpu, cpu);
+	rts_record(st, s, RTS_M_DL_RESPONSE, end - rel, rel, end, j->cpu, cpu);
+	if (j->prev_release && rel > j->prev_release)
+		rts_record(st, s, RTS_M_PERIOD, rel - j->prev_release, j->prev_release, rel, j->cpu, cpu);
+	j->prev_release = rel;
+}
+
+/*
+ * A DEADLINE task st gets the CPU at now (its entity in st->dl_view, read at
+ * this switch). woken: a wakeup ends here, at st->wake_ts. A new absolute
+ * deadline starts a job; so does a wakeup with none open (the kernel kept
+ * its deadline: the job is released by the wakeup).
+ */
+static __always_inline void rts_dl_switch_in(struct rts_task_state *st, __u64 now, __u32 cpu, bool woken)
+{
+	struct rts_dl_view *v = &st->dl_view;
+	struct rts_dl_job *j = &st->dl_job;
+	bool fresh = v->deadline != j->deadline_rq;
+	j->in = now;
+	if (!fresh && !(woken && !j->release))
+		return;
+	if (j->release) {
+		/* Its deadline moved while it was off the CPU (postponed by the
+		 * kernel): the job ended at its last switch-out. */
+		rts_dl_job_end(st, rts_stats(st), j->last_out, j->last_out_cpu, RTS_DL_END_THROTTLED);
+	}
+	/* The deadline's clock to CLOCK_MONOTONIC, at this instant. */
+	__u64 off = now - v->rq_now;
+	__u64 rel = v->deadline - v->dl_deadline + off;
+	if (woken && st->wake_ts > rel)
+		rel = st->wake_ts;
+	if (rel > now)
+		rel = now;
+	j->deadline_rq = v->deadline;
+	j->abs_deadline = v->deadline + off;
+	j->release = rel;
+	j->first = now;
+	j->first_cpu = cpu;
+	j->cpu = woken ? st->wake_cpu : cpu;
+	j->exec = 0;
+	/* Its loop metrics (the period) count from its first job. */
+	if (!st->settled) {
+		st->settled = 1;
+		st->settled_at = now;
+	}
+}
+
+/*
+ * A DEADLINE task st leaves the CPU at now: its run adds to the job's
+ * execution time, and the job ends if it slept, yielded or was throttled.
+ * A preemption leaves it open. s: its stats (0: not found).
+ */
+static __always_inline void rts_dl_switch_out(struct rts_task_state *st, struct rts_task_stats *s, __u64 now,
+					      __u32 cpu, bool voluntary)
+{
+	struct rts_dl_view *v = &st->dl_view;
+	struct rts_dl_job *j = &st->dl_job;
+	if (j->in && now > j->in)
+		j->exec += now - j->in;
+	j->in = 0;
+	j->last_out = now;
+	j->last_out_cpu = cpu;
+	if (j->release && v->deadline != j->deadline_rq) {
+		/* Replenished while it ran (its runtime ran out past its
+		 * deadline, no timer to wait for): that instance overran. */
+		rts_dl_job_end(st, s, now, cpu, RTS_DL_END_THROTTLED);
+		j->deadline_rq = 0;
+	}
+	__u32 why;
+	if (voluntary)
+		why = RTS_DL_END_SLEEP;
+	else if (v->yielded)
+		why = RTS_DL_END_YIELD;
+	else if (v->throttled || v->runtime <= 0)
+		why = RTS_DL_END_THROTTLED;
+	else
+		return;
+	/* No response window spans jobs: a yielding task never sleeps. */
+	st->resp_start = 0;
+	if (j->release)
+		rts_dl_job_end(st, s, now, cpu, why);
+}
+
+#ifdef RTS_DL_READER
+/*
+ * st's view of t's deadline entity, when t is a DEADLINE task (the tp_btf
+ * engine's stubs). The rq clock of t's CPU, this one at a switch, is
+ * reached through its cfs_rq as rts_steal_ns does (no __ksym for the
+ * per-CPU runqueues: cilium/ebpf takes untyped ksyms only); without
+ * CONFIG_FAIR_GROUP_SCHED there is none, and no job is measured.
+ */
+static __always_inline void rts_dl_read(struct rts_task_state *st, struct task_struct *t)
+{
+	st->dl_valid = 0;
+	if (t->policy != RTS_SCHED_DEADLINE || !bpf_core_field_exists(struct sched_entity, cfs_rq))
+		return;
+	struct cfs_rq *cfs = t->se.cfs_rq;
+	struct rq *rq = cfs ? cfs->rq : 0;
+	if (!rq)
+		return;
+	st->dl_valid = 1;
+	struct rts_dl_view *v = &st->dl_view;
+	v->rq_now = rq->clock;
+	v->deadline = t->dl.deadline;
+	v->runtime = t->dl.runtime;
+	v->dl_runtime = t->dl.dl_runtime;
+	v->dl_deadline = t->dl.dl_deadline;
+	v->dl_period = t->dl.dl_period;
+	v->throttled = BPF_CORE_READ_BITFIELD_PROBED(&t->dl, dl_throttled);
+	v->yielded = BPF_CORE_READ_BITFIELD_PROBED(&t->dl, dl_yielded);
+}
+#endif
+
+#endif
