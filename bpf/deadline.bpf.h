@@ -176,8 +176,17 @@ static __always_inline void rts_dl_read(struct rts_task_state *st, struct task_s
 	v->dl_runtime = t->dl.dl_runtime;
 	v->dl_deadline = t->dl.dl_deadline;
 	v->dl_period = t->dl.dl_period;
-	v->throttled = BPF_CORE_READ_BITFIELD_PROBED(&t->dl, dl_throttled);
-	v->yielded = BPF_CORE_READ_BITFIELD_PROBED(&t->dl, dl_yielded);
+	/*
+	 * dl_throttled and dl_yielded are the first two bits of the word after
+	 * `flags` (since Linux 4.16; little-endian bit order on amd64 and
+	 * arm64). BPF_CORE_READ_BITFIELD(_PROBED) through cilium/ebpf's
+	 * relocations read `flags` instead here (6.18: throttled 1 at every
+	 * switch-in, yielded never), so the word is read by its place.
+	 */
+	__u32 bits = 0;
+	bpf_probe_read_kernel(&bits, sizeof(bits), (void *)&t->dl.flags + sizeof(t->dl.flags));
+	v->throttled = bits & 1;
+	v->yielded = (bits >> 1) & 1;
 }
 #endif
 

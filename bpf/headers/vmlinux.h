@@ -53,8 +53,7 @@ struct sched_dl_entity {
 	u64 dl_period;
 	s64 runtime;
 	u64 deadline;
-	unsigned int dl_throttled : 1;
-	unsigned int dl_yielded : 1;
+	unsigned int flags; /* followed by the bits dl_throttled, dl_yielded, ... */
 };
 
 struct cfs_rq {

@@ -434,6 +434,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	res.boosts = a.boosts()
 	res.Notes = append(res.Notes, lostNotes(segs, w)...)
 	startState(segs, s.Metric, tr.CPUStart)
+	deadlineStates(segs, s)
 	if strings.HasPrefix(s.Metric, "timer-") {
 		timerWindowRelease(segs, s.TID, tr.CPUEnd, w)
 	}

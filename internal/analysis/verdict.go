@@ -158,6 +158,8 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	switch {
 	case s.Metric == "iteration" && s.NominalPeriod > 0:
 		iterationVerdict(res, tl, s, segs, c.execNs, c.periodSleep, dom)
+	case s.Metric == "period" && s.Policy == PolicyDeadline && s.NominalPeriod > 0:
+		deadlinePeriodVerdict(res, s)
 	case (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0:
 		periodVerdict(res, tl, s, segs, c, noun)
 	default:
@@ -545,6 +547,9 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 // priority-inheritance boost, a higher real-time priority, a real-time hog
 // over a normal task, or SCHED_OTHER time sharing.
 func interferenceVerdict(res *Result, s Subject, top *Item, share string) {
+	if deadlineBlocking(res, s, top, share) {
+		return
+	}
 	t, cpu := top.Thread, top.CPU
 	tRT := t.KPrio >= -1 && t.KPrio < 100
 	switch {
@@ -573,6 +578,9 @@ func interferenceVerdict(res *Result, s Subject, top *Item, share string) {
 // kept its CPU: the owner of its lock, time sharing, an equal FIFO
 // priority, throttling, or else a non-preemptible kernel section.
 func blockingVerdict(res *Result, s Subject, top *Item, share string) {
+	if deadlineBlocking(res, s, top, share) {
+		return
+	}
 	t, cpu := top.Thread, top.CPU
 	switch {
 	case t.BoostedFrom != "":
