@@ -4,7 +4,9 @@
  * instance of its reservation: it is released when the kernel gives it a
  * new absolute deadline (a replenishment: a new period, or a wakeup after
  * its deadline passed), and ends whichever way the task leaves it:
- *  - it sleeps (a voluntary switch-out): completed;
+ *  - it sleeps (a voluntary switch-out) and its next run is of a new
+ *    instance: completed at that sleep (a sleep inside the instance is not
+ *    an end);
  *  - it calls sched_yield(): dl_yielded, throttled to its next period: completed;
  *  - it runs out of runtime: dl_throttled (runtime <= 0) without yielding:
  *    an overrun, the job cut at its runtime.
@@ -90,9 +92,10 @@ static __always_inline void rts_dl_switch_in(struct rts_task_state *st, __u64 no
 	if (!fresh && !(woken && !j->release))
 		return;
 	if (j->release) {
-		/* Its deadline moved while it was off the CPU (postponed by the
-		 * kernel): the job ended at its last switch-out. */
-		rts_dl_job_end(st, rts_stats(st), j->last_out, j->last_out_cpu, RTS_DL_END_THROTTLED);
+		/* A new instance: the open job ended at its last switch-out, a
+		 * sleep, else its deadline was postponed (it ran out). */
+		rts_dl_job_end(st, rts_stats(st), j->last_out, j->last_out_cpu,
+			       j->slept ? RTS_DL_END_SLEEP : RTS_DL_END_THROTTLED);
 	}
 	/* The deadline's clock to CLOCK_MONOTONIC, at this instant. */
 	__u64 off = now - v->rq_now;
@@ -136,10 +139,17 @@ static __always_inline void rts_dl_switch_out(struct rts_task_state *st, struct 
 		rts_dl_job_end(st, s, now, cpu, RTS_DL_END_THROTTLED);
 		j->deadline_rq = 0;
 	}
-	__u32 why;
+	/*
+	 * A sleep ends the job only if it ends the instance: woken with the
+	 * same deadline (CBS kept it), it goes on (a Go thread's futex waits
+	 * split 149 jobs out of 810 when each sleep ended one). The next new
+	 * deadline closes it at this switch-out.
+	 */
+	j->slept = voluntary;
 	if (voluntary)
-		why = RTS_DL_END_SLEEP;
-	else if (v->yielded)
+		return;
+	__u32 why;
+	if (v->yielded)
 		why = RTS_DL_END_YIELD;
 	else if (v->throttled || v->runtime <= 0)
 		why = RTS_DL_END_THROTTLED;

@@ -90,7 +90,8 @@ struct rts_dl_job {
 	__u32 cpu;          /* where it was released (woken), else first ran */
 	__u32 first_cpu;
 	__u32 last_out_cpu;
-	__u32 pad;
+	__u8 slept; /* its last switch-out was a sleep */
+	__u8 pad[3];
 };
 
 struct rts_task_state {

@@ -131,9 +131,10 @@ func TestTwinDeadlineMisses(t *testing.T) {
 	expect(t, s, metric.DLRelease, jobs, 100_000, 4_500_000)
 }
 
-// A sporadic DEADLINE task: woken, it runs and sleeps. A job starts at
-// each wakeup (the kernel's new deadline is the wakeup's + its relative
-// deadline), and ends at its sleep.
+// A sporadic DEADLINE task: woken, it runs, sleeps 100 us inside its job
+// (the kernel keeps its deadline), runs again and sleeps. A job starts at
+// each wakeup with a new deadline (the wakeup's + its relative deadline)
+// and ends at its last sleep before the next: the last job is still open.
 func TestTwinDeadlineSleepJobs(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, true, false)
@@ -146,14 +147,20 @@ func TestTwinDeadlineSleepJobs(t *testing.T) {
 		tw.switchTo(wake+20_000, 0, idle, 100, false, 0)
 		d.view(wake+320_000, wake+d.deadline, 700_000, 0)
 		tw.switchTo(wake+320_000, 0, 100, idle, true, 0)
+		tw.wakeup(wake+420_000, 0, 100)
+		d.view(wake+420_000, wake+d.deadline, 700_000, 0)
+		tw.switchTo(wake+420_000, 0, idle, 100, false, 0)
+		d.view(wake+520_000, wake+d.deadline, 600_000, 0)
+		tw.switchTo(wake+520_000, 0, 100, idle, true, 0)
 	}
 	s := tw.stats(100)
-	if s.Dl.Jobs != jobs || s.Dl.Misses != 0 || s.Dl.Overruns != 0 || s.Dl.Yields != 0 {
-		t.Errorf("jobs %d misses %d overruns %d yields %d", s.Dl.Jobs, s.Dl.Misses, s.Dl.Overruns, s.Dl.Yields)
+	if s.Dl.Jobs != jobs-1 || s.Dl.Misses != 0 || s.Dl.Overruns != 0 || s.Dl.Yields != 0 {
+		t.Errorf("jobs %d misses %d overruns %d yields %d, want %d 0 0 0", s.Dl.Jobs, s.Dl.Misses, s.Dl.Overruns, s.Dl.Yields, jobs-1)
 	}
-	expect(t, s, metric.DLRelease, jobs, 20_000, 20_000)
-	expect(t, s, metric.DLResponse, jobs, 320_000, 320_000)
-	expect(t, s, metric.Latency, jobs, 20_000, 20_000)
+	expect(t, s, metric.DLRelease, jobs-1, 20_000, 20_000)
+	expect(t, s, metric.DLExec, jobs-1, 400_000, 400_000)
+	expect(t, s, metric.DLResponse, jobs-1, 520_000, 520_000)
+	expect(t, s, metric.Latency, 2*jobs, 0, 20_000)
 }
 
 // A task that is not DEADLINE (the stub reads no entity) has no job.
