@@ -37,6 +37,11 @@ func deadlineStates(segs []taskSeg, s Subject) {
 	}
 }
 
+// deadlineNoSample ends the verdict of a SCHED_OTHER task that kept a
+// DEADLINE task off its CPU, with no stack sample to tell where it ran.
+const deadlineNoSample = "no stack sample: either that, or the fair server (dl_server, Linux 6.12+), " +
+	"a DEADLINE reservation that runs SCHED_OTHER tasks up to 50 ms a second, had the earlier deadline"
+
 // deadlineBlocking explains thread top.Thread keeping a DEADLINE task off
 // its CPU (ok false when the task is not DEADLINE, or t is boosted: the
 // generic verdicts say it).
@@ -51,16 +56,21 @@ func deadlineBlocking(res *Result, s Subject, top *Item, share string) bool {
 		res.Verdict = fmt.Sprintf("earlier deadline: the DEADLINE task %s ran %s on CPU %d before this one (EDF: "+
 			"the earliest absolute deadline runs first; not noise). If this job missed its deadline, the reservations "+
 			"on this CPU do not fit: shorten one's runtime, lengthen a period, or pin them apart", who(t), share, top.CPU)
-	case t.KPrio >= 100:
+	case t.KPrio >= 100 && t.Sampled && t.UserSpace:
+		// In user space it was preemptible: only the fair server's
+		// earlier deadline kept it there (without a sample, a
+		// non-preemptible section is as likely: the generic verdict).
 		res.Cause = CauseBlocking
 		res.Verdict = fmt.Sprintf("fair server: the SCHED_OTHER task %s ran %s on CPU %d while this DEADLINE task was "+
 			"runnable: the fair server (dl_server), a DEADLINE reservation for SCHED_OTHER tasks, had the earlier "+
 			"deadline. Keep SCHED_OTHER work off this CPU, or lower its runtime "+
 			"(/sys/kernel/debug/sched/fair_server/cpu%d/runtime)", who(t), share, top.CPU, top.CPU)
-	default:
+	case t.KPrio < 100:
 		res.Cause = CauseInterference
 		res.Verdict = fmt.Sprintf("%s ran %s on CPU %d while this DEADLINE task was runnable: a %s task above "+
 			"SCHED_DEADLINE only when boosted or of the stop class (migration/N)", who(t), share, top.CPU, t.Sched)
+	default:
+		return false
 	}
 	return true
 }

@@ -611,6 +611,8 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 			when, cpu, who(t), share, modelWords(res.Preemption))
 		if len(t.Stack) > 0 {
 			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+		} else if s.Policy == PolicyDeadline && t.KPrio >= 100 {
+			res.Verdict += "; " + deadlineNoSample
 		} else {
 			res.Verdict += "; no stack sample, but a lower-priority task keeps a real-time one off its CPU only in non-preemptible kernel code"
 		}
