@@ -72,4 +72,6 @@ func TestDeadlinePeriodVerdict(t *testing.T) {
 	}
 }
 
-func overrunWord(v string) bool { return strings.Contains(v, "an overrun") || strings.Contains(v, "overrun:") }
+func overrunWord(v string) bool {
+	return strings.Contains(v, "an overrun") || strings.Contains(v, "overrun:")
+}
