@@ -85,6 +85,7 @@ func deadlinePeriodVerdict(res *Result, s Subject) {
 	ratio := float64(res.ValueNs) / float64(s.NominalPeriod)
 	res.Verdict = fmt.Sprintf("late release: this DEADLINE job came %s after the previous one, %.2f of its %s period. "+
 		"The kernel releases a job at the replenishment after the previous one's end (sched_yield or throttling): "+
-		"a job that ended past its period boundary, or waited for its CPU, delays the next release; its dl-release "+
-		"and dl-response worst cases say why", us(res.ValueNs), ratio, us(s.NominalPeriod))
+		"a job that ended past its period boundary, or waited for its CPU, delays the next release, and one that "+
+		"overran its runtime (enforced at the scheduler tick) pays the excess back in skipped periods; its "+
+		"dl-release, dl-exec and dl-response worst cases say why", us(res.ValueNs), ratio, us(s.NominalPeriod))
 }

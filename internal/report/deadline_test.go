@@ -17,9 +17,31 @@ func dlTask(jobs, overruns, misses uint64, lateness int64) *Task {
 	m := &s.M[metric.DLResponse]
 	m.Count, m.Sum, m.Min, m.Max = jobs, jobs*600_000, 500_000, 700_000
 	m.Hist[metric.Bucket(600_000)] = uint32(jobs)
+	e := &s.M[metric.DLExec]
+	e.Count, e.Sum, e.Min, e.Max = jobs, jobs*400_000, 400_000, 400_000
+	e.Hist[metric.Bucket(400_000)] = uint32(jobs)
 	t := FromStats(s)
 	Judge(t)
 	return t
+}
+
+// A spinning task's jobs run past their runtime (the kernel enforces it at
+// its tick): the judgement says how long its median job ran.
+func TestJudgeDeadlineTickOverrun(t *testing.T) {
+	s := &engine.TaskStats{Tid: 7, Policy: 6, Prio: -1}
+	s.Dl = engine.DLStats{Runtime: 1_500_000, Deadline: 5_000_000, Period: 5_000_000, Jobs: 600, Overruns: 600}
+	e := &s.M[metric.DLExec]
+	e.Count, e.Sum, e.Min, e.Max = 600, 600*2_600_000, 2_500_000, 4_600_000
+	e.Hist[metric.Bucket(2_600_000)] = 600
+	tk := FromStats(s)
+	Judge(tk)
+	if tk.Health != HealthFail || !strings.Contains(tk.HealthReason, "in 600 of 600 jobs") ||
+		!strings.Contains(tk.HealthReason, "its median job ran") || !strings.Contains(tk.HealthReason, "scheduler tick") {
+		t.Errorf("%s: %s", tk.Health, tk.HealthReason)
+	}
+	if ok := dlTask(600, 120, 0, 0); strings.Contains(ok.HealthReason, "median") {
+		t.Errorf("jobs within their runtime said to run past it: %s", ok.HealthReason)
+	}
 }
 
 // A DEADLINE task is judged by its jobs: parameters shown, a runtime
