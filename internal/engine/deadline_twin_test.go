@@ -14,7 +14,6 @@ type dlTask struct {
 	tid                       uint32
 	runtime, deadline, period uint64
 	rqBehind                  uint64
-	throttled, yielded, notDL bool
 }
 
 const (
