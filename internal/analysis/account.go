@@ -374,6 +374,10 @@ func effective(tr *trace.Trace, s Subject) (Subject, string) {
 		return s, ""
 	}
 	note := fmt.Sprintf("in this window the task ran as %s (it is %s now)", sched, s.Sched)
+	s.laterAs = ""
+	if s.RT() {
+		s.laterAs = s.Sched
+	}
 	s.KPrio, s.Sched = kprio, sched
 	if f := strings.Fields(sched); len(f) > 0 {
 		s.Policy = f[0]

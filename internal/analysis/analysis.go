@@ -41,6 +41,10 @@ type Subject struct {
 	// by the caller: the analysis reads nothing of the system), Unknown
 	// when it cannot be known.
 	Preemption preempt.Model
+
+	// laterAs is the real-time identity it took after this window, when
+	// the window caught it before (effective): no advice to take one.
+	laterAs string
 }
 
 // RT tells a real-time priority (including a boosted normal task).

@@ -588,6 +588,10 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 		res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
 			"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
 			"shorten the critical section", who(t), share, cpu)
+	case !s.RT() && s.laterAs != "":
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this task, still %s before it took %s, "+
+			"waited its turn (SCHED_OTHER time sharing)", who(t), share, cpu, s.Sched, s.laterAs)
 	case !s.RT():
 		res.Cause = CauseBlocking
 		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
