@@ -92,6 +92,7 @@ struct rts_dl_job {
 	__u32 last_out_cpu;
 	__u8 slept; /* its last switch-out was a sleep */
 	__u8 pad[3];
+	struct rts_held_sample rec; /* the sample rts_dl_record records */
 };
 
 struct rts_task_state {
