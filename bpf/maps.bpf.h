@@ -67,6 +67,34 @@ struct rts_held_sample {
 #define RTS_HELD_MAX 8
 
 /* Hot per-task state of the state machine; see task_logic.bpf.h. */
+/* A DEADLINE task's sched_dl_entity as read at a switch (deadline.bpf.h). */
+struct rts_dl_view {
+	__u64 rq_now;   /* this CPU's rq clock, the clock of deadline */
+	__u64 deadline; /* the absolute deadline of its current instance */
+	__s64 runtime;  /* runtime left in it */
+	__u64 dl_runtime, dl_deadline, dl_period;
+	__u8 throttled, yielded;
+	__u8 pad[6];
+};
+
+/* A DEADLINE task's current job (deadline.bpf.h). Times CLOCK_MONOTONIC. */
+struct rts_dl_job {
+	__u64 deadline_rq;  /* the absolute deadline it was released with, rq clock */
+	__u64 abs_deadline; /* the same, CLOCK_MONOTONIC */
+	__u64 release;      /* 0: no job open */
+	__u64 first;        /* its first switch-in */
+	__u64 exec;         /* on-CPU time so far */
+	__u64 in;           /* the current run's switch-in, 0: off CPU */
+	__u64 last_out;     /* its last switch-out */
+	__u64 prev_release; /* the previous job's release: the period */
+	__u32 cpu;          /* where it was released (woken), else first ran */
+	__u32 first_cpu;
+	__u32 last_out_cpu;
+	__u8 slept; /* its last switch-out was a sleep */
+	__u8 pad[3];
+	struct rts_held_sample rec; /* the sample rts_dl_record records */
+};
+
 struct rts_task_state {
 	__u64 id;
 	__u32 tid;
@@ -138,6 +166,9 @@ struct rts_task_state {
 	__u8 held_lower_waker; /* wakeups by a task of lower priority */
 	__u8 identity_due;     /* a wakeup ended: refresh its identity at its switch-out */
 	struct rts_held_sample held_samples[RTS_HELD_MAX];
+	__u8 dl_valid; /* dl_view was read at this switch: a DEADLINE task */
+	struct rts_dl_view dl_view;
+	struct rts_dl_job dl_job;
 };
 
 /* A zeroed task state to create hash-kept ones from (the classic engine,

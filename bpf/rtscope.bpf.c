@@ -15,6 +15,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
+#define RTS_DL_READER
 #include "handlers.bpf.h"
 #include "ipi.bpf.h"
 
@@ -255,8 +256,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	struct rts_switch ev = {.prev_state = prev_state, .preempt = preempt};
 	task_ref(&ev.prev, prev);
 	task_ref(&ev.next, next);
-	if (ns)
+	if (ps)
+		rts_dl_read(ps, prev);
+	if (ns) {
 		ev.next_sched_key = rts_sched_key(next->policy, next->normal_prio);
+		rts_dl_read(ns, next);
+	}
 	rts_switch_body(ctx, &ev, ps, ns, true);
 	return 0;
 }

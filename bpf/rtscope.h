@@ -22,6 +22,9 @@ enum rts_metric {
 	RTS_M_JITTER,       /* |period - spacing of its timer expiries| */
 	RTS_M_HANDLER,      /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
 	RTS_M_ITERATION,    /* loop iteration: arming of its sleeper timer -> the next arming, slept or not */
+	RTS_M_DL_RELEASE,   /* SCHED_DEADLINE job: release (new absolute deadline - relative deadline) -> first on a CPU */
+	RTS_M_DL_EXEC,      /* SCHED_DEADLINE job: its on-CPU time */
+	RTS_M_DL_RESPONSE,  /* SCHED_DEADLINE job: release -> its end (sleep, sched_yield or throttling) */
 	RTS_M_COUNT,
 };
 
@@ -77,6 +80,20 @@ enum rts_hygiene {
 
 #define RTS_SCHED_SEEN 4 /* distinct identities kept per task */
 
+/* A SCHED_DEADLINE task's jobs (deadline.bpf.h); all zero for other tasks. */
+struct rts_dl_stats {
+	/* Its parameters at its last job, ns (sched_attr's sched_runtime/deadline/period) */
+	__u64 runtime;
+	__u64 deadline;
+	__u64 period;
+	__u64 jobs;      /* jobs ended */
+	__u64 misses;    /* jobs that ended after their absolute deadline */
+	__u64 overruns;  /* jobs throttled before they ended: they needed more than their runtime */
+	__u64 yields;    /* jobs ended by sched_yield() (the others: by a sleep, or overruns) */
+	__s64 lateness_max;     /* the largest end - absolute deadline of its jobs (< 0: every job early) */
+	__u64 lateness_max_end; /* when that job ended */
+};
+
 /* Per tracked task statistics: value of the `stats` hash, key = tracking id. */
 struct rts_task_stats {
 	__u64 id;
@@ -131,6 +148,7 @@ struct rts_task_stats {
 	__u32 startup_us;
 	/* Its current identity, from when it took it to its last switch-out */
 	__u64 sched_open_ns;
+	struct rts_dl_stats dl;
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];
 };

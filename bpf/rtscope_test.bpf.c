@@ -114,6 +114,32 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 	struct rts_task_stats *s = rts_switch_tasks(&ev, ps, ns, rts_cpu(), now, cpu, voluntary != 0, irq_ns, true);
 	if (ps && s != rts_stats(ps))
 		return -1; /* the stats handed back are not the task's */
+	rts_dl_switch(ps, s, ns, now, cpu, voluntary != 0); /* as rts_switch_body ends */
+	return 0;
+}
+
+/*
+ * tid's deadline entity as the tp_btf stub reads it at its next switch
+ * (deadline.bpf.h): rq_now the rq clock, deadline absolute (rq clock),
+ * flags 1: throttled, 2: yielded, 4: not a DEADLINE task; its reservation
+ * is runtime/rel_deadline/period.
+ */
+SEC("raw_tp")
+int BPF_PROG(test_dl_view, __u64 tid, __u64 rq_now, __u64 deadline, __u64 runtime, __u64 flags,
+	     __u64 rel_deadline, __u64 period, __u64 dl_runtime)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	st->dl_valid = !(flags & 4);
+	st->dl_view.rq_now = rq_now;
+	st->dl_view.deadline = deadline;
+	st->dl_view.runtime = (__s64)runtime;
+	st->dl_view.throttled = flags & 1;
+	st->dl_view.yielded = (flags & 2) != 0;
+	st->dl_view.dl_runtime = dl_runtime;
+	st->dl_view.dl_deadline = rel_deadline;
+	st->dl_view.dl_period = period;
 	return 0;
 }
 

@@ -43,6 +43,17 @@ struct thread_info {
 /* Hypervisor steal time as the scheduler accounts it (see rts_steal_ns). */
 struct rq {
 	u64 prev_steal_time_rq;
+	u64 clock; /* the clock of DEADLINE deadlines (rq_clock) */
+};
+
+/* A SCHED_DEADLINE task's reservation (deadline.bpf.h). */
+struct sched_dl_entity {
+	u64 dl_runtime;
+	u64 dl_deadline;
+	u64 dl_period;
+	s64 runtime;
+	u64 deadline;
+	unsigned int flags; /* followed by the bits dl_throttled, dl_yielded, ... */
 };
 
 struct cfs_rq {
@@ -82,6 +93,7 @@ struct bpf_local_storage;
 struct task_struct {
 	struct thread_info thread_info;
 	struct sched_entity se;
+	struct sched_dl_entity dl;
 	unsigned int __state;
 	int on_cpu;
 	int prio;

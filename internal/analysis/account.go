@@ -378,6 +378,10 @@ func effective(tr *trace.Trace, s Subject) (Subject, string) {
 		return s, ""
 	}
 	note := fmt.Sprintf("in this window the task ran as %s (it is %s now)", sched, s.Sched)
+	s.laterAs = ""
+	if s.RT() {
+		s.laterAs = s.Sched
+	}
 	s.KPrio, s.Sched = kprio, sched
 	if f := strings.Fields(sched); len(f) > 0 {
 		s.Policy = f[0]
@@ -439,6 +443,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	res.boosts = a.boosts()
 	res.Notes = append(res.Notes, lostNotes(segs, w)...)
 	startState(segs, s.Metric, tr.CPUStart)
+	deadlineStates(segs, s)
 	if strings.HasPrefix(s.Metric, "timer-") {
 		timerWindowRelease(segs, s.TID, tr.CPUEnd, w)
 	}

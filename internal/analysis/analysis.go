@@ -58,6 +58,10 @@ type Subject struct {
 	// noThrottle turns throttle detection off: the fixtures' tests show
 	// what a window got before it (without_throttle_cause).
 	noThrottle bool
+
+	// laterAs is the real-time identity it took after this window, when
+	// the window caught it before (effective): no advice to take one.
+	laterAs string
 }
 
 // RT tells a real-time priority (including a boosted normal task).

@@ -158,6 +158,8 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	switch {
 	case s.Metric == "iteration" && s.NominalPeriod > 0:
 		iterationVerdict(res, tl, s, segs, c.execNs, c.periodSleep, dom)
+	case s.Metric == "period" && s.Policy == PolicyDeadline && s.NominalPeriod > 0:
+		deadlinePeriodVerdict(res, s)
 	case (s.Metric == "period" || s.Metric == "jitter") && s.NominalPeriod > 0:
 		periodVerdict(res, tl, s, segs, c, noun)
 	default:
@@ -565,6 +567,9 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 // priority-inheritance boost, a higher real-time priority, a real-time hog
 // over a normal task, or SCHED_OTHER time sharing.
 func interferenceVerdict(res *Result, s Subject, top *Item, share string) {
+	if deadlineBlocking(res, s, top, share) {
+		return
+	}
 	t, cpu := top.Thread, top.CPU
 	tRT := t.KPrio >= -1 && t.KPrio < 100
 	switch {
@@ -593,6 +598,9 @@ func interferenceVerdict(res *Result, s Subject, top *Item, share string) {
 // kept its CPU: the owner of its lock, time sharing, an equal FIFO
 // priority, throttling, or else a non-preemptible kernel section.
 func blockingVerdict(res *Result, s Subject, top *Item, share string) {
+	if deadlineBlocking(res, s, top, share) {
+		return
+	}
 	t, cpu := top.Thread, top.CPU
 	switch {
 	case t.BoostedFrom != "":
@@ -600,6 +608,10 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 		res.Verdict = fmt.Sprintf("lock hand-over: the owner of this task's priority-inheritance lock, %s, ran %s on CPU %d "+
 			"boosted by priority inheritance while holding the lock (inheritance working as intended, not a higher priority); "+
 			"shorten the critical section", who(t), share, cpu)
+	case !s.RT() && s.laterAs != "":
+		res.Cause = CauseBlocking
+		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this task, still %s before it took %s, "+
+			"waited its turn (SCHED_OTHER time sharing)", who(t), share, cpu, s.Sched, s.laterAs)
 	case !s.RT():
 		res.Cause = CauseBlocking
 		res.Verdict = fmt.Sprintf("CPU contention: %s ran %s on CPU %d while this %s task waited its turn "+
@@ -633,6 +645,8 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 			when, cpu, who(t), share, modelWords(res.Preemption))
 		if len(t.Stack) > 0 {
 			res.Verdict += "; its kernel stack: " + strings.Join(firstN(t.Stack, 5), " <- ")
+		} else if s.Policy == PolicyDeadline && t.KPrio >= 100 {
+			res.Verdict += "; " + deadlineNoSample
 		} else {
 			res.Verdict += "; no stack sample, but a lower-priority task keeps a real-time one off its CPU only in non-preemptible kernel code"
 		}

@@ -173,7 +173,7 @@ func TestBad(t *testing.T) {
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "FAIL  preemption") || !strings.Contains(buf.String(), "summary: 1 pass, 17 warn, 2 fail, 1 info, 0 skip") {
+	if !strings.Contains(buf.String(), "FAIL  preemption") || !strings.Contains(buf.String(), "summary: 1 pass, 17 warn, 2 fail, 2 info, 0 skip") {
 		t.Errorf("text:\n%s", buf.String())
 	}
 }

@@ -25,6 +25,7 @@ var systemChecks = []func(*machine, *Env) Check{
 	checkGovernor,
 	checkBoost,
 	checkRTThrottling,
+	checkDeadlineBandwidth,
 	checkTHP,
 	checkSwap,
 	checkDAMON,

@@ -29,6 +29,7 @@ var ClassicLimits = []string{
 	"the waker's prio is the one it had when switched in; its policy is implied by that prio",
 	"timer expiries of other timers than task sleeps are not in the flight recorder",
 	"page faults and memory locking are not measured: they are task_struct and mm fields (the x86-only page-fault tracepoint fires before a fault is known minor or major)",
+	"SCHED_DEADLINE jobs (dl-release, dl-exec, dl-response, misses, overruns) are not measured: they are read from the task's sched_dl_entity, a kernel structure, at each switch; a DEADLINE task gets the generic metrics only",
 	"its programs do not nest: an event during another of its programs on the same CPU (an interrupt in sched_switch's) is not seen; the kernel counts them as the programs' recursion misses",
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"structs"
 	"time"
 
 	"github.com/rtscope/rtscope/internal/metric"
@@ -37,8 +38,24 @@ type TaskStats struct {
 	StartupUs         uint32
 	SchedOpenNs       uint64
 	Throttled         uint64
+	Dl                DLStats
 	Comm              [16]int8
 	M                 [metric.Count]MetricStats
+}
+
+// DLStats is a SCHED_DEADLINE task's jobs (struct rts_dl_stats); zero for
+// other tasks.
+type DLStats = struct {
+	_              structs.HostLayout
+	Runtime        uint64
+	Deadline       uint64
+	Period         uint64
+	Jobs           uint64
+	Misses         uint64
+	Overruns       uint64
+	Yields         uint64
+	LatenessMax    int64
+	LatenessMaxEnd uint64
 }
 
 // MetricStats is one metric of TaskStats. Hist has the whole count of each
@@ -98,7 +115,7 @@ func (c histCarries) join(k *bpfRtsTaskStats) (s *TaskStats, pending bool) {
 		TimerReleases: k.TimerReleases, Overruns: k.Overruns, NominalPeriod: k.NominalPeriod,
 		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, SchedCur: k.SchedCur,
 		SchedMs: k.SchedMs, StartupIterations: k.StartupIterations, StartupUs: k.StartupUs,
-		SchedOpenNs: k.SchedOpenNs, Throttled: uint64(k.Throttled), Comm: k.Comm}
+		SchedOpenNs: k.SchedOpenNs, Throttled: uint64(k.Throttled), Dl: k.Dl, Comm: k.Comm}
 	t := c[k.Id]
 	for i := range k.M {
 		km, m := &k.M[i], &s.M[i]

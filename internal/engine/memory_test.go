@@ -22,12 +22,14 @@ func TestDefaultFlightFor(t *testing.T) {
 }
 
 // TestTaskStatsSize: a tracked task's statistics (the stats hash value)
-// within 5 KiB (200 16-bit buckets a metric, their carries in user
-// space), so that 100 tasks take about 0.5 MiB (issue 12; 32-bit buckets
-// made it 9 KiB, 272 buckets 12 KiB).
+// within 6.5 KiB (200 16-bit buckets a metric, their carries in user
+// space), so that 100 tasks take about 0.65 MiB (issue 12 set 5 KiB for 10
+// metrics; the 3 SCHED_DEADLINE job metrics and their counters of issue 38
+// took it from 5120 to 6656 bytes; 32-bit buckets made it 9 KiB, 272
+// buckets 12 KiB).
 func TestTaskStatsSize(t *testing.T) {
-	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 5120 {
-		t.Errorf("the kernel's TaskStats takes %d bytes, above 5120", n)
+	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 6656 {
+		t.Errorf("the kernel's TaskStats takes %d bytes, above 6656", n)
 	}
 }
 
@@ -39,13 +41,14 @@ func TestTaskStatsSize(t *testing.T) {
 // CPUs to 4, the flight recorder sized as DefaultFlightFor(4); task storage,
 // charged to each task rather than the map, is added as the bench
 // estimates it (value + 256 bytes a task). Each map's share on 4 CPUs is
-// logged. Measured 1.93 MiB (2.31 with 32-bit buckets, 3.70 before the
-// 200-bucket histograms and the sized maps).
+// logged. Measured 2.18 MiB with the 13 metrics of issue 38 (1.93 with 10,
+// under issue 12's 2 MiB; 2.31 with 32-bit buckets, 3.70 before the
+// 200-bucket histograms and the sized maps): the budget is 2.25 MiB.
 func TestKernelMemoryBudget(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (CI runs as root)")
 	}
-	const tasks, cpus, budget = 100, 4, 2 << 20
+	const tasks, cpus, budget = 100, 4, 9 << 18
 	e, err := Load(Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait, FlightPerCPU: DefaultFlightFor(cpus)})
 	if err != nil {
 		t.Fatal(err)

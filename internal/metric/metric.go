@@ -24,6 +24,9 @@ const (
 	Jitter
 	Handler
 	Iteration
+	DLRelease
+	DLExec
+	DLResponse
 	Count
 )
 
@@ -45,6 +48,9 @@ var infos = [Count]Info{
 	Jitter:      {"jitter", "JITTER", "period jitter: |actual period - timer expiry spacing|"},
 	Handler:     {"handler", "HANDLER", "threaded IRQ handler time, entry -> exit, minus IRQ/softirq time"},
 	Iteration:   {"iteration", "ITERATION", "loop iteration: arming of its sleep timer -> the next arming, whether it slept or not"},
+	DLRelease:   {"dl-release", "DL-REL", "SCHED_DEADLINE job release latency: its release (new absolute deadline - relative deadline) -> first on a CPU"},
+	DLExec:      {"dl-exec", "DL-EXEC", "SCHED_DEADLINE job execution time: its on-CPU time"},
+	DLResponse:  {"dl-response", "DL-RESP", "SCHED_DEADLINE job response: its release -> its end (sleep, sched_yield or throttling)"},
 }
 
 // Info returns the description of m.

@@ -74,6 +74,12 @@ func judge(t *Task) (Health, string) {
 	if h, why, ok := judgeSLO(t); ok {
 		return h, why
 	}
+	if h, why, ok := judgeDeadline(t); ok {
+		if warns := hygieneWarnings(t); h == HealthOK && len(warns) > 0 {
+			return HealthWarn, why + "; " + strings.Join(warns, "; ")
+		}
+		return h, why
+	}
 	if samples(t) == 0 {
 		return HealthUnknown, "no samples"
 	}
@@ -255,6 +261,9 @@ func headline(t *Task) string {
 	if best >= 0 {
 		m := t.Metrics[best.String()]
 		return fmt.Sprintf("worst %s %s us against its %s us SLO", best, units.Us(*m.MaxNs), units.Us(*m.SLONs))
+	}
+	if h, ok := deadlineHeadline(t); ok {
+		return h
 	}
 	if p := t.NominalPeriodNs; p != nil && *p > 0 {
 		if id, v := worstAgainst(t); id >= 0 {

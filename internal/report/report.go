@@ -241,6 +241,9 @@ type Task struct {
 	Hygiene         map[string]uint64  `json:"hygiene"`
 	Metrics         map[string]*Metric `json:"metrics"`
 	NominalPeriodNs *uint64            `json:"nominal_period_ns"`
+	// Deadline is a SCHED_DEADLINE task's reservation and jobs; absent for
+	// other tasks.
+	Deadline *Deadline `json:"deadline,omitempty"`
 	// StartupIterations counts the loop iterations (or timer cycles) of its
 	// start-up: before its period settled, or in its --warm-up. They are
 	// left out of its metrics and overruns.
@@ -439,6 +442,7 @@ func FromStats(s *engine.TaskStats) *Task {
 	if s.NominalPeriod != 0 {
 		t.NominalPeriodNs = u64p(s.NominalPeriod)
 	}
+	t.Deadline = deadlineOf(s)
 	t.SchedChanges = s.SchedChanges
 	for i, id := range engine.SchedSeen(s) {
 		d := sched.Describe(id.Policy, id.Prio)

@@ -90,6 +90,10 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if h := t.SchedHistory(); h != "" {
 		fmt.Fprintf(w, "   %s\n", h)
 	}
+	if d := t.Deadline; d != nil {
+		fmt.Fprintf(w, "   DEADLINE %s: %d jobs, %d ended by sched_yield, %d overran, %d missed (%s)\n",
+			d.Params(), d.Jobs, d.Yields, d.Overruns, d.Misses, d.lateness())
+	}
 	writeMetricTable(w, t)
 	c := t.Counters
 	fmt.Fprintf(w, "   wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
