@@ -22,6 +22,7 @@ enum rts_metric {
 	RTS_M_JITTER,       /* |period - spacing of its timer expiries| */
 	RTS_M_HANDLER,      /* threaded IRQ handler: entry -> exit (or one activation's on-CPU time), IRQ time removed */
 	RTS_M_ITERATION,    /* loop iteration: arming of its sleeper timer -> the next arming, slept or not */
+	RTS_M_NOISE,        /* one interruption of a running task: off its CPU while runnable, or its CPU serving an IRQ, softirq or the hypervisor (noise.bpf.h) */
 	RTS_M_COUNT,
 };
 
@@ -148,6 +149,22 @@ enum rts_event_type {
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
 	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
 	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor x=run start y=major */
+	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid c=that part's cause (rts_noise_cause) flags=1<<cause of every part x=start y=end */
+};
+
+/*
+ * Causes of a noise interval's parts (RTS_EV_NOISE; noise.bpf.h). Names in
+ * internal/trace.
+ */
+enum rts_noise_cause {
+	RTS_NC_NONE = 0,
+	RTS_NC_IRQ,      /* a device hard IRQ handler: who = irq */
+	RTS_NC_TIMER,    /* an hrtimer callback in hard IRQ context (the local timer interrupt) */
+	RTS_NC_SOFTIRQ,  /* a softirq: who = vector */
+	RTS_NC_PREEMPT,  /* off its CPU while runnable, for a task of its class and higher or equal priority: who = tid */
+	RTS_NC_THROTTLE, /* off its CPU while runnable, for a lower class or priority (RT throttling, fair server): who = tid */
+	RTS_NC_STEAL,    /* the hypervisor ran something else (steal clock grew while it ran) */
+	RTS_NC_COUNT,
 };
 
 /*

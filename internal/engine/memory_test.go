@@ -22,12 +22,13 @@ func TestDefaultFlightFor(t *testing.T) {
 }
 
 // TestTaskStatsSize: a tracked task's statistics (the stats hash value)
-// within 5 KiB (200 16-bit buckets a metric, their carries in user
-// space), so that 100 tasks take about 0.5 MiB (issue 12; 32-bit buckets
-// made it 9 KiB, 272 buckets 12 KiB).
+// within 5.5 KiB (200 16-bit buckets a metric, their carries in user
+// space), so that 100 tasks take about 0.55 MiB (issue 12; 32-bit buckets
+// made it 9 KiB, 272 buckets 12 KiB; 5 KiB until the noise metric, 488
+// bytes, made it 5608).
 func TestTaskStatsSize(t *testing.T) {
-	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 5120 {
-		t.Errorf("the kernel's TaskStats takes %d bytes, above 5120", n)
+	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 5632 {
+		t.Errorf("the kernel's TaskStats takes %d bytes, above 5632", n)
 	}
 }
 
@@ -45,7 +46,8 @@ func TestKernelMemoryBudget(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (CI runs as root)")
 	}
-	const tasks, cpus, budget = 100, 4, 2 << 20
+	// 2.1 MiB: the noise metric added 48 KiB of statistics for 100 tasks (2.07 MiB measured).
+	const tasks, cpus, budget = 100, 4, 2.1 * (1 << 20)
 	e, err := Load(Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait, FlightPerCPU: DefaultFlightFor(cpus)})
 	if err != nil {
 		t.Fatal(err)

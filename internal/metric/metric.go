@@ -24,6 +24,7 @@ const (
 	Jitter
 	Handler
 	Iteration
+	Noise
 	Count
 )
 
@@ -45,6 +46,7 @@ var infos = [Count]Info{
 	Jitter:      {"jitter", "JITTER", "period jitter: |actual period - timer expiry spacing|"},
 	Handler:     {"handler", "HANDLER", "threaded IRQ handler time, entry -> exit, minus IRQ/softirq time"},
 	Iteration:   {"iteration", "ITERATION", "loop iteration: arming of its sleep timer -> the next arming, whether it slept or not"},
+	Noise:       {"noise", "NOISE", "one interruption of a running task: off its CPU while runnable, or its CPU serving an IRQ, softirq or the hypervisor"},
 }
 
 // Info returns the description of m.

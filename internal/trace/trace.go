@@ -85,6 +85,13 @@ type Event struct {
 	// start) and T. faults: SinceT is the run's start.
 	StealNs uint64 `json:"steal_ns,omitempty"`
 	SinceT  *int64 `json:"since_t_ns,omitempty"`
+
+	// noise: TID's noise interval from SinceT to EndT, the causes of its
+	// parts, its largest part's cause (IRQ, Vec or ByTID: who).
+	EndT        *int64       `json:"end_t_ns,omitempty"`
+	NoiseCauses []NoiseCause `json:"noise_causes,omitempty"`
+	TopCause    NoiseCause   `json:"top_cause,omitempty"`
+	ByTID       uint32       `json:"by_tid,omitempty"`
 }
 
 // Waker says who made a task runnable.

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Noise: every interval in which a tracked task wanted its CPU and did not
+ * have it (RTS_M_NOISE). Its parts are the hard IRQs, hard-IRQ timer
+ * callbacks and softirqs its CPU served while it was current, the time it
+ * spent off its CPU while runnable (preempted, or throttled: left for a
+ * lower class or priority), and the hypervisor steal its CPU's clock grew by
+ * while it ran. Parts closer together than RTS_NOISE_MERGE_NS are one
+ * interval: a polling loop sees one gap for an IRQ, the softirqs at its
+ * exit and a preemption at its return.
+ *
+ * The interval being built lives in per-CPU state while its task is current
+ * (noise_cpus), and in the task's state while it is off its CPU; it is
+ * recorded when it can no longer grow: at the start of the next part that
+ * comes later than the merge gap, or when the task sleeps or ends. Each
+ * hook pays one per-CPU lookup and a compare when no tracked task is
+ * current there.
+ *
+ * Included by handlers.bpf.h after the engine's rts_eng_current
+ * declaration; not re-entrant with itself on one CPU except through IRQ
+ * nesting, which the depth counter follows.
+ */
+#ifndef RTSCOPE_NOISE_BPF_H
+#define RTSCOPE_NOISE_BPF_H
+
+#include "task_logic.bpf.h"
+
+/*
+ * Parts closer than this are one interval. The kernel's own path between
+ * two parts (irq_exit to the softirqs, their end to the switch at the
+ * return from the interrupt) took at most 1.1 us here (docs/noise.md);
+ * a polling loop needs far more than 2 us to see a gap end and a new one
+ * start as two (oslat's own loop reads the clock every ~30 ns, but a
+ * user-space return and a pass of its loop take ~1 us on this VM).
+ */
+#define RTS_NOISE_MERGE_NS 2000ULL
+
+/* Per-CPU noise state: the tracked task current here and its open interval. */
+struct rts_noise_cpu {
+	__u64 id; /* tracking id of the tracked task current here, 0: none */
+	__u32 tid;
+	__u32 depth;      /* interruptions in progress (hard IRQ, hard timer callback, softirq; nested) */
+	__u64 steal_base; /* steal clock at the last reading while it was current (0: none yet) */
+	__u64 quiet_from; /* what came before is recorded, or not its (its switch-in, its last recorded end) */
+	struct rts_noise_iv iv;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_noise_cpu);
+} noise_cpus SEC(".maps");
+
+static __always_inline struct rts_noise_cpu *rts_noise_cpu(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&noise_cpus, &zero);
+}
+
+/*
+ * Is a switch-out of a runnable task of kernel prio prev_prio in favour of
+ * one of next_prio throttling? A real-time or deadline task (prio < 100)
+ * that leaves its CPU while runnable for a lower class or priority (a
+ * larger kernel prio: a fair task, the idle task) was not preempted by
+ * anyone it yields to: its run queue was throttled (sched_rt_runtime_us)
+ * or the fair server ran the fair tasks.
+ */
+static __always_inline bool rts_is_throttle_switch(__s32 prev_prio, __s32 next_prio)
+{
+	return prev_prio < 100 && next_prio > prev_prio;
+}
+
+/* A part of cause `cause` (who: its irq, vector or task) that lasted ns. */
+static __always_inline void rts_noise_part(struct rts_noise_iv *iv, __u8 cause, __u32 who, __u64 ns)
+{
+	iv->mask |= 1 << (cause & 7);
+	if (ns >= iv->top_ns) {
+		iv->top_ns = ns;
+		iv->top_cause = cause;
+		iv->top_who = who;
+	}
+}
+
+/* Begin an interval at `at` on cpu, unless one is open. */
+static __always_inline void rts_noise_open(struct rts_noise_iv *iv, __u64 at, __u32 cpu)
+{
+	if (iv->start)
+		return;
+	iv->start = at;
+	iv->end = at;
+	iv->top_ns = 0;
+	iv->top_who = 0;
+	iv->top_cause = RTS_NC_NONE;
+	iv->mask = 0;
+	iv->cpu_start = cpu;
+}
+
+/* Can the interval no longer grow by a part starting at `at`? */
+static __always_inline bool rts_noise_over(const struct rts_noise_iv *iv, __u64 at)
+{
+	return iv->start && at > iv->end + RTS_NOISE_MERGE_NS;
+}
+
+/* Record st's interval iv, ending on cpu, as a sample and a flight event; iv is closed. */
+static __always_inline void rts_noise_record(struct rts_task_state *st, struct rts_noise_iv *iv, __u32 cpu,
+					     __u64 now)
+{
+	__u64 start = iv->start, end = iv->end;
+	iv->start = 0;
+	if (!start || end <= start)
+		return;
+	rts_record(st, rts_stats(st), RTS_M_NOISE, end - start, start, end, iv->cpu_start, cpu);
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_NOISE);
+	if (e) {
+		e->a = st->tid;
+		e->b = iv->top_who;
+		e->c = iv->top_cause;
+		e->flags = iv->mask;
+		e->x = start;
+		e->y = end; /* no own number: like faults, context for its windows, not one of its own events */
+	}
+}
+
+/* Record n's interval, when the current task is still the one it is of. */
+static __always_inline void rts_noise_flush_current(struct rts_noise_cpu *n, __u32 cpu, __u64 now)
+{
+	struct rts_task_state *st = rts_eng_current();
+	if (st && st->id == n->id) {
+		rts_noise_record(st, &n->iv, cpu, now);
+		n->quiet_from = n->iv.end;
+	}
+	n->iv.start = 0;
+}
+
+/*
+ * A hard IRQ, hard timer callback or softirq begins on this CPU. busy: the
+ * CPU's state said one was in progress before it; when not, a depth left
+ * by a lost exit (classic programs do not nest: an exit that fires while
+ * another of them runs is skipped) is dropped.
+ */
+static __always_inline void rts_noise_enter(__u64 now, bool busy)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n || !n->id)
+		return;
+	if (!busy)
+		n->depth = 0;
+	if (n->depth++)
+		return;
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (rts_noise_over(&n->iv, now))
+		rts_noise_flush_current(n, cpu, now);
+	rts_noise_open(&n->iv, now, cpu);
+}
+
+/* The hypervisor steal since the last reading, as a part ending at `at` (steal: the clock now; 0: none). */
+static __always_inline void rts_noise_steal(struct rts_noise_cpu *n, __u64 at, __u64 steal, __u32 cpu)
+{
+	__u64 base = n->steal_base;
+	if (!steal)
+		return;
+	n->steal_base = steal;
+	if (!base || steal <= base)
+		return;
+	__u64 d = steal - base;
+	__u64 start = at > d ? at - d : 0;
+	if (start < n->quiet_from)
+		start = n->quiet_from;
+	if (n->iv.start && start < n->iv.start)
+		n->iv.start = start; /* the stall came before the interrupt that saw it */
+	rts_noise_open(&n->iv, start, cpu);
+	rts_noise_part(&n->iv, RTS_NC_STEAL, 0, d);
+	if (at > n->iv.end)
+		n->iv.end = at;
+}
+
+/*
+ * The part that began at `since` ends (cause, who). Returns the CPU's
+ * noise state when this ended the last part in progress of a tracked task's
+ * interruption (the caller may add the steal the tick just read), else 0.
+ */
+static __always_inline struct rts_noise_cpu *rts_noise_leave(__u64 now, __u64 since, __u8 cause, __u32 who)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n || !n->id || !n->depth)
+		return 0;
+	rts_noise_part(&n->iv, cause, who, now > since ? now - since : 0);
+	if (--n->depth)
+		return 0;
+	n->iv.end = now;
+	return n;
+}
+
+/*
+ * The switch from ev->prev (ps when tracked) to ev->next (ns) at now on
+ * cpu; steal: the CPU's steal clock (0: not readable). prev's interval is
+ * recorded when it sleeps, or carried off its CPU in its task state when it
+ * stays runnable; next's continues on this CPU.
+ */
+static __always_inline void rts_noise_switch(const struct rts_switch *ev, struct rts_task_state *ps,
+					     struct rts_task_state *ns, __u64 now, __u32 cpu, __u64 steal)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n)
+		return;
+	n->depth = 0; /* no switch in IRQ context: a lost exit ends here */
+	if (ps && n->id == ps->id) {
+		rts_noise_steal(n, now, steal, cpu);
+		bool runnable = ev->preempt || ev->prev_state == 0;
+		if (rts_noise_over(&n->iv, now) || (!runnable && n->iv.start))
+			rts_noise_record(ps, &n->iv, cpu, now);
+		if (runnable) {
+			rts_noise_open(&n->iv, now, cpu);
+			ps->nz = n->iv;
+			ps->nz_off = now;
+			ps->nz_who = ev->next.tid;
+			ps->nz_cause = rts_is_throttle_switch(ev->prev.prio, ev->next.prio) ? RTS_NC_THROTTLE
+											    : RTS_NC_PREEMPT;
+		}
+	}
+	n->id = 0;
+	n->iv.start = 0;
+	if (!ns)
+		return;
+	n->id = ns->id;
+	n->tid = ns->tid;
+	n->steal_base = steal;
+	n->quiet_from = now;
+	if (ns->nz_off) {
+		n->iv = ns->nz;
+		rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, now > ns->nz_off ? now - ns->nz_off : 0);
+		n->iv.end = now;
+		ns->nz_off = 0;
+	}
+}
+
+/* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */
+static __always_inline void rts_noise_end(struct rts_task_state *st, __u64 now)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	st->nz_off = 0;
+	if (!n || n->id != st->id)
+		return;
+	if (!n->depth)
+		rts_noise_record(st, &n->iv, bpf_get_smp_processor_id(), now);
+	n->id = 0;
+	n->iv.start = 0;
+}
+
+#endif
