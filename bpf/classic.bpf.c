@@ -589,7 +589,7 @@ int on_hrtimer_expire_entry(void *ctx)
 		expiry = timer_expiry(*soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
 		bpf_map_delete_elem(&armed, &timer);
 	}
-	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry);
+	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry, 0);
 	return 0;
 }
 

@@ -382,13 +382,17 @@ static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u6
 		s->hygiene[RTS_H_REALTIME_CLOCK]++;
 }
 
-/* An hrtimer callback fn starts: slot 1 hard IRQ context, 0 softirq; expiry in CLOCK_MONOTONIC. */
+/*
+ * An hrtimer callback fn starts: slot 1 hard IRQ context, 0 softirq; expiry
+ * (soft) and due (hard expiry, when its interrupt was due; 0: not known) in
+ * CLOCK_MONOTONIC.
+ */
 static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state *cs, __u64 now, __u32 slot,
-						 __u64 fn, __u64 expiry)
+						 __u64 fn, __u64 expiry, __u64 due)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	if (slot == 1)
-		rts_noise_enter(now, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+		rts_noise_enter(now, due, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;
@@ -457,7 +461,7 @@ static __always_inline int rts_irq_entry_body(__u32 irq)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_noise_enter(now, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
 	if (cs->irq_depth++ == 0)
 		cs->irq_entry = now;
 	cs->irq_nr = irq;
@@ -490,7 +494,7 @@ static __always_inline int rts_softirq_entry_body(__u32 vec)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_noise_enter(now, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
 	cs->softirq_vec = vec + 1;
 	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
 	cs->softirq_entry = now;

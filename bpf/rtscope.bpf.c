@@ -523,7 +523,8 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 	if (!cs)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
-	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer));
+	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer),
+			     timer->node.expires - timer->base->offset);
 	return 0;
 }
 

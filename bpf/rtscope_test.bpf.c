@@ -383,16 +383,16 @@ int BPF_PROG(test_noise_switch, __u64 now, __u64 prev_tid, __u64 next_tid, __u64
 }
 
 /*
- * Noise: an interruption part on this CPU. leave 0: it begins at now (busy:
- * another was in progress); else it ends at now, begun at since, with the
- * steal clock read then (0: none).
+ * Noise: an interruption part on this CPU. leave 0: it begins at now, due
+ * since (0: now; busy: another was in progress); else it ends at now, begun
+ * at since, with the steal clock read then (0: none).
  */
 SEC("raw_tp")
 int BPF_PROG(test_noise_irq, __u64 now, __u64 leave, __u64 busy, __u64 cause, __u64 who, __u64 since,
 	     __u64 steal)
 {
 	if (!leave) {
-		rts_noise_enter(now, busy != 0);
+		rts_noise_enter(now, since, busy != 0);
 		return 0;
 	}
 	struct rts_noise_cpu *n = rts_noise_leave(now, since, cause, who);

@@ -163,3 +163,26 @@ func TestTwinNoiseNestingAndEnd(t *testing.T) {
 	checkNoise(t, evs[0], 100, 10_000, 30_000, bit(NoiseIRQ)|bit(NoiseSoftirq), NoiseSoftirq, 2)
 	checkNoise(t, evs[1], 100, 200_000, 201_000, bit(NoiseIRQ), NoiseIRQ, 4)
 }
+
+// A timer interrupt that came after its timer's hard expiry took the CPU
+// from that expiry (its delivery and entry show no event); an expiry
+// before the task's switch-in or the end of its last part is not taken.
+func TestTwinNoiseLateTimer(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(500_000, 0, 100, false, 120, 50, 0)
+	lateTimer := func(due, entry, exit uint64) {
+		onCPU0(t, nt.objs.TestNoiseIrq, entry, 0, 0, 0, 0, due, 0)
+		onCPU0(t, nt.objs.TestNoiseIrq, exit, 1, 0, uint64(NoiseTimer), 0, entry, 0)
+	}
+	lateTimer(1_000_000, 1_040_000, 1_045_000) // 40 us late
+	lateTimer(400_000, 2_000_000, 2_001_000)   // due before its switch-in: from its entry
+	lateTimer(3_000_000, 3_000_000, 3_002_000) // on time
+	nt.switchTo(4_000_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 3 {
+		t.Fatalf("%d noise events, want 3", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 1_045_000, bit(NoiseTimer), NoiseTimer, 0)
+	checkNoise(t, evs[1], 100, 2_000_000, 2_001_000, bit(NoiseTimer), NoiseTimer, 0)
+	checkNoise(t, evs[2], 100, 3_000_000, 3_002_000, bit(NoiseTimer), NoiseTimer, 0)
+}
