@@ -188,7 +188,7 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	 * values (on_sched_switch 5515 instructions against 3337).
 	 */
 	rts_switch_tasks(ev, ps, ns, cs, now, cpu, !ev->preempt && ev->prev_state != 0, irq_ns, btf);
-	rts_noise_switch(ev, ps, ns, now, cpu, steal);
+	rts_noise_switch(ev, ps, ns, now, steal);
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
 }
@@ -392,7 +392,7 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	if (slot == 1)
-		rts_noise_enter(now, due, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+		rts_noise_enter(now, due, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;
@@ -461,7 +461,7 @@ static __always_inline int rts_irq_entry_body(__u32 irq)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	if (cs->irq_depth++ == 0)
 		cs->irq_entry = now;
 	cs->irq_nr = irq;
@@ -494,7 +494,7 @@ static __always_inline int rts_softirq_entry_body(__u32 vec)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1]);
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], true);
 	cs->softirq_vec = vec + 1;
 	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
 	cs->softirq_entry = now;

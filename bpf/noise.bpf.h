@@ -37,6 +37,16 @@
  */
 #define RTS_NOISE_MERGE_NS 10000ULL
 
+/*
+ * A softirq, or a preemption, that begins after a hard IRQ part ended and
+ * nothing else happened is that interrupt's own exit (irq_exit runs the
+ * softirqs, its return preempts): one interval when it comes within this.
+ * The interrupt's tail after its last hard timer callback (reprogramming the
+ * clock event) took 10-31 us on this VM at quiet times, more than the merge
+ * gap, and no event shows it.
+ */
+#define RTS_NOISE_TAIL_NS 100000ULL
+
 /* Per-CPU noise state: the tracked task current here and its open interval. */
 struct rts_noise_cpu {
 	__u64 id; /* tracking id of the tracked task current here, 0: none */
@@ -44,6 +54,7 @@ struct rts_noise_cpu {
 	__u32 depth;      /* interruptions in progress (hard IRQ, hard timer callback, softirq; nested) */
 	__u64 steal_base; /* steal clock at the last reading while it was current (0: none yet) */
 	__u64 quiet_from; /* what came before is recorded, or not its (its switch-in, its last recorded end) */
+	__u64 irq_tail;   /* when the last hard IRQ part ended, nothing since (0: none) */
 	struct rts_noise_iv iv;
 };
 
@@ -104,14 +115,26 @@ static __always_inline bool rts_noise_over(const struct rts_noise_iv *iv, __u64 
 	return iv->start && at > iv->end + RTS_NOISE_MERGE_NS;
 }
 
-/* Record st's interval iv, ending on cpu, as a sample and a flight event; iv is closed. */
-static __always_inline void rts_noise_record(struct rts_task_state *st, struct rts_noise_iv *iv, __u32 cpu,
-					     __u64 now)
+/* Is a part starting at `at` the exit of the hard IRQ that ended last (a softirq, a preemption)? */
+static __always_inline bool rts_noise_irq_tail(const struct rts_noise_cpu *n, __u64 at)
 {
+	return n->irq_tail && at <= n->irq_tail + RTS_NOISE_TAIL_NS;
+}
+
+/*
+ * Record st's interval iv, ending on cpu, as a sample and a flight event;
+ * iv is closed. A global function, verified once (RTS_VERIFIED_ONCE, as
+ * rts_settle): inlined at its five calls it made on_sched_switch's
+ * verification 60k instructions longer.
+ */
+RTS_VERIFIED_ONCE int rts_noise_record(struct rts_task_state *st, struct rts_noise_iv *iv, __u32 cpu, __u64 now)
+{
+	if (!st || !iv)
+		return 0;
 	__u64 start = iv->start, end = iv->end;
 	iv->start = 0;
 	if (!start || end <= start)
-		return;
+		return 0;
 	rts_record(st, rts_stats(st), RTS_M_NOISE, end - start, start, end, iv->cpu_start, cpu);
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_NOISE);
 	if (e) {
@@ -122,6 +145,7 @@ static __always_inline void rts_noise_record(struct rts_task_state *st, struct r
 		e->x = start;
 		e->y = end; /* no own number: like faults, context for its windows, not one of its own events */
 	}
+	return 0;
 }
 
 /* Record n's interval, when the current task is still the one it is of. */
@@ -140,12 +164,13 @@ static __always_inline void rts_noise_flush_current(struct rts_noise_cpu *n, __u
  * from: when the CPU was due to take it (a timer's hard expiry: its
  * interrupt's delivery and entry took the CPU from then, 35-100 us on this
  * VM, which no event shows), else now; a due time before the task's
- * switch-in or the end of its last part is not taken. busy: the CPU's state said one was
+ * switch-in or the end of its last part is not taken. tail: a softirq,
+ * which the exit of the hard IRQ that ended last runs (RTS_NOISE_TAIL_NS). busy: the CPU's state said one was
  * in progress before it; when not, a depth left by a lost exit (classic
  * programs do not nest: an exit that fires while another of them runs is
  * skipped) is dropped.
  */
-static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy)
+static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy, bool tail)
 {
 	struct rts_noise_cpu *n = rts_noise_cpu();
 	if (!n || !n->id)
@@ -159,8 +184,9 @@ static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy)
 	__u64 known = n->iv.start ? n->iv.end : n->quiet_from;
 	__u64 at = from && from < now && from >= known ? from : now;
 	__u32 cpu = bpf_get_smp_processor_id();
-	if (rts_noise_over(&n->iv, at))
+	if (rts_noise_over(&n->iv, at) && !(tail && rts_noise_irq_tail(n, at)))
 		rts_noise_flush_current(n, cpu, now);
+	n->irq_tail = 0;
 	rts_noise_open(&n->iv, at, cpu);
 }
 
@@ -199,26 +225,31 @@ static __always_inline struct rts_noise_cpu *rts_noise_leave(__u64 now, __u64 si
 	if (--n->depth)
 		return 0;
 	n->iv.end = now;
+	n->irq_tail = cause == RTS_NC_IRQ || cause == RTS_NC_TIMER ? now : 0;
 	return n;
 }
 
 /*
  * The switch from ev->prev (ps when tracked) to ev->next (ns) at now on
- * cpu; steal: the CPU's steal clock (0: not readable). prev's interval is
+ * this CPU; steal: the CPU's steal clock (0: not readable). prev's interval is
  * recorded when it sleeps, or carried off its CPU in its task state when it
- * stays runnable; next's continues on this CPU.
+ * stays runnable; next's continues on this CPU. A global function, verified
+ * once: inlined, its branches multiplied the paths of on_sched_switch
+ * (118k instructions verified against 40k before it).
  */
-static __always_inline void rts_noise_switch(const struct rts_switch *ev, struct rts_task_state *ps,
-					     struct rts_task_state *ns, __u64 now, __u32 cpu, __u64 steal)
+RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_task_state *ps,
+				       struct rts_task_state *ns, __u64 now, __u64 steal)
 {
 	struct rts_noise_cpu *n = rts_noise_cpu();
-	if (!n)
-		return;
+	if (!n || !ev)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 	n->depth = 0; /* no switch in IRQ context: a lost exit ends here */
 	if (ps && n->id == ps->id) {
 		rts_noise_steal(n, now, steal, cpu);
 		bool runnable = ev->preempt || ev->prev_state == 0;
-		if (rts_noise_over(&n->iv, now) || (!runnable && n->iv.start))
+		if ((rts_noise_over(&n->iv, now) && !(runnable && rts_noise_irq_tail(n, now))) ||
+		    (!runnable && n->iv.start))
 			rts_noise_record(ps, &n->iv, cpu, now);
 		if (runnable) {
 			rts_noise_open(&n->iv, now, cpu);
@@ -231,8 +262,9 @@ static __always_inline void rts_noise_switch(const struct rts_switch *ev, struct
 	}
 	n->id = 0;
 	n->iv.start = 0;
+	n->irq_tail = 0;
 	if (!ns)
-		return;
+		return 0;
 	n->id = ns->id;
 	n->tid = ns->tid;
 	n->steal_base = steal;
@@ -243,6 +275,7 @@ static __always_inline void rts_noise_switch(const struct rts_switch *ev, struct
 		n->iv.end = now;
 		ns->nz_off = 0;
 	}
+	return 0;
 }
 
 /* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */

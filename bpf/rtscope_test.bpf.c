@@ -378,13 +378,14 @@ int BPF_PROG(test_noise_switch, __u64 now, __u64 prev_tid, __u64 next_tid, __u64
 				.prev_state = prev_state,
 				.preempt = preempt != 0};
 	twin_current_tid = next_tid;
-	rts_noise_switch(&ev, task(prev_tid), task(next_tid), now, bpf_get_smp_processor_id(), steal);
+	rts_noise_switch(&ev, task(prev_tid), task(next_tid), now, steal);
 	return 0;
 }
 
 /*
  * Noise: an interruption part on this CPU. leave 0: it begins at now, due
- * since (0: now; busy: another was in progress); else it ends at now, begun
+ * since (0: now; busy 1: another was in progress, 2: a softirq, the tail of
+ * the last hard IRQ); else it ends at now, begun
  * at since, with the steal clock read then (0: none).
  */
 SEC("raw_tp")
@@ -392,7 +393,7 @@ int BPF_PROG(test_noise_irq, __u64 now, __u64 leave, __u64 busy, __u64 cause, __
 	     __u64 steal)
 {
 	if (!leave) {
-		rts_noise_enter(now, since, busy != 0);
+		rts_noise_enter(now, since, busy & 1, busy & 2);
 		return 0;
 	}
 	struct rts_noise_cpu *n = rts_noise_leave(now, since, cause, who);

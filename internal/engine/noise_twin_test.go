@@ -186,3 +186,29 @@ func TestTwinNoiseLateTimer(t *testing.T) {
 	checkNoise(t, evs[1], 100, 2_000_000, 2_001_000, bit(NoiseTimer), NoiseTimer, 0)
 	checkNoise(t, evs[2], 100, 3_000_000, 3_002_000, bit(NoiseTimer), NoiseTimer, 0)
 }
+
+// The softirqs and the preemption that a hard IRQ's exit runs are that
+// interruption's, however long the interrupt's unseen tail (up to
+// RTS_NOISE_TAIL_NS); a softirq after a softirq is not a tail.
+func TestTwinNoiseIRQTail(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	softirq := func(entry, exit uint64, vec uint32) {
+		onCPU0(t, nt.objs.TestNoiseIrq, entry, 0, 2, 0, 0, 0, 0)
+		onCPU0(t, nt.objs.TestNoiseIrq, exit, 1, 0, uint64(NoiseSoftirq), uint64(vec), entry, 0)
+	}
+	nt.switchTo(100_000, 0, 100, false, 120, 50, 0)
+	nt.part(1_000_000, 1_005_000, NoiseTimer, 0, 0)
+	softirq(1_040_000, 1_050_000, 1) // 35 us after the timer interrupt: its exit
+	softirq(1_100_000, 1_110_000, 9) // 50 us after a softirq: another interruption
+	nt.part(2_000_000, 2_010_000, NoiseIRQ, 11, 0)
+	nt.switchTo(2_070_000, 100, 200, true, 50, 40, 0) // preempted at that IRQ's return
+	nt.switchTo(2_170_000, 200, 100, false, 40, 50, 0)
+	nt.switchTo(3_000_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 3 {
+		t.Fatalf("%d noise events, want 3", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 1_050_000, bit(NoiseTimer)|bit(NoiseSoftirq), NoiseSoftirq, 1)
+	checkNoise(t, evs[1], 100, 1_100_000, 1_110_000, bit(NoiseSoftirq), NoiseSoftirq, 9)
+	checkNoise(t, evs[2], 100, 2_000_000, 2_170_000, bit(NoiseIRQ)|bit(NoisePreempt), NoisePreempt, 200)
+}
