@@ -35,7 +35,10 @@ func noisePerS(t *Task) *float64 {
 	if wall == 0 {
 		return nil
 	}
-	v := *m.AvgNs * float64(m.Count) / (float64(wall) / 1e9)
+	// Its wall time runs to its last switch-out: an interval after it (a
+	// preemption it has not come back from) could make the share above 1.
+	total := *m.AvgNs * float64(m.Count)
+	v := total / (max(float64(wall), total) / 1e9)
 	return &v
 }
 
