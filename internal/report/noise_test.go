@@ -7,8 +7,6 @@ import (
 	"github.com/rtscope/rtscope/internal/metric"
 )
 
-func u64(v uint64) *uint64 { return &v }
-
 // busyPoller: a task that never slept, 2 wakeups (its start), 1000
 // interruptions of 5 us on average over 2 s, the largest 800 us.
 func busyPoller() *Task {
