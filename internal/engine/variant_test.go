@@ -289,12 +289,13 @@ func twinSequence(t *testing.T, inlined bool) []bpfRtsTaskStats {
 // as on a kernel before 5.12), which says so in the features: its
 // on_sched_switch, as the kernel has it, calls no global function but
 // rts_sleep_fn_class (scalar argument), where the other calls rts_settle,
-// rts_settle_one and rts_sleep_reason_of too.
+// rts_settle_one, rts_sleep_reason_of, rts_noise_record and
+// rts_noise_switch too.
 func TestInlinedVariantLoads(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF (CI runs as root)")
 	}
-	want := map[bool]string{false: "rts_settle rts_settle_one rts_sleep_fn_class rts_sleep_reason_of", true: "rts_sleep_fn_class"}
+	want := map[bool]string{false: "rts_noise_record rts_noise_switch rts_settle rts_settle_one rts_sleep_fn_class rts_sleep_reason_of", true: "rts_sleep_fn_class"}
 	for _, kind := range []string{EngineBTF, EngineClassic} {
 		if kind == EngineBTF && KernelBTF() != nil {
 			continue
