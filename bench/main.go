@@ -2,7 +2,7 @@
 // side in one run, against the floor (empty BPF programs on the same hooks),
 // peers doing less (libbpf-tools runqlat, a bpftrace run-queue latency
 // script) and the origin design's published figures. `make bench` runs it;
-// see "Benchmarks" in README.md.
+// see bench/README.md.
 //
 // Configurations are interleaved (A B C A B C ...) and repeated, so that
 // drifting background load on a shared machine hits them all alike.
@@ -58,6 +58,7 @@ func main() {
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
 		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,cyclecost,self); default all")
 		cycRuns = flag.Int("cyclictest-runs", 0, "runs of each configuration in the cyclictest phase (default 8, 1 with -quick); more narrow the interval of the paired shift (24 runs: the 8th to 17th differences)")
+		reps    = flag.Int("reps", 0, "repetitions of each configuration in the cost, scaling and cyclecost phases (default 3, 1 with -quick): more narrow the medians on a shared machine")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
@@ -76,6 +77,9 @@ func main() {
 	b.reps = 3
 	if b.quick {
 		b.reps = 1
+	}
+	if *reps > 0 {
+		b.reps = *reps
 	}
 	if err := b.setup(); err != nil {
 		fatal(err.Error())

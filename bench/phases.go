@@ -94,7 +94,10 @@ func (b *bench) phaseCost() error {
 		cfgs = append(cfgs,
 			monitor{name: "alt build, 1 periodic task tracked", kind: "rtscope", args: h.tidArgs(1), expect: 1, bin: b.alt},
 			monitor{name: "alt build, the load's tasks tracked", kind: "rtscope", args: []string{"--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt},
-			monitor{name: "alt build --engine classic, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--engine", "classic"}, h.tidArgs(1)...), expect: 1, bin: b.alt})
+			monitor{name: "alt build --engine classic, 1 periodic task tracked", kind: "rtscope", args: append([]string{"--engine", "classic"}, h.tidArgs(1)...), expect: 1, bin: b.alt},
+			// Both engines with every task of the load tracked: the 3% rule
+			// of issue 37 compares each engine's per-event cost there too.
+			monitor{name: "alt build --engine classic, the load's tasks tracked", kind: "rtscope", args: []string{"--engine", "classic", "--comm", "stress-ng-switc"}, expect: 0, json: true, bin: b.alt})
 		b.res.Alt = b.alt
 	}
 	cfgs = b.selected(cfgs)

@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
 #include "handlers.bpf.h"
+#include "ipi.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -52,6 +53,7 @@ const volatile __u32 off_rename_newcomm = RTS_NOFIELD;
 const volatile __u32 off_hrstart_hrtimer = RTS_NOFIELD;
 const volatile __u32 off_hrstart_function = RTS_NOFIELD;
 const volatile __u32 off_hrstart_softexpires = RTS_NOFIELD;
+const volatile __u32 off_hrstart_expires = RTS_NOFIELD;
 const volatile __u32 off_hrstart_mode = RTS_NOFIELD;
 const volatile __u32 off_hrentry_hrtimer = RTS_NOFIELD;
 const volatile __u32 off_hrentry_now = RTS_NOFIELD;
@@ -61,6 +63,12 @@ const volatile __u32 off_irq_entry_irq = RTS_NOFIELD;
 const volatile __u32 off_irq_exit_irq = RTS_NOFIELD;
 const volatile __u32 off_irq_exit_ret = RTS_NOFIELD;
 const volatile __u32 off_softirq_vec = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_cpu = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_callsite = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
 
 /*
  * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
@@ -91,16 +99,22 @@ struct {
 	__type(value, struct classic_cpu);
 } classic_cpus SEC(".maps");
 
+/* A sleeper timer as armed: its soft expiry and slack (RTS_SLACK_UNKNOWN: no hard expiry field). */
+struct classic_armed {
+	__s64 soft;
+	__u64 slack;
+};
+
 /*
- * Soft expiry of the sleeper timers armed by tracked tasks, by timer
- * address: hrtimer_expire_entry carries no expiry. LRU: a timer cancelled
- * by a signal never expires, and its entry ages out.
+ * The sleeper timers armed by tracked tasks, by timer address:
+ * hrtimer_expire_entry carries no expiry. LRU: a timer cancelled by a
+ * signal never expires, and its entry ages out.
  */
 struct {
 	__uint(type, 9); /* BPF_MAP_TYPE_LRU_HASH (not in the trimmed vmlinux.h) */
 	__uint(max_entries, 4096);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct classic_armed);
 } armed SEC(".maps");
 
 static __always_inline __u32 rd_u32(void *ctx, __u32 off)
@@ -563,14 +577,19 @@ int on_hrtimer_start(void *ctx)
 	if (!st)
 		return 0;
 	__u64 timer = rd_u64(ctx, off_hrstart_hrtimer);
-	__s64 soft = (__s64)rd_u64(ctx, off_hrstart_softexpires);
-	bpf_map_update_elem(&armed, &timer, &soft, BPF_ANY);
+	struct classic_armed a = {.soft = (__s64)rd_u64(ctx, off_hrstart_softexpires), .slack = RTS_SLACK_UNKNOWN};
+	/* The record's hard expiry (`expires`) is in the same clock as the soft one. */
+	if (off_hrstart_expires != RTS_NOFIELD) {
+		__s64 hard = (__s64)rd_u64(ctx, off_hrstart_expires);
+		a.slack = hard > a.soft ? hard - a.soft : 0;
+	}
+	bpf_map_update_elem(&armed, &timer, &a, BPF_ANY);
 	/* A monotonic expiry is near ktime; a REALTIME/TAI one is decades
 	 * away, and not compared with now (no base clock reading here): its
 	 * overruns count only the deadlines it skips. */
-	bool wall = soft - (__s64)bpf_ktime_get_ns() > 1000000000000000LL;
+	bool wall = a.soft - (__s64)bpf_ktime_get_ns() > 1000000000000000LL;
 	/* The clock as far as the record tells: REALTIME (0) or MONOTONIC (1). */
-	rts_timer_start_body(st, wall ? 0 : soft, soft, rd_u32(ctx, off_hrstart_mode), wall ? 0 : 1);
+	rts_timer_start_body(st, wall ? 0 : a.soft, a.soft, a.slack, rd_u32(ctx, off_hrstart_mode), wall ? 0 : 1);
 	return 0;
 }
 
@@ -583,13 +602,14 @@ int on_hrtimer_expire_entry(void *ctx)
 		return 0;
 	__u32 slot = timer_entry_hard(cs);
 	__u64 timer = rd_u64(ctx, off_hrentry_hrtimer);
-	__u64 expiry = 0;
-	__s64 *soft = bpf_map_lookup_elem(&armed, &timer);
-	if (soft) {
-		expiry = timer_expiry(*soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
+	__u64 expiry = 0, slack = RTS_SLACK_UNKNOWN;
+	struct classic_armed *a = bpf_map_lookup_elem(&armed, &timer);
+	if (a) {
+		expiry = timer_expiry(a->soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
+		slack = a->slack;
 		bpf_map_delete_elem(&armed, &timer);
 	}
-	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry, 0);
+	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry, slack);
 	return 0;
 }
 
@@ -639,3 +659,21 @@ int on_softirq_exit(void *ctx)
 {
 	return rts_softirq_exit_body(rd_u32(ctx, off_softirq_vec));
 }
+
+/* ---- IPIs (ipi.bpf.h; optional: watch --ipi) ---- */
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int on_csd_queue_cpu(void *ctx)
+{
+	return rts_csd_queue_body(rd_u32(ctx, off_csd_queue_cpu), rd_u64(ctx, off_csd_queue_callsite),
+				  rd_u64(ctx, off_csd_queue_func));
+}
+
+SEC("tracepoint/ipi/ipi_send_cpu")
+int on_ipi_send_cpu(void *ctx)
+{
+	return rts_ipi_send_cpu_body(rd_u32(ctx, off_ipi_send_cpu), rd_u64(ctx, off_ipi_send_callsite),
+				     rd_u64(ctx, off_ipi_send_callback));
+}
+
+RTS_IPI_RECEIVERS("tracepoint/irq_vectors/")

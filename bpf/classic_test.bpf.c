@@ -43,6 +43,20 @@ int twin_record(__u64 *ctx)
 		return on_irq_entry(ctx);
 	case 10:
 		return on_irq_exit(ctx);
+	case 11:
+		return on_hrtimer_start(ctx);
+	case 12:
+		return on_csd_queue_cpu(ctx);
+	case 13:
+		return on_ipi_send_cpu(ctx);
+	case 14:
+		return on_ipi_call_function_single_entry(ctx);
+	case 15:
+		return on_ipi_call_function_single_exit(ctx);
+	case 16:
+		return on_ipi_reschedule_entry(ctx);
+	case 17:
+		return on_ipi_reschedule_exit(ctx);
 	}
 	return -1;
 }

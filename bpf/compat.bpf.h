@@ -125,6 +125,20 @@ static __always_inline __u64 rts_timer_expiry(struct hrtimer *timer)
 	return timer->_softexpires - timer->base->offset;
 }
 
+/*
+ * rts_timer_slack: the range past its soft expiry in which the kernel may
+ * fire an hrtimer, its hard expiry (node.expires) minus its soft one
+ * (_softexpires), both in its base's clock: hrtimer_set_expires_range_ns()
+ * sets them (range timers since Linux 2.6.28, "hrtimer: turn hrtimers
+ * into range timers"), and an interrupt runs every timer whose
+ * soft expiry has passed. 0 for a real-time task's sleep.
+ */
+static __always_inline __u64 rts_timer_slack(struct hrtimer *timer)
+{
+	__s64 d = timer->node.expires - timer->_softexpires;
+	return d > 0 ? d : 0;
+}
+
 /* Kernel prio as a byte for the flight recorder: deadline (-1) becomes 255. */
 static __always_inline __u8 rts_prio_byte(int prio)
 {

@@ -88,9 +88,28 @@ struct rts_switch {
 	__u32 next_sched_key; /* btf: rts_sched_key of next, when it is tracked */
 };
 
-#include "noise.bpf.h"
-
 #define RTS_VM_LOCKED 0x00002000UL /* include/linux/mm.h, unchanged since Linux 2.6 */
+
+/*
+ * 1 for a switch from a real-time or DEADLINE task to a lower class (idle and
+ * SCHED_OTHER have prio >= 100; below DEADLINE, anything that is not
+ * DEADLINE): on a preempted switch-out, the scheduler passes over a queued
+ * task of a higher class only when that class is throttled. ALU only, no
+ * branch: a branch here multiplied the paths the verifier walks through
+ * rts_switch_tasks, and the classic engine's inlined on_sched_switch went
+ * past the 1M-instruction limit.
+ */
+static __always_inline __u32 rts_throttled(const struct rts_switch *ev)
+{
+	__u64 p = (__u32)(ev->prev.prio + 1), n = (__u32)(ev->next.prio + 1); /* DEADLINE 0, RT 1..100 */
+	__u64 rt = (p - 101) >> 63;                                          /* p < 101: RT or DEADLINE */
+	__u64 dl = (p - 1) >> 63;                                            /* p == 0: DEADLINE */
+	__u64 next_fair = 1 - ((n - 101) >> 63);                             /* n >= 101: SCHED_OTHER, idle */
+	__u64 next_not_dl = 1 - ((n - 1) >> 63);                             /* n >= 1 */
+	return rt & (next_fair | (dl & next_not_dl));
+}
+
+#include "noise.bpf.h"
 
 /*
  * The tracked tasks of a switch: prev's run ends (its held samples are
@@ -108,7 +127,7 @@ static __always_inline struct rts_task_stats *rts_switch_tasks(const struct rts_
 {
 	struct rts_task_stats *s = 0;
 	if (ps) {
-		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns);
+		s = rts_on_switch_out(ps, now, cpu, voluntary, irq_ns, rts_throttled(ev));
 		ps->armed_expiry = 0;
 		if (btf && ps->identity_due) {
 			ps->identity_due = 0;
@@ -166,7 +185,8 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	if (btf)
 		rts_steal_update(cs, cpu, now, steal);
 
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SWITCH);
+	/* IRQs are off in __schedule(): the slot needs no atomic (rts_flight_slot). */
+	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_SWITCH, true);
 	if (e) {
 		e->a = ev->prev.tid;
 		e->b = ev->next.tid;
@@ -254,7 +274,11 @@ static __always_inline void rts_waking_body(void *ctx, const struct rts_task_ref
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct rts_waker w;
 	rts_waker_of(cs, cur->tid, &w);
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_WAKEUP);
+	/*
+	 * Waking another task, try_to_wake_up() holds its pi_lock with IRQs
+	 * off; waking itself (p == current), it takes no lock (rts_flight_slot).
+	 */
+	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_WAKEUP, p->tid != cur->tid);
 	if (e) {
 		e->a = p->tid;
 		e->b = w.who;
@@ -362,18 +386,19 @@ static __always_inline void rts_untrack_body(struct rts_task_state *st, struct r
 
 /*
  * A tracked task arms its sleeper timer (soft expiry `soft` in the clock of
- * its base, clockid; `expiry` in CLOCK_MONOTONIC, 0: not known): note the
- * expiry, classify the sleep, end an iteration. The clock is compared last:
- * a flag computed before rts_on_timer_arm doubled the paths the verifier
- * walks through it (5840 instructions to 10817).
+ * its base, clockid; `expiry` in CLOCK_MONOTONIC, 0: not known; `slack`
+ * its hard expiry minus its soft one, RTS_SLACK_UNKNOWN: not known): note
+ * the expiry, classify the sleep, end an iteration. The clock is compared
+ * last: a flag computed before rts_on_timer_arm doubled the paths the
+ * verifier walks through it (5840 instructions to 10817).
  */
-static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u64 expiry, __u64 soft, __u32 mode,
-						 int clockid)
+static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u64 expiry, __u64 soft, __u64 slack,
+						 __u32 mode, int clockid)
 {
 	__u64 now = bpf_ktime_get_ns();
 	st->armed_expiry = expiry;
 	struct rts_task_stats *s = rts_stats(st);
-	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft);
+	rts_on_timer_arm(st, s, now, bpf_get_smp_processor_id(), st->armed_expiry, soft, slack);
 	if (!s)
 		return;
 	if (mode & 1) /* HRTIMER_MODE_REL */
@@ -384,15 +409,18 @@ static __always_inline void rts_timer_start_body(struct rts_task_state *st, __u6
 
 /*
  * An hrtimer callback fn starts: slot 1 hard IRQ context, 0 softirq; expiry
- * (soft) and due (hard expiry, when its interrupt was due; 0: not known) in
- * CLOCK_MONOTONIC.
+ * (soft) in CLOCK_MONOTONIC; slack: the timer's hard expiry minus its soft
+ * one (RTS_SLACK_UNKNOWN: not known), which tells the analysis a callback
+ * that ran inside its timer's own range from one that came late.
  */
 static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state *cs, __u64 now, __u32 slot,
-						 __u64 fn, __u64 expiry, __u64 due)
+						 __u64 fn, __u64 expiry, __u64 slack)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
+	/* Its interrupt was due at its hard expiry: the noise it makes starts there. */
 	if (slot == 1)
-		rts_noise_enter(now, due, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
+		rts_noise_enter(now, slack != RTS_SLACK_UNKNOWN ? expiry + slack : 0,
+				cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;
@@ -403,6 +431,11 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 		e->flags = slot;
 		e->x = fn;
 		e->y = expiry;
+		e->a = 0;
+		if (slack != RTS_SLACK_UNKNOWN) {
+			e->flags |= RTS_EVF_SLACK;
+			e->a = slack > 0xffffffffULL ? 0xffffffff : (__u32)slack;
+		}
 	}
 	/* A tracked task has waited here a while: whose kernel code does this interrupt stop? */
 	if (slot == 1 && cs->waiting_tid && sleep_stacks && rts_stack_due(now, cs->waiting_since)) {

@@ -311,16 +311,32 @@ static __always_inline struct rts_cpu_state *rts_cpu(void)
 }
 
 /*
- * Reserve the next slot of this CPU's flight recorder ring. The sequence
- * number is taken atomically: a program in IRQ context may interrupt one in
- * task context on the same CPU.
+ * Reserve the next slot of this CPU's flight recorder ring and fill its
+ * header. irqs_off: the caller runs with interrupts disabled on this CPU
+ * (sched_switch, or sched_waking of another task: try_to_wake_up holds
+ * p->pi_lock with irqsave), so no other program of this engine can run
+ * between the load and the store of the sequence number (none runs in
+ * NMI context), and a plain increment takes it. Else it is taken
+ * atomically: a program in IRQ context may interrupt one in task context
+ * on the same CPU. The atomic is a locked instruction, which waits for the
+ * stores before it (the previous event's, to a ring line not in the cache
+ * for 8192 events): under stress-ng --switch with its tasks tracked, where
+ * a switch writes two events (sleep and switch), sched_switch took 309 ns
+ * a run against 322 with the atomic (bench cost phase, 8 interleaved runs,
+ * 2026-11-28); with no atomic anywhere, 344 against 369.
  */
-static __always_inline struct rts_event *rts_flight(struct rts_cpu_state *cs, __u32 cpu,
-						    __u64 now, __u8 type)
+static __always_inline struct rts_event *rts_flight_slot(struct rts_cpu_state *cs, __u32 cpu,
+							 __u64 now, __u8 type, bool irqs_off)
 {
 	if (!trace_enabled || !cs)
 		return 0;
-	__u64 seq = __sync_fetch_and_add(&cs->seq, 1);
+	__u64 seq;
+	if (irqs_off) {
+		seq = cs->seq;
+		cs->seq = seq + 1;
+	} else {
+		seq = __sync_fetch_and_add(&cs->seq, 1);
+	}
 	__u32 idx = cpu * flight_per_cpu + ((__u32)seq & (flight_per_cpu - 1));
 	struct rts_event *e = bpf_map_lookup_elem(&flight, &idx);
 	if (!e)
@@ -332,6 +348,13 @@ static __always_inline struct rts_event *rts_flight(struct rts_cpu_state *cs, __
 	e->flags = 0;
 	e->own = 0;
 	return e;
+}
+
+/* rts_flight_slot from any context: the sequence number taken atomically. */
+static __always_inline struct rts_event *rts_flight(struct rts_cpu_state *cs, __u32 cpu,
+						    __u64 now, __u8 type)
+{
+	return rts_flight_slot(cs, cpu, now, type, false);
 }
 
 /*

@@ -17,7 +17,7 @@
  * current there.
  *
  * Included by handlers.bpf.h after the engine's rts_eng_current
- * declaration; not re-entrant with itself on one CPU except through IRQ
+ * declaration and rts_throttled; not re-entrant with itself on one CPU except through IRQ
  * nesting, which the depth counter follows.
  */
 #ifndef RTSCOPE_NOISE_BPF_H
@@ -69,19 +69,6 @@ static __always_inline struct rts_noise_cpu *rts_noise_cpu(void)
 {
 	__u32 zero = 0;
 	return bpf_map_lookup_elem(&noise_cpus, &zero);
-}
-
-/*
- * Is a switch-out of a runnable task of kernel prio prev_prio in favour of
- * one of next_prio throttling? A real-time or deadline task (prio < 100)
- * that leaves its CPU while runnable for a lower class or priority (a
- * larger kernel prio: a fair task, the idle task) was not preempted by
- * anyone it yields to: its run queue was throttled (sched_rt_runtime_us)
- * or the fair server ran the fair tasks.
- */
-static __always_inline bool rts_is_throttle_switch(__s32 prev_prio, __s32 next_prio)
-{
-	return prev_prio < 100 && next_prio > prev_prio;
 }
 
 /* A part of cause `cause` (who: its irq, vector or task) that lasted ns. */
@@ -256,8 +243,8 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 			ps->nz = n->iv;
 			ps->nz_off = now;
 			ps->nz_who = ev->next.tid;
-			ps->nz_cause = rts_is_throttle_switch(ev->prev.prio, ev->next.prio) ? RTS_NC_THROTTLE
-											    : RTS_NC_PREEMPT;
+			/* The throttling rule of rts_throttled: a lower class, not a lower RT priority. */
+			ps->nz_cause = rts_throttled(ev) ? RTS_NC_THROTTLE : RTS_NC_PREEMPT;
 		}
 	}
 	n->id = 0;

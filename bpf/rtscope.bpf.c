@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
 #include "handlers.bpf.h"
+#include "ipi.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -511,7 +512,8 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode)
 	struct rts_task_state *st = tracked(bpf_get_current_task_btf());
 	if (!st)
 		return 0;
-	rts_timer_start_body(st, rts_timer_expiry(timer), timer->_softexpires, mode, timer->base->clockid);
+	rts_timer_start_body(st, rts_timer_expiry(timer), timer->_softexpires, rts_timer_slack(timer), mode,
+			     timer->base->clockid);
 	return 0;
 }
 
@@ -524,7 +526,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now_base)
 		return 0;
 	/* Soft timers run in softirq context; the others in hard IRQ context. */
 	rts_timer_entry_body(ctx, cs, now, timer->is_soft ? 0 : 1, (__u64)timer->function, rts_timer_expiry(timer),
-			     timer->node.expires - timer->base->offset);
+			     rts_timer_slack(timer));
 	return 0;
 }
 
@@ -648,6 +650,29 @@ int BPF_PROG(on_irq_forced_thread_fn_exit)
 	return handler_exit();
 }
 
+/* ---- IPIs (ipi.bpf.h; optional: watch --ipi) ---- */
+
+/*
+ * func is a function pointer, which the verifier does not let a tp_btf
+ * program load from its context ("arg2 type FUNC_PROTO is not a struct"):
+ * it is read as a plain word.
+ */
+SEC("tp_btf/csd_queue_cpu")
+int on_csd_queue_cpu(__u64 *ctx)
+{
+	__u64 func = 0;
+	bpf_probe_read_kernel(&func, sizeof(func), &ctx[2]);
+	return rts_csd_queue_body((__u32)ctx[0], ctx[1], func);
+}
+
+SEC("tp_btf/ipi_send_cpu")
+int BPF_PROG(on_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
+{
+	return rts_ipi_send_cpu_body(cpu, callsite, (__u64)callback);
+}
+
+RTS_IPI_RECEIVERS("tp_btf/")
+
 /* Emit BTF for the types user space decodes but no program names directly. */
 struct rts_notice *rts_btf_notice __attribute__((unused));
 struct rts_event *rts_btf_event __attribute__((unused));
@@ -662,3 +687,4 @@ enum rts_notice_type *rts_btf_notice_type __attribute__((unused));
 enum rts_counter *rts_btf_counter __attribute__((unused));
 enum rts_sleep_reason *rts_btf_sleep_reason __attribute__((unused));
 enum rts_noise_cause *rts_btf_noise_cause __attribute__((unused));
+enum rts_ipi_kind *rts_btf_ipi_kind __attribute__((unused));

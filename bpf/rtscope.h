@@ -91,7 +91,15 @@ struct rts_task_stats {
 	__u32 last_cpu;
 	__u32 exited;
 	__u64 cpus_mask; /* affinity of CPUs 0..63 */
-	__u64 nr_cpus_allowed;
+	__u32 nr_cpus_allowed;
+	/*
+	 * Throttled intervals: preempted switch-outs of the task, real-time or
+	 * DEADLINE, in favour of a lower class (SCHED_OTHER or idle), which
+	 * the scheduler makes only when its class is throttled (RT throttling,
+	 * the fair server; a DEADLINE task's runtime used up): rts_throttled.
+	 * 32 bits beside nr_cpus_allowed keep the stats within 5 KiB.
+	 */
+	__u32 throttled;
 	__u64 wakeups;
 	__u64 switches_voluntary;
 	__u64 switches_preempted;
@@ -138,7 +146,7 @@ enum rts_event_type {
 	RTS_EV_IRQ_EXIT,      /* a=irq c=ret */
 	RTS_EV_SOFTIRQ_ENTRY, /* a=vec */
 	RTS_EV_SOFTIRQ_EXIT,  /* a=vec */
-	RTS_EV_TIMER_ENTRY,   /* x=function y=expiry flags=is_hard */
+	RTS_EV_TIMER_ENTRY,   /* x=function y=expiry flags=is_hard | RTS_EVF_SLACK: a=slack (hard - soft expiry, ns, at most 2^32-1) */
 	RTS_EV_TIMER_EXIT,    /* x=function */
 	RTS_EV_SLEEP,         /* tracked task goes to sleep: a=tid b=stack id c=state x=armed expiry y=timer flags */
 	RTS_EV_USER_RETURN,   /* tracked task returns from a timer sleep: a=tid */
@@ -147,8 +155,11 @@ enum rts_event_type {
 	RTS_EV_EXIT,          /* a=tid: task exits */
 	RTS_EV_STACK,         /* timer IRQ while a tracked task waits on this CPU: a=interrupted tid b=waiting tid c=stack id (0xffff: none) */
 	RTS_EV_STEAL,         /* hypervisor steal grew on this CPU: x=steal ns since y=the previous reading (ts) */
-	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now */
+	RTS_EV_TIMER_ARM,     /* tracked task arms its sleeper timer (an iteration ends): a=tid x=expiry (0: unknown clock) flags=1: at or before now | RTS_EVF_SLACK: y=slack */
 	RTS_EV_FAULTS,        /* a tracked task took page faults in the run ending now: a=tid b=minor x=run start y=major */
+	RTS_EV_IPI_SEND,      /* IPI work queued for another CPU (ipi.bpf.h): a=sender tid b=target cpu flags=kind comm=sender */
+	RTS_EV_IPI_ENTRY,     /* IPI handler begins: a=sender tid (0: unknown) b=sender tgid c=sender cpu flags=kind x=function y=callsite */
+	RTS_EV_IPI_EXIT,      /* IPI handler ends: a=sender tid flags=kind x=handler ns */
 	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid c=that part's cause (rts_noise_cause) flags=1<<cause of every part x=start y=end */
 };
 
@@ -166,6 +177,17 @@ enum rts_noise_cause {
 	RTS_NC_STEAL,    /* the hypervisor ran something else (steal clock grew while it ran) */
 	RTS_NC_COUNT,
 };
+
+/*
+ * Flag of RTS_EV_TIMER_ENTRY and RTS_EV_TIMER_ARM: the timer's slack is
+ * known, the time the kernel may fire it after its soft expiry (its hard
+ * expiry minus its soft one: hrtimer_set_expires_range_ns). poll/select
+ * get 0.1% of the timeout up to 100 ms, other sleeps the task's
+ * timer_slack_ns, a real-time task none. RTS_SLACK_UNKNOWN: not known
+ * (the classic engine saw no arming of the timer).
+ */
+#define RTS_EVF_SLACK 2
+#define RTS_SLACK_UNKNOWN (~0ULL)
 
 /*
  * Why a tracked task blocked (flags of RTS_EV_SLEEP, with y = the kernel
@@ -328,5 +350,68 @@ struct rts_target {
 
 #define RTS_TF_FOLLOW 1     /* track every descendant (launched command) */
 #define RTS_TF_IRQ_THREAD 2 /* an irq/N-name thread: measure its handler time */
+
+/* IPIs (ipi.bpf.h): kinds, in the flags of the IPI events and the counts' index. */
+enum rts_ipi_kind {
+	RTS_IPI_CALL = 0, /* a function call (smp_call_function*, remote irq_work) */
+	RTS_IPI_TLB,      /* a TLB shootdown (flush_tlb_func) */
+	RTS_IPI_RESCHED,  /* a reschedule */
+	RTS_IPI_IRQ_WORK, /* an irq_work self-IPI */
+	RTS_IPI_WAKEUP,   /* a remote wakeup queued (sched_ttwu_pending) */
+	RTS_IPI_KINDS,
+};
+
+/* Entries of ipi_pairs: (receiver, sender, CPU, kind) kept. */
+#define RTS_IPI_PAIRS 2048
+
+/* The last send to a CPU and vector class (ipi_slots). */
+struct rts_ipi_slot {
+	__u64 ts; /* 0: taken by a receipt, or none */
+	__u64 callsite;
+	__u64 fn;
+	char comm[RTS_COMM_LEN];
+	__u32 tid;
+	__u32 tgid;
+	__u32 cpu;
+	__u32 kind;
+};
+
+/* Per-CPU IPI state and counts (ipi_cpus). */
+struct rts_ipi_cpu {
+	__u64 entry; /* handler in progress since, 0: none */
+	__u64 fn;
+	__u64 callsite;
+	char comm[RTS_COMM_LEN];
+	__u32 receiver; /* tracked tid running or waiting here, 0: none */
+	__u32 tid;      /* sender, 0: unknown */
+	__u32 tgid;
+	__u32 cpu;
+	__u32 kind;
+	__u32 pad;
+	__u64 count[RTS_IPI_KINDS];
+	__u64 ns[RTS_IPI_KINDS];
+	__u64 unattributed[RTS_IPI_KINDS]; /* received with no send seen */
+	__u64 pairs_lost;                  /* ipi_pairs full */
+};
+
+/* Key of ipi_pairs. */
+struct rts_ipi_key {
+	__u32 receiver; /* tracked tid, 0: none */
+	__u32 sender;   /* tid, 0: unknown */
+	__u16 cpu;      /* receiving CPU */
+	__u8 kind;
+	__u8 pad;
+};
+
+struct rts_ipi_pair {
+	__u64 count;
+	__u64 ns;
+	__u64 max_ns;
+	__u64 fn;
+	__u64 callsite;
+	char comm[RTS_COMM_LEN]; /* sender's */
+	__u32 tgid;
+	__u32 sender_cpu; /* of the first one */
+};
 
 #endif

@@ -120,6 +120,22 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 	return 0;
 }
 
+/* A preempted switch prev -> next with their kernel prios (rts_throttled's evidence). */
+SEC("raw_tp")
+int BPF_PROG(test_switch_prio, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, __s64 prev_prio,
+	     __s64 next_prio)
+{
+	struct rts_task_state *ps = task(prev_tid);
+	struct rts_task_state *ns = task(next_tid);
+	struct rts_switch ev = {.prev = {.tid = prev_tid, .prio = prev_prio},
+				.next = {.tid = next_tid, .prio = next_prio},
+				.preempt = true};
+	if (ns)
+		ev.next_sched_key = ns->sched_key;
+	rts_switch_tasks(&ev, ps, ns, rts_cpu(), now, cpu, false, 0, true);
+	return 0;
+}
+
 static long settle_one(void *map, __u32 *tid, struct rts_task_state *st, void *ctx)
 {
 	rts_settle(st, rts_stats(st));
@@ -203,13 +219,16 @@ int BPF_PROG(test_sleep_named, __u64 tid, __s64 prio, __u64 now)
 	return 1;
 }
 
-/* tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown clock), key in its own clock. */
+/*
+ * tid arms its sleeper timer at now: expiry in CLOCK_MONOTONIC (0: unknown
+ * clock), key in its own clock, slack its range (RTS_SLACK_UNKNOWN: none known).
+ */
 SEC("raw_tp")
-int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u64 key)
+int BPF_PROG(test_timer_arm, __u64 now, __u64 cpu, __u64 tid, __u64 expiry, __u64 key, __u64 slack)
 {
 	struct rts_task_state *st = task(tid);
 	if (st)
-		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key);
+		rts_on_timer_arm(st, rts_stats(st), now, cpu, expiry, key, slack);
 	return 0;
 }
 
@@ -410,5 +429,46 @@ int BPF_PROG(test_noise_end, __u64 now, __u64 tid)
 	if (!st)
 		return -1;
 	rts_noise_end(st, now);
+	return 0;
+}
+
+/* ---- IPIs (ipi.bpf.h): the bodies as the stubs call them ---- */
+#include "ipi.bpf.h"
+
+/* The current task queues fn for target (csd_queue_cpu). */
+SEC("raw_tp")
+int BPF_PROG(test_csd_queue, __u64 target, __u64 callsite, __u64 fn)
+{
+	return rts_csd_queue_body(target, callsite, fn);
+}
+
+/* ipi_send_cpu: a reschedule (callback 0), an irq_work, or the generic handler. */
+SEC("raw_tp")
+int BPF_PROG(test_ipi_send_cpu, __u64 target, __u64 callsite, __u64 callback)
+{
+	return rts_ipi_send_cpu_body(target, callsite, callback);
+}
+
+/* A vector of class slot begins at now, tracked task running (0: none) on the CPU. */
+SEC("raw_tp")
+int BPF_PROG(test_ipi_entry, __u64 slot, __u64 running, __u64 now)
+{
+	return rts_ipi_entry_body(slot, running, now);
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_ipi_exit, __u64 now)
+{
+	return rts_ipi_exit_body(now);
+}
+
+/* A tracked task waits on this CPU (rts_cpu_state.waiting_tid), 0: none. */
+SEC("raw_tp")
+int BPF_PROG(test_set_waiting, __u64 tid)
+{
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!cs)
+		return -1;
+	cs->waiting_tid = tid;
 	return 0;
 }

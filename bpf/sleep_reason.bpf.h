@@ -199,7 +199,8 @@ static __always_inline void rts_on_sleep(void *ctx, struct rts_cpu_state *cs,
 {
 	/* Named from its stack below; unnamed (no flight recorder): not a lock. */
 	st->lock_sleep = 0;
-	struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_SLEEP);
+	/* Called at sched_switch only, IRQs off: no atomic (rts_flight_slot). */
+	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_SLEEP, true);
 	if (!e)
 		return;
 	long sid = -1;

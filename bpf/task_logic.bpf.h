@@ -472,7 +472,9 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
  * wakeup, switch or cycle marks its iterations; the arming does.
  *
  * expiry: the soft expiry in CLOCK_MONOTONIC ns, 0 when its clock cannot be
- * converted (compat.bpf.h, rts_timer_expiry). key: the same expiry in the
+ * converted (compat.bpf.h, rts_timer_expiry). slack: the range the kernel
+ * granted the timer past it (RTS_SLACK_UNKNOWN: not known), carried in the
+ * event for the analysis. key: the same expiry in the
  * timer's own clock: do_nanosleep() re-arms the same deadline after a
  * spurious wakeup, which is not a new iteration, and spacings of a
  * REALTIME/TAI loop's deadlines are exact in its own clock.
@@ -486,7 +488,7 @@ static __always_inline void rts_wakeup_core(struct rts_task_state *st, __u64 now
  * 77.7 us "period", and every skipped one counted.
  */
 static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct rts_task_stats *s,
-					     __u64 now, __u32 cpu, __u64 expiry, __u64 key)
+					     __u64 now, __u32 cpu, __u64 expiry, __u64 key, __u64 slack)
 {
 	/* It runs: its work since its wakeup is done, and its stats are at hand. */
 	rts_settle(st, s);
@@ -499,6 +501,10 @@ static __always_inline void rts_on_timer_arm(struct rts_task_state *st, struct r
 		e->flags = expiry && expiry <= now;
 		e->x = expiry;
 		e->y = 0;
+		if (slack != RTS_SLACK_UNKNOWN) {
+			e->flags |= RTS_EVF_SLACK;
+			e->y = slack;
+		}
 	}
 	/* A wakeup seen while it ran ended an earlier sleep, or was the
 	 * expiry of a deadline already past: it must not end the coming one. */
@@ -627,13 +633,14 @@ static __always_inline void rts_on_wakeup(struct rts_task_state *st, __u64 now, 
 }
 
 /*
- * The task leaves the CPU. voluntary: it blocks or sleeps (not preempted).
+ * The task leaves the CPU. voluntary: it blocks or sleeps (not preempted);
+ * throttled: preempted for a lower class (rts_throttled).
  * What it held on its way to the CPU is settled first (rts_settle); it
  * returns its stats (0: not found), for the hook's identity refresh.
  */
 static __always_inline struct rts_task_stats *rts_on_switch_out(struct rts_task_state *st, __u64 now,
 								__u32 cpu, bool voluntary,
-								__u64 irq_ns)
+								__u64 irq_ns, __u32 throttled)
 {
 	struct rts_task_stats *s = rts_stats(st);
 	rts_settle(st, s);
@@ -647,8 +654,10 @@ static __always_inline struct rts_task_stats *rts_on_switch_out(struct rts_task_
 		s->sched_open_ns = now - st->sched_since;
 	if (!voluntary) {
 		st->state = RTS_TS_RUNNABLE;
-		if (s)
+		if (s) {
 			s->switches_preempted++;
+			s->throttled += throttled; /* rts_throttled: 1 when preempted for a lower class */
+		}
 		return s;
 	}
 	if (s)

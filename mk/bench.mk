@@ -4,7 +4,7 @@
 # hold a CPU (phase self); prints one table and writes
 # bench/results/DATE-MACHINE.md, then runs make soak (below). Not part of
 # `make test`: about 20 minutes plus the soak's 12 (BENCH_QUICK=1: about 5
-# plus 12). See "Benchmarks" in README.md.
+# plus 12). See bench/README.md.
 # libbpf-tools is the CO-RE build of bcc's tools: Debian's bpfcc-tools
 # (runqlat-bpfcc) compiles at run time and needs kernel headers.
 DEB_BENCH := bpftrace libbpf-tools rt-tests stress-ng
@@ -34,9 +34,13 @@ bench: build bench-timed $(STAMP)/deps-bench
 
 # make soak (part of make bench): rtscope serve for SOAK_FLAGS' -duration
 # (default 10 minutes) under task churn (20 short tasks a second, 72,000 an
-# hour) and stress-ng, reporting RSS growth, agent CPU and losses, then the
-# agent's CPU at the highest context-switch rate with 100 tracked tasks
-# (2 x 30 s); writes bench/results/DATE-MACHINE-soak.md. About 12 minutes.
+# hour) and stress-ng, with an operator changing targets and SLOs through
+# rtscope ctl and reloading the config (SIGHUP) meanwhile, reporting RSS
+# growth, agent CPU, losses, the control API's answers, changes reaching
+# /metrics and the archive against its limit, then the agent's CPU at the
+# highest context-switch rate with 100 tracked tasks (2 x 30 s); writes
+# bench/results/DATE-MACHINE-soak.md with its series (.csv) and plot (.svg).
+# About 12 minutes.
 SOAK_FLAGS ?=
 .PHONY: soak
 soak: build $(STAMP)/deps-bench

@@ -1,6 +1,6 @@
 # QEMU test bed (vmtest/): Debian's PREEMPT_RT, standard amd64 and arm64
 # kernels under TCG, with rtscope, cyclictest, rtla and fault-injection
-# modules inside. See "QEMU test bed" in README.md.
+# modules inside. See vmtest/README.md.
 # `make vmtest VMTEST_GUESTS="rt arm64"` boots only those guests.
 VMTEST_GUESTS ?=
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# QEMU test bed for rtscope (see "QEMU test bed" in README.md).
+# QEMU test bed for rtscope (see vmtest/README.md).
 #
 # Boots Debian's kernels under TCG with a busybox initramfs that carries
 # rtscope, the guest tests (vmtest/guest), cyclictest, rtla and the
@@ -228,7 +228,7 @@ initramfs() {
 	mv "$stage/vmtest/init" "$stage/init"
 	chmod 755 "$stage/init"
 	# What the guest's rtscope must report (same tree, same build).
-	"$ROOT/rtscope" version >"$stage/vmtest/host-version"
+	"$ROOT/rtscope" --version >"$stage/vmtest/host-version"
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mknod -m 666 "$stage/dev/null" c 1 3
 	INITRD=$RUN/initramfs-$guest.cpio.gz

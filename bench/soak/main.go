@@ -11,6 +11,11 @@
 //     asks for 10,000) and "control" (the healthy-loop scenario under an
 //     SLO it violates, so that violations are explained and archived),
 //     beside stress-ng; sampled every 10 s.
+//     Meanwhile an operator acts (operator.go): targets and SLOs changed
+//     through rtscope ctl every 5 s, --config reloaded by SIGHUP every 30 s,
+//     the control API timed every second; the archive's size is read at
+//     every sample against its limit. The series go to a CSV and an SVG
+//     plot beside the results (series.go).
 //   - switch (-switch-duration, default 30s): stress-ng --switch 50 (100
 //     processes ping-ponging through pipes), first without the agent, then
 //     with it watching all 100.
@@ -43,7 +48,7 @@ func main() {
 		dir       = flag.String("results-dir", "", "write the results as Markdown to DIR/DATE-MACHINE-soak.md")
 		duration  = flag.Duration("duration", 10*time.Minute, "length of the soak (0: only the context-switch phase)")
 		rate      = flag.Float64("churn-rate", 20, "short tasks started a second")
-		switchDur = flag.Duration("switch-duration", 30*time.Second, "length of each context-switch measurement")
+		switchDur = flag.Duration("switch-duration", 30*time.Second, "length of each context-switch measurement (0: no context-switch phase)")
 		alt       = flag.String("alt", "", "another rtscope binary measured in the context-switch phase too, each run right after the same one of -rtscope (before/after)")
 	)
 	flag.Parse()
@@ -73,8 +78,9 @@ func main() {
 	ver, _ := exec.Command(abs, "version").Output()
 	fmt.Fprintf(&md, "Machine: %s, %d CPUs, kernel %s; %s. Command: `make soak` (bench/soak; `%s`).\n\n",
 		host, runtime.NumCPU(), kernel(), strings.TrimSpace(string(ver)), strings.Join(os.Args[1:], " "))
+	var samples []sample
 	if *duration > 0 {
-		soak(&md, abs, tmp, *duration, *rate)
+		samples = soak(&md, abs, tmp, *duration, *rate)
 	}
 	bins := []string{abs}
 	if *alt != "" {
@@ -84,14 +90,22 @@ func main() {
 		}
 		bins = append(bins, a)
 	}
-	switchPhase(&md, bins, tmp, *switchDur)
+	if *switchDur > 0 {
+		switchPhase(&md, bins, tmp, *switchDur)
+	}
 	fmt.Print(md.String())
 	if *dir != "" {
-		out := filepath.Join(*dir, time.Now().UTC().Format("2006-01-02")+"-"+tag()+"-soak.md")
-		if err := os.WriteFile(out, []byte(md.String()), 0o644); err != nil {
-			fatal("writing " + out + ": " + err.Error())
+		base := filepath.Join(*dir, time.Now().UTC().Format("2006-01-02")+"-"+tag()+"-soak")
+		if len(samples) > 0 {
+			// The series beside the results: a CSV and its plot.
+			fmt.Fprintf(&md, "Series every 10 s: [%s](%s), plotted in [%s](%s).\n",
+				filepath.Base(base)+".csv", filepath.Base(base)+".csv", filepath.Base(base)+".svg", filepath.Base(base)+".svg")
+			writeSeries(base, samples)
 		}
-		logf("results written to %s", out)
+		if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
+			fatal("writing " + base + ".md: " + err.Error())
+		}
+		logf("results written to %s.md", base)
 	}
 }
 
@@ -293,6 +307,8 @@ type sample struct {
 	p       proc
 	m       map[string]float64
 	started int64
+	archive int64         // bytes in the archive directory
+	apiMax  time.Duration // the slowest control API answer since the sample before
 }
 
 // churn starts short tasks named "churn" (a link to sleep: the kernel
@@ -324,10 +340,20 @@ func churn(tmp string, rate float64, stop <-chan struct{}, started *int64, mu *s
 	}
 }
 
-func soak(md *strings.Builder, bin, tmp string, d time.Duration, rate float64) {
-	logf("soak: %v, %g short tasks a second, stress-ng, the healthy-loop under latency=50us", d, rate)
-	a := startAgent(bin, tmp, "--comm", "churn", "--comm", "control", "--slo", "latency=50us",
-		"--archive", filepath.Join(tmp, "archive"), "--archive-max-mb", "8")
+// soakArchiveMB is the soak agent's --archive-max-mb.
+const soakArchiveMB = 8
+
+func soak(md *strings.Builder, bin, tmp string, d time.Duration, rate float64) []sample {
+	logf("soak: %v, %g short tasks a second, stress-ng, the healthy-loop under latency=50us, operator actions", d, rate)
+	ops := &operator{bin: bin, tmp: tmp, config: filepath.Join(tmp, "serve.yaml"), base: 2, tasks: map[string]*exec.Cmd{}}
+	if err := ops.writeConfig(false); err != nil {
+		fatal(err.Error())
+	}
+	archive := filepath.Join(tmp, "archive")
+	a := startAgent(bin, tmp, "--config", ops.config, "--comm", "churn", "--comm", "control", "--slo", "latency=50us",
+		"--archive", archive, "--archive-max-mb", strconv.Itoa(soakArchiveMB))
+	ops.a = a
+	defer ops.stopTasks()
 	stress := exec.Command("stress-ng", "--cpu", "2", "--cpu-load", "30", "--switch", "1", "--timeout", strconv.Itoa(int(d.Seconds())+5)+"s", "-q")
 	if err := stress.Start(); err != nil {
 		fatal("stress-ng: " + err.Error())
@@ -340,6 +366,7 @@ func soak(md *strings.Builder, bin, tmp string, d time.Duration, rate float64) {
 	var started int64
 	var mu sync.Mutex
 	go churn(tmp, rate, stop, &started, &mu)
+	go ops.run(stop)
 	begin := time.Now()
 	var samples []sample
 	c0 := ctxt()
@@ -348,10 +375,12 @@ func soak(md *strings.Builder, bin, tmp string, d time.Duration, rate float64) {
 		mu.Lock()
 		n := started
 		mu.Unlock()
-		s := sample{at: time.Since(begin), p: readProc(a.cmd.Process.Pid), m: a.scrape(), started: n}
+		s := sample{at: time.Since(begin), p: readProc(a.cmd.Process.Pid), m: a.scrape(), started: n,
+			archive: dirBytes(archive), apiMax: ops.takeAPIMax()}
 		samples = append(samples, s)
 		if len(samples)%6 == 0 {
-			logf("soak %v: RSS %d kB, agent CPU %v, tasks exited %g", s.at.Round(time.Second), s.p.rssKB, s.p.cpu, s.m["rtscope_tasks_exited_total"])
+			logf("soak %v: RSS %d kB, agent CPU %v, tasks exited %g, archive %.1f of %d MiB, control API max %v",
+				s.at.Round(time.Second), s.p.rssKB, s.p.cpu, s.m["rtscope_tasks_exited_total"], float64(s.archive)/(1<<20), soakArchiveMB, s.apiMax)
 		}
 	}
 	c1 := ctxt()
@@ -363,6 +392,12 @@ func soak(md *strings.Builder, bin, tmp string, d time.Duration, rate float64) {
 	last := sample{at: time.Since(begin), p: readProc(a.cmd.Process.Pid), m: a.scrape(), started: started}
 	a.stop()
 	report(md, samples, last, d, rate, float64(c1-c0)/d.Seconds())
+	var archiveMax int64
+	for _, s := range samples {
+		archiveMax = max(archiveMax, s.archive)
+	}
+	ops.reportOps(md, archiveMax, soakArchiveMB<<20)
+	return samples
 }
 
 // slope is the least-squares slope of y over x.
@@ -418,11 +453,11 @@ func report(md *strings.Builder, samples []sample, last sample, d time.Duration,
 	fmt.Fprintf(md, "| tracking deferred (late, not lost) | %.0f |\n", last.m["rtscope_tracking_deferred_total"])
 	fmt.Fprintf(md, "| SLO violations counted / noticed (explained + not analysed) | %.0f / %.0f |\n",
 		last.m["rtscope_slo_violations_total"], last.m["rtscope_slo_violations_explained_total"]+last.m["rtscope_slo_violations_not_analysed_total"])
-	fmt.Fprintf(md, "\nEvery minute:\n\n| t | RSS kB | agent CPU s | churn tasks exited | lost notices |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(md, "\nEvery minute:\n\n| t | RSS kB | agent CPU s | churn tasks exited | lost notices | archive MiB (limit %d) | control API slowest, last 10 s |\n|---|---|---|---|---|---|---|\n", soakArchiveMB)
 	for i, s := range samples {
 		if (i+1)%6 == 0 {
-			fmt.Fprintf(md, "| %v | %d | %.2f | %.0f | %.0f |\n", s.at.Round(time.Second), s.p.rssKB, s.p.cpu.Seconds(),
-				s.m[`rtscope_tasks_exited_total{target="churn"}`], s.m[`rtscope_lost_total{kind="notices"}`])
+			fmt.Fprintf(md, "| %v | %d | %.2f | %.0f | %.0f | %.2f | %v |\n", s.at.Round(time.Second), s.p.rssKB, s.p.cpu.Seconds(),
+				s.m[`rtscope_tasks_exited_total{target="churn"}`], s.m[`rtscope_lost_total{kind="notices"}`], float64(s.archive)/(1<<20), s.apiMax.Round(time.Microsecond))
 		}
 	}
 	fmt.Fprintln(md)

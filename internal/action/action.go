@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rtscope/rtscope/internal/target"
 )
 
 // Kind is what an action does.
@@ -43,6 +45,7 @@ const Usage = `Actions (--on-threshold, --on-end; repeatable, run in the order g
   signal,num=SIG,pid=PID     send signal SIG (number or name) to PID, or pid=parent
   shell,command=CMD          run CMD with sh -c; its output goes to stderr; it sees
                              RTSCOPE_EVENT, RTSCOPE_VERDICT, RTSCOPE_JSON and more
+                             (all listed in docs/actions.md)
   continue                   --on-threshold only: keep going (default: stop)
 `
 
@@ -264,7 +267,9 @@ func tempJSON(write func(string) error) (string, func(), error) {
 func runShell(cmd string, ev Event, jsonPath string, log io.Writer) error {
 	c := exec.Command("/bin/sh", "-c", cmd)
 	c.Stdout, c.Stderr = log, log
-	c.Env = append(os.Environ(), "RTSCOPE_EVENT="+ev.Name, "RTSCOPE_VERDICT="+ev.Verdict, "RTSCOPE_JSON="+jsonPath)
+	// The user's environment (not rtscope's GODEBUG, main.go) and the
+	// variables of docs/actions.md.
+	c.Env = append(target.UserEnv(os.Environ()), "RTSCOPE_EVENT="+ev.Name, "RTSCOPE_VERDICT="+ev.Verdict, "RTSCOPE_JSON="+jsonPath)
 	for k, v := range ev.Env {
 		c.Env = append(c.Env, k+"="+v)
 	}

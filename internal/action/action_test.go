@@ -2,9 +2,12 @@ package action
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,5 +118,89 @@ func TestRunKeepsGivenJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(doc); err != nil {
 		t.Errorf("given JSON removed: %v", err)
+	}
+}
+
+// rtscopeVar finds the RTSCOPE_* variables the code gives actions: map
+// keys ("RTSCOPE_X": ...) and assignments ("RTSCOPE_X="+...).
+var rtscopeVar = regexp.MustCompile(`"(RTSCOPE_[A-Z_]+)(?:=|":)`)
+
+// Every variable a shell action gets is in docs/actions.md, and the page
+// lists none the code does not set.
+func TestDocumentedVariables(t *testing.T) {
+	var files []string
+	for _, dir := range []string{".", "../watch", "../timerlat"} {
+		m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		files = append(files, m...)
+	}
+	set := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rtscopeVar.FindAllStringSubmatch(string(b), -1) {
+			set[m[1]] = true
+		}
+	}
+	doc, err := os.ReadFile("../../docs/actions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(RTSCOPE_[A-Z_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = true
+	}
+	for v := range set {
+		if !documented[v] {
+			t.Errorf("%s is given to actions but not in docs/actions.md", v)
+		}
+	}
+	for v := range documented {
+		if !set[v] {
+			t.Errorf("docs/actions.md lists %s, which no action gets", v)
+		}
+	}
+	for _, v := range []string{"RTSCOPE_CPU", "RTSCOPE_TOOL", "RTSCOPE_THRESHOLD_FIRED", "RTSCOPE_THRESHOLD_SKIPPED"} {
+		if !set[v] {
+			t.Errorf("%s not found in the code: the scan misses it", v)
+		}
+	}
+}
+
+// A shell action sees the user's environment and the documented
+// variables, not rtscope's re-exec settings (GODEBUG=asyncpreemptoff=1
+// and its marker, main.go).
+func TestShellEnvironment(t *testing.T) {
+	t.Setenv("GODEBUG", "asyncpreemptoff=1")
+	t.Setenv("RTSCOPE_REEXEC_GODEBUG", "GODEBUG=madvdontneed=1") // the user's own, before the re-exec
+	t.Setenv("RTSCOPE_TEST_USER_VAR", "kept")
+	out := filepath.Join(t.TempDir(), "env")
+	ev := Event{Name: "end", Verdict: "ok", WriteJSON: func(p string) error { return os.WriteFile(p, []byte("{}"), 0o644) },
+		Env: map[string]string{"RTSCOPE_TOOL": "watch", "RTSCOPE_STATUS": "0"}}
+	if errs := (List{{Kind: Shell, Command: "env > " + out}}).Run(ev, io.Discard); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var godebug []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GODEBUG=") || strings.HasPrefix(kv, "RTSCOPE_REEXEC_GODEBUG=") {
+			godebug = append(godebug, kv)
+		}
+	}
+	if !slices.Equal(godebug, []string{"GODEBUG=madvdontneed=1"}) {
+		t.Errorf("the action saw %q; want only the user's GODEBUG=madvdontneed=1", godebug)
+	}
+	for _, want := range []string{"RTSCOPE_TEST_USER_VAR=kept", "RTSCOPE_EVENT=end", "RTSCOPE_TOOL=watch", "RTSCOPE_STATUS=0"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the action's environment has no %s", want)
+		}
 	}
 }

@@ -25,6 +25,8 @@ type accountant struct {
 	// whole: the rings reached the window's start (not truncated), so a
 	// CPU without events ran on undisturbed.
 	whole bool
+	// throttles: the task's throttled intervals (throttle.go).
+	throttles []Throttle
 }
 
 func (a *accountant) add(it Item, from, to int64) *Item {
@@ -141,6 +143,8 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		if it != nil {
 			it.Woke = mergeNames(it.Woke, a.wokeNames(c))
 		}
+	case ctxIPI:
+		a.ipiCtx(phase, cpu, from, to, c)
 	case ctxTickGap:
 		a.add(Item{Phase: phase, Kind: KindHardIRQ, CPU: cpu, HardIRQ: true, key: "tick",
 			Label: "timer interrupt (between callbacks)"}, from, to)
@@ -395,7 +399,7 @@ func timerIRQRelease(tl *timelines, s Subject, tr *trace.Trace, w int64) []Relea
 		return nil
 	}
 	d := entry.T
-	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d}
+	r := Release{Where: AtStart, ExpiryT: 0, CPU: entry.CPU, IRQDelayNs: &d, SlackNs: entry.SlackNs}
 	r.CPUState, r.Task = cpuState(tl, s, entry.CPU, 0, entry.T)
 	return []Release{r}
 }
@@ -412,6 +416,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		w = int64(tr.End - tr.Start)
 	}
 	res := &Result{Metric: s.Metric, WindowNs: uint64(w), ValueNs: tr.Value, Preemption: s.Preemption}
+	res.idleExitNs, _ = idleBound(s)
 	if tr.Truncated {
 		res.Notes = append(res.Notes, "the trace is truncated: "+tr.Note)
 	}
@@ -437,6 +442,8 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if strings.HasPrefix(s.Metric, "timer-") {
 		timerWindowRelease(segs, s.TID, tr.CPUEnd, w)
 	}
+	a.throttles = throttles(tl, s, segs, w)
+	res.Throttling = a.throttles
 	a.account(segs)
 	for _, m := range migs {
 		if m.T >= 0 && m.T <= w {
@@ -465,6 +472,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
 		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
 	}
+	ipiNote(res)
 	return res
 }
 
@@ -551,7 +559,7 @@ func (a *accountant) account(segs []taskSeg) {
 		case stRunning:
 			a.onCPU(PhaseRunning, sg.cpu, from, to)
 		case stRunnable:
-			a.onCPU(PhaseRunnable, sg.cpu, from, to)
+			a.runnable(sg.cpu, from, to)
 		case stBlocked:
 			a.blocked(sg, from, to)
 		case stExited:
@@ -717,7 +725,7 @@ func releases(tl *timelines, s Subject, segs []taskSeg, w int64) []Release {
 		r := Release{Where: where, ExpiryT: *wk.ExpiryT, CPU: wk.CPU, WakeupNs: &wake, CPUState: CPUUnknown}
 		if entry := callbackEntry(tl.events, wk); entry != nil {
 			d, c := entry.T-*wk.ExpiryT, wk.T-entry.T
-			r.IRQDelayNs, r.CallbackNs = &d, &c
+			r.IRQDelayNs, r.CallbackNs, r.SlackNs = &d, &c, entry.SlackNs
 			r.CPUState, r.Task = cpuState(tl, s, wk.CPU, *wk.ExpiryT, entry.T)
 		}
 		out = append(out, r)
@@ -772,7 +780,7 @@ func cpuState(tl *timelines, s Subject, cpu int, from, to int64) (CPUState, *Thr
 			if t-f > thrNs {
 				thr, thrNs = c.thr, t-f
 			}
-		case ctxHardIRQ, ctxTickGap:
+		case ctxHardIRQ, ctxTickGap, ctxIPI:
 			by[CPUHardIRQ] += t - f
 		case ctxTimer:
 			if c.hard {

@@ -37,10 +37,27 @@ type Subject struct {
 	// MemNotLocked: the engine found the task's memory not locked (no
 	// mlockall(MCL_FUTURE), no locked page): its page faults say so.
 	MemNotLocked bool
+	// IdleExitNs bounds how long a CPU of this machine takes from a
+	// timer's expiry, idle, to its callback (cpuidle.Detect, read by the
+	// caller, with IdleExitWhy saying where it comes from); 0: unknown,
+	// defaultIdleExitNs is used. A longer gap is not an exit from idle.
+	IdleExitNs  uint64
+	IdleExitWhy string
+	// SMICounter: the hardware counts SMIs (msr/smi), so a stall of
+	// firmware can be counted; without it nothing can tell one.
+	SMICounter bool
 	// Preemption is the kernel's preemption model (preempt.Detect, read
 	// by the caller: the analysis reads nothing of the system), Unknown
 	// when it cannot be known.
 	Preemption preempt.Model
+	// FairServerRuntimeNs and FairServerPeriodNs are the fair server's
+	// share of the task's CPU (or rt_rq throttling's: period - runtime of
+	// sched_rt_period_us), read by the caller; 0 when unknown (the verdict
+	// then names the defaults, 50 ms of every 1000 ms).
+	FairServerRuntimeNs, FairServerPeriodNs uint64
+	// noThrottle turns throttle detection off: the fixtures' tests show
+	// what a window got before it (without_throttle_cause).
+	noThrottle bool
 }
 
 // RT tells a real-time priority (including a boosted normal task).
@@ -69,6 +86,8 @@ const (
 	KindPeriodSleep  Kind = "period-sleep" // the task slept until its next period: expected
 	KindUnknown      Kind = "unknown"      // no events tell (CPU not recorded, truncated trace)
 	KindHypervisor   Kind = "hypervisor"   // the vCPU was not running: hypervisor steal time
+	KindIPI          Kind = "ipi"          // an IPI handler: work another CPU sent (ipi.go)
+	KindThrottled    Kind = "throttled"    // RT throttling / the fair server gave the CPU to a lower class
 )
 
 // Thread is a task seen in the window.
@@ -119,6 +138,7 @@ type Item struct {
 	Woke     []string     `json:"woke,omitempty"`   // timer callbacks, IRQs: the tasks they woke
 	Reason   trace.Reason `json:"reason,omitempty"` // sleeps
 	Waker    *trace.Waker `json:"waker,omitempty"`  // sleeps: who ended it (null: not in the window)
+	IPI      *trace.IPI   `json:"ipi,omitempty"`    // IPIs: kind and sender (the first one's work)
 
 	key string
 }
@@ -130,8 +150,12 @@ type Release struct {
 	ExpiryT    int64  `json:"expiry_t_ns"` // relative to the window start
 	CPU        int    `json:"cpu"`
 	IRQDelayNs *int64 `json:"irq_delay_ns"` // expiry -> callback entry; null when the entry is not in the trace
-	CallbackNs *int64 `json:"callback_ns"`  // callback entry -> the wakeup
-	WakeupNs   *int64 `json:"wakeup_ns"`    // expiry -> the wakeup; null when past the window (timer-irq)
+	// SlackNs is the timer's slack (its hard expiry minus its soft one,
+	// from its callback's entry): the kernel may run the callback up to
+	// that late. Absent when the engine did not know it.
+	SlackNs    *uint64 `json:"slack_ns,omitempty"`
+	CallbackNs *int64  `json:"callback_ns"` // callback entry -> the wakeup
+	WakeupNs   *int64  `json:"wakeup_ns"`   // expiry -> the wakeup; null when past the window (timer-irq)
 	// CPUState says what the CPU did between the expiry and the callback:
 	// idle, hard IRQ, softirq, task (interrupts off), or unknown.
 	CPUState CPUState `json:"cpu_state"`
@@ -168,6 +192,9 @@ type Result struct {
 	// inheritance, by tid (BoostedSched; not in the JSON, whose breakdown
 	// threads say it).
 	boosts map[uint32]boost
+	// idleExitNs is the idle exit bound the window was judged against
+	// (idleBound; 0 in a result read back from JSON, whose words stay).
+	idleExitNs uint64
 
 	Metric   string `json:"metric"`
 	WindowNs uint64 `json:"window_ns"` // end - start: the items add up to it
@@ -205,9 +232,15 @@ type Result struct {
 	// histogram of SLO violations.
 	Culprit string   `json:"culprit,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// Throttling: the intervals in which the task, runnable, was throttled
+	// (RT throttling, the fair server, a DEADLINE task's runtime used up).
+	Throttling []Throttle `json:"throttling,omitempty"`
 	// PageFaults the task took in its runs that ended in the window; null
 	// when it took none there (or the engine cannot count them).
 	PageFaults *Faults `json:"page_faults,omitempty"`
+	// IPIs received on the task's CPU while it ran or waited in the
+	// window, by kind and sender (ipi.go); null for none.
+	IPIs []IPISource `json:"ipis,omitempty"`
 }
 
 // PhaseTotals are the time of the window per phase.

@@ -339,13 +339,14 @@ func TestNonPreemptibleSection(t *testing.T) {
 	wantCause(t, r, "non-preemptible", "the preemption model is unknown")
 }
 
-// The same wait with the blocker sampled in user space is not a kernel section.
+// The same wait with the blocker sampled in user space is not a kernel
+// section: user space is preemptible, so only throttling keeps it there.
 func TestLowerPriorityInUserSpace(t *testing.T) {
 	r := explain(preemptOffTrace(), subject(control, "latency"), "none")
 	checkSums(t, r)
-	wantCause(t, r, "blocking", "in user space", "fair server")
-	if b := r.BlockingThread; b == nil || !b.UserSpace || !b.Sampled {
-		t.Errorf("blocking thread %+v", b)
+	wantCause(t, r, "rt-throttling", "preempt-inject/103 ran in user space", "fair server")
+	if len(r.Throttling) != 1 || !r.Throttling[0].UserSpace || r.Throttling[0].Ns != uint64(us1(3000)) {
+		t.Errorf("throttling %+v, want the whole wait, sampled in user space", r.Throttling)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,12 @@ type fixture struct {
 		// WithoutMonitor: the cause without the trace's monitor_tids (before
 		// rtscope's own threads were told apart from the workload's).
 		WithoutMonitor Cause `json:"without_monitor_cause"`
+		// WithoutSlack: the cause without the timers' granted slack
+		// (slack_ns), as the analysis judged before the engine carried it.
+		WithoutSlack Cause `json:"without_slack_cause"`
+		// WithoutThrottle: the cause before throttling was detected
+		// (throttle.go): pi_stress's fair-server gap was "exit from idle".
+		WithoutThrottle Cause `json:"without_throttle_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
 }
@@ -134,6 +141,24 @@ func TestRecordedWindows(t *testing.T) {
 				if r0 := explain(&anon, fx.subject(), model); r0.Cause != c || r0.MonitorNs != 0 || strings.Contains(r0.Verdict, MonitorName) {
 					t.Errorf("without monitor_tids the window gets %q (%s), want %q: the fixture no longer shows the monitor told apart",
 						r0.Cause, r0.Verdict, c)
+				}
+			}
+			if c := fx.Want.WithoutSlack; c != "" {
+				bare := *fx.Trace
+				bare.Events = slices.Clone(fx.Trace.Events)
+				for i := range bare.Events {
+					bare.Events[i].SlackNs = nil
+				}
+				if r0 := explain(&bare, fx.subject(), model); r0.Cause != c || r0.Culprit == "timer slack" {
+					t.Errorf("without its timers' slack the window gets %q (%s), want %q: the fixture no longer shows what the slack fixes",
+						r0.Cause, r0.Verdict, c)
+				}
+			}
+			if c := fx.Want.WithoutThrottle; c != "" {
+				s := fx.subject()
+				s.noThrottle = true
+				if r0 := explain(fx.Trace, s, model); r0.Cause != c {
+					t.Errorf("without throttle detection the window gets %q (%s), want %q", r0.Cause, r0.Verdict, c)
 				}
 			}
 			without("steal", fx.Want.WithoutSteal, "steal events")

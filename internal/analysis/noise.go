@@ -12,11 +12,6 @@ import (
 // the verdict names what the window held that took the CPU, the largest
 // part first, and throttling by its rule.
 
-// CauseThrottling: a real-time or deadline task, runnable, was taken off
-// its CPU for a lower class or priority: RT throttling
-// (sched_rt_runtime_us) or the fair server.
-const CauseThrottling Cause = "throttling"
-
 // noisePart is one interruption seen in a noise window.
 type noisePart struct {
 	label string
@@ -65,9 +60,11 @@ func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 }
 
 // throttled tells a switch-out of a runnable real-time or deadline task
-// for a lower class or priority (rts_is_throttle_switch in BPF).
+// for a lower class (rts_throttled in BPF): SCHED_OTHER or idle, or, for a
+// deadline task, anything but deadline. A lower real-time priority is not
+// throttling: throttling stops the whole class.
 func throttled(e *trace.Event) bool {
-	return e.PrevKPrio < 100 && e.NextKPrio > e.PrevKPrio
+	return (e.PrevKPrio < 100 && e.NextKPrio >= 100) || (e.PrevKPrio == -1 && e.NextKPrio != -1)
 }
 
 func partKey(e *trace.Event) string {

@@ -52,6 +52,9 @@ func (r *Result) WriteText(w io.Writer, indent string) {
 	}
 	for _, rel := range r.Releases {
 		fmt.Fprintf(w, "%s  timer release (%s): expiry at %s us", indent, rel.Where, units.UsFine(rel.ExpiryT))
+		if rel.SlackNs != nil {
+			fmt.Fprintf(w, " (slack %s us)", units.Us(*rel.SlackNs))
+		}
 		if rel.WakeupNs != nil {
 			fmt.Fprintf(w, ", wakeup %s us after it", units.UsFine(*rel.WakeupNs))
 		}
@@ -60,7 +63,11 @@ func (r *Result) WriteText(w io.Writer, indent string) {
 			if rel.CallbackNs != nil {
 				fmt.Fprintf(w, ", callback to wakeup %s us", units.UsFine(*rel.CallbackNs))
 			}
-			fmt.Fprintf(w, "; CPU %d %s meanwhile", rel.CPU, stateWords(&rel))
+			if inSlack(&rel) {
+				fmt.Fprintf(w, "; inside its timer's slack (the kernel's choice)")
+			} else {
+				fmt.Fprintf(w, "; CPU %d %s meanwhile", rel.CPU, stateWords(&rel, r.idleExitNs))
+			}
 		}
 		fmt.Fprintln(w)
 	}

@@ -17,6 +17,7 @@ const (
 	ctxTimer          // an hrtimer callback (hard or soft)
 	ctxSoftIRQ        // a softirq vector
 	ctxSteal          // the hypervisor ran something else: this vCPU was not running
+	ctxIPI            // an IPI handler (ipi_entry/exit, ipi.go)
 )
 
 // cpuCtx is what a CPU runs. Frames of IRQs are shared by the segments
@@ -31,6 +32,7 @@ type cpuCtx struct {
 	vecName string
 	fn      string
 	hard    bool
+	ipi     *trace.IPI // ctxIPI: its kind and sender
 	woke    []uint32
 	wokeBy  map[uint32]string // tid -> comm
 }
@@ -195,6 +197,8 @@ func frameOf(e *trace.Event) *cpuCtx {
 		return &cpuCtx{kind: ctxSoftIRQ, vec: e.Vec, vecName: e.VecName}
 	case trace.EventTimerEntry, trace.EventTimerExit:
 		return &cpuCtx{kind: ctxTimer, fn: e.Function, hard: e.HardIRQ}
+	case trace.EventIPIEntry, trace.EventIPIExit:
+		return &cpuCtx{kind: ctxIPI, ipi: e.IPI, hard: true}
 	}
 	return nil
 }
@@ -214,14 +218,14 @@ func cpuTimeline(events []trace.Event, idx []int) []ctxSeg {
 			c.stack = c.stack[:0]
 			c.cur = threadOfNext(e)
 			c.refresh()
-		case trace.EventIRQEntry, trace.EventSoftirqEntry, trace.EventTimerEntry:
+		case trace.EventIRQEntry, trace.EventSoftirqEntry, trace.EventTimerEntry, trace.EventIPIEntry:
 			c.emit(e.T)
 			if len(c.stack) > 0 && c.stack[len(c.stack)-1].kind == ctxTickGap {
 				c.stack = c.stack[:len(c.stack)-1]
 			}
 			c.stack = append(c.stack, frameOf(e))
 			c.refresh()
-		case trace.EventIRQExit, trace.EventSoftirqExit, trace.EventTimerExit:
+		case trace.EventIRQExit, trace.EventSoftirqExit, trace.EventTimerExit, trace.EventIPIExit:
 			c.emit(e.T)
 			if len(c.stack) > 0 {
 				c.stack = c.stack[:len(c.stack)-1]

@@ -14,10 +14,10 @@ func TestVocabularyText(t *testing.T) {
 		CauseBlocking: "blocking", CauseNonPreemptible: "non-preemptible", CausePriorityInversion: "priority-inversion",
 		CauseInternalBlocking: "internal-blocking", CauseHardIRQ: "hardirq", CauseSoftIRQ: "softirq", CauseIRQOff: "irq-off",
 		CauseExitFromIdle: "exit-from-idle", CauseMigration: "migration", CauseRelease: "release", CauseHypervisor: "hypervisor",
-		CauseCPUUnavailable: "cpu-unavailable", CauseInconclusive: "inconclusive", CauseMonitor: "monitor",
-		CauseOverrun: "overrun", CauseLongSleep: "long-sleep"}
-	if len(causes) != 19 {
-		t.Fatalf("%d distinct causes, want 19", len(causes))
+		CauseCPUUnavailable: "cpu-unavailable", CauseInconclusive: "inconclusive", CauseMonitor: "monitor", CauseThrottling: "rt-throttling",
+		CauseOverrun: "overrun", CauseLongSleep: "long-sleep", CauseUnexplained: "unexplained", CauseIPI: "ipi"}
+	if len(causes) != 22 {
+		t.Fatalf("%d distinct causes, want 22", len(causes))
 	}
 	for c, want := range causes {
 		b, err := json.Marshal(Result{Cause: c})
@@ -52,9 +52,10 @@ func TestVocabularyText(t *testing.T) {
 	phases := map[Phase]string{PhaseRelease: "release", PhaseRunnable: "runnable", PhaseRunning: "running", PhaseBlocked: "blocked"}
 	kinds := map[Kind]string{KindExecution: "execution", KindInterference: "interference", KindBlocking: "blocking",
 		KindIdle: "idle", KindHardIRQ: "hardirq", KindTimer: "timer", KindOwnTimer: "own-timer", KindSoftIRQ: "softirq",
-		KindIRQOff: "irq-off", KindSleep: "sleep", KindPeriodSleep: "period-sleep", KindUnknown: "unknown", KindHypervisor: "hypervisor"}
-	if len(phases) != 4 || len(kinds) != 13 {
-		t.Fatalf("%d phases, %d kinds: want 4 and 13 distinct", len(phases), len(kinds))
+		KindIRQOff: "irq-off", KindSleep: "sleep", KindPeriodSleep: "period-sleep", KindUnknown: "unknown", KindHypervisor: "hypervisor",
+		KindIPI: "ipi", KindThrottled: "throttled"}
+	if len(phases) != 4 || len(kinds) != 15 {
+		t.Fatalf("%d phases, %d kinds: want 4 and 15 distinct", len(phases), len(kinds))
 	}
 	for p, want := range phases {
 		if got, _ := p.MarshalText(); string(got) != want {

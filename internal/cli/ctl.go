@@ -2,30 +2,26 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/serve"
 )
 
-func init() {
-	Register(&Command{Name: "ctl", Summary: "control a running rtscope serve: list, add or remove targets and SLOs, reload", Run: runCtl})
-}
+func init() { RegisterCmd(newCtlCmd) }
 
-const ctlUsage = `Usage: rtscope ctl [--socket PATH] COMMAND [ARGS]
+const ctlLong = `Control a running rtscope serve through its unix socket (root only: the
+socket is mode 0600 in a directory only root can write). Every command
+prints the agent's state as JSON (targets, SLOs, tracked tasks). A removed target's tasks stay tracked until
+they exit, so that no counter goes back; SLO changes apply at once to the
+tasks tracked already (their counts so far are kept) and to later ones.`
 
-Control a running rtscope serve through its unix socket (root only).
-Every command prints the agent's state as JSON (targets, SLOs, tracked
-tasks). A removed target's tasks stay tracked until they exit, so that no
-counter goes back; SLO changes apply at once to the tasks tracked already
-(their counts so far are kept) and to later ones.
-
-Commands:
+const ctlCommands = `Commands:
   list                         targets, SLOs and tracked tasks
   add --comm NAME | --pid N | --tid N | --cgroup PATH|UNIT
                                watch a target (tasks now and later)
@@ -39,33 +35,63 @@ Commands:
                                and SLOs become those of the flags and file
   windows [NAME]               the archived windows (serve --archive) with
                                their verdicts, newest first; NAME: one with
-                               its events
+                               its events`
 
-Flags:
-`
+// ctlVerbs are ctl's commands, for its errors and completion.
+var ctlVerbs = []string{"list", "add", "remove", "add-slo", "remove-slo", "reload", "windows"}
 
-func runCtl(args []string) int {
+// ctlFlags are ctl's command line.
+type ctlFlags struct {
+	socket, comm, cgroup string
+	pid, tid             int
+}
+
+// flagSet defines ctl's flags into f.
+func (f *ctlFlags) flagSet() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("ctl", pflag.ContinueOnError)
 	fs.SortFlags = false
-	fs.SetInterspersed(true)
-	socket := fs.String("socket", serve.DefaultSocket, "the agent's control socket (serve --socket)")
-	comm := fs.String("comm", "", "target task name (add, remove)")
-	pid := fs.Int("pid", 0, "target process id (add, remove)")
-	tid := fs.Int("tid", 0, "target thread id (add, remove)")
-	cgroup := fs.String("cgroup", "", "target cgroup v2 path or systemd unit name (add, remove)")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, ctlUsage, fs.FlagUsages()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return Fail("ctl", err)
+	fs.StringVar(&f.socket, "socket", serve.DefaultSocket, "the agent's control socket (serve --socket)")
+	fs.StringVar(&f.comm, "comm", "", "target task name (add, remove)")
+	fs.IntVar(&f.pid, "pid", 0, "target process id (add, remove)")
+	fs.IntVar(&f.tid, "tid", 0, "target thread id (add, remove)")
+	fs.StringVar(&f.cgroup, "cgroup", "", "target cgroup v2 path or systemd unit name (add, remove)")
+	return fs
+}
+
+// newCtlCmd builds the ctl command over ctlFlags.
+func newCtlCmd() *cobra.Command {
+	var f ctlFlags
+	c := &cobra.Command{
+		Use:               "ctl [flags] COMMAND [ARGS]",
+		Short:             "control a running rtscope serve: list, add or remove targets and SLOs, reload",
+		Long:              ctlLong,
+		Example:           "  rtscope ctl add --comm control\n  rtscope ctl add-slo 1234:cycle=1ms\n  rtscope ctl windows",
+		ValidArgsFunction: completeCtl,
+		Annotations: map[string]string{annMore: ctlCommands, annSeeAlso: "rtscope-serve(1) rtscope-serve.yaml(5)",
+			annExit: "0 when the agent did what was asked; 1 when it refused, or could not be reached."},
+		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(args) }),
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return Fail("ctl", errors.New("missing command (list, add, remove, add-slo, remove-slo, reload, windows)"))
+	return withFlags(c, f.flagSet())
+}
+
+// completeCtl completes ctl's command, and add-slo's metric.
+func completeCtl(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch {
+	case len(args) == 0:
+		return ctlVerbs, cobra.ShellCompDirectiveNoFileComp
+	case len(args) == 1 && args[0] == "add-slo":
+		return completeSLO(c, args, toComplete)
 	}
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	t := serve.TargetConfig{Comm: *comm, PID: *pid, TID: *tid, Cgroup: *cgroup}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// run sends args, the command and its argument, to the agent.
+func (f *ctlFlags) run(args []string) int {
+	if len(args) == 0 {
+		return Fail("ctl", fmt.Errorf("missing command (%s)", strings.Join(ctlVerbs, ", ")))
+	}
+	cmd, rest := args[0], args[1:]
+	t := serve.TargetConfig{Comm: f.comm, PID: f.pid, TID: f.tid, Cgroup: f.cgroup}
 	isTarget := cmd == "add" || cmd == "remove"
 	if !isTarget && t != (serve.TargetConfig{}) {
 		return Fail("ctl", fmt.Errorf("--comm, --pid, --tid and --cgroup go with add and remove, not %s", cmd))
@@ -85,7 +111,7 @@ func runCtl(args []string) int {
 			return Fail("ctl", fmt.Errorf("%s: %w (--comm, --pid, --tid or --cgroup)", cmd, err))
 		}
 	}
-	c := serve.NewClient(*socket)
+	c := serve.NewClient(f.socket)
 	var out json.RawMessage
 	var err error
 	switch cmd {
@@ -108,7 +134,7 @@ func runCtl(args []string) int {
 		}
 		err = c.Do(http.MethodGet, path, nil, &out)
 	default:
-		return Fail("ctl", fmt.Errorf("unknown command %q (list, add, remove, add-slo, remove-slo, reload, windows)", cmd))
+		return Fail("ctl", fmt.Errorf("unknown command %q (%s)", cmd, strings.Join(ctlVerbs, ", ")))
 	}
 	if err != nil {
 		return Fail("ctl", err)

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/explain"
@@ -19,48 +19,64 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() {
-	Register(&Command{Name: "demo", Summary: "watch a built-in failure scenario (default: priority inversion, without and with PI)", Run: runDemo})
-}
+func init() { RegisterCmd(newDemoCmd) }
 
-const demoUsage = `Usage: rtscope demo [NAME] [flags]
-
-Runs a built-in scenario (see 'rtscope scenario list') under 'rtscope watch'
+const demoLong = `Runs a built-in scenario (see 'rtscope scenario list') under 'rtscope watch'
 and prints the report of its threads. Without NAME: priority-inversion with a
 plain mutex, then with a priority-inheritance mutex (--pi), and the cycle
 time of the high-priority task side by side. Takes about 15 seconds; needs
-root.
+root.`
 
-Flags:
-`
+// demoFlags are demo's command line.
+type demoFlags struct {
+	dur             time.Duration
+	traces, verbose bool
+}
 
-func runDemo(args []string) int {
+// flagSet defines demo's flags into f.
+func (f *demoFlags) flagSet() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
 	fs.SortFlags = false
-	dur := new(time.Duration)
-	*dur = 5 * time.Second
-	fs.VarP(units.DurationFlag{D: dur}, "duration", "d", "how long each scenario runs: `time`[s|m], seconds without a unit")
-	traces := fs.Bool("traces", false, "print the event listing of each worst case")
-	var verbose bool
-	addVerbose(fs, &verbose)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage, fs.FlagUsages()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return Fail("demo", err)
+	f.dur = 5 * time.Second
+	fs.VarP(units.DurationFlag{D: &f.dur}, "duration", "d", "how long each scenario runs: `time`[s|m], seconds without a unit")
+	fs.BoolVar(&f.traces, "traces", false, "print the event listing of each worst case")
+	addVerbose(fs, &f.verbose)
+	return fs
+}
+
+// newDemoCmd builds the demo command over demoFlags.
+func newDemoCmd() *cobra.Command {
+	var f demoFlags
+	c := &cobra.Command{
+		Use:     "demo [NAME] [flags]",
+		Short:   "watch a built-in failure scenario (default: priority inversion, without and with PI)",
+		Long:    demoLong,
+		Example: "  rtscope demo\n  rtscope demo rt-hog -d 3s",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return scenario.Names(), cobra.ShellCompDirectiveNoFileComp
+		},
+		Annotations: map[string]string{annSeeAlso: "rtscope-scenario(1) rtscope-watch(1)", annExit: "0 when the scenarios ran and were watched; 1 on an error or when interrupted."},
+		RunE:        status(func(_ *cobra.Command, args []string) int { return f.run(args) }),
 	}
-	if fs.NArg() > 1 {
-		return Fail("demo", fmt.Errorf("unexpected argument %q (one scenario at a time)", fs.Arg(1)))
+	return withFlags(c, f.flagSet())
+}
+
+// run runs the demo with its flags parsed; args are those left.
+func (f *demoFlags) run(args []string) int {
+	if len(args) > 1 {
+		return Fail("demo", fmt.Errorf("unexpected argument %q (one scenario at a time)", args[1]))
 	}
-	if *dur < time.Second || *dur > 10*time.Minute {
-		return Fail("demo", fmt.Errorf("--duration %v is outside 1s to 10m", *dur))
+	if f.dur < time.Second || f.dur > 10*time.Minute {
+		return Fail("demo", fmt.Errorf("--duration %v is outside 1s to 10m", f.dur))
 	}
 	ctx, stop := stopSignals()
 	defer stop()
-	d := demo{ctx: ctx, dur: *dur, traces: *traces, verbose: verbose, out: os.Stdout}
-	if fs.NArg() == 1 {
-		s, err := scenario.Get(fs.Arg(0))
+	d := demo{ctx: ctx, dur: f.dur, traces: f.traces, verbose: f.verbose, out: os.Stdout}
+	if len(args) == 1 {
+		s, err := scenario.Get(args[0])
 		if err != nil {
 			return Fail("demo", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/doctor"
@@ -19,13 +20,9 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() {
-	Register(&Command{Name: "doctor", Summary: "check the machine (and tasks) for real-time set-up: preemption, isolation, IRQs, idle, frequency, VM steal", Run: runDoctor})
-}
+func init() { RegisterCmd(newDoctorCmd) }
 
-const doctorUsage = `Usage: rtscope doctor [flags]
-
-Check what a real-time engineer checks before trusting any latency number:
+const doctorLong = `Check what a real-time engineer checks before trusting any latency number:
 the preemption model (found without debugfs), isolcpus / nohz_full /
 rcu_nocbs, IRQs on isolated CPUs, idle states and /dev/cpu_dma_latency, the
 cpufreq governor and boost, RT throttling, THP and swap, SMT siblings of
@@ -42,57 +39,73 @@ described in docs/doctor.md.
 Targets (repeatable, combinable), as in rtscope watch:
   -p, --tid TID          one thread
       --pid PID          every thread of a process
-      --comm NAME        every thread with this name
+      --comm NAME        every thread with this name`
 
-Exit status: 0 when no check failed (warnings allowed), 2 when one failed
-(or, with --strict, warned), 1 on an error of rtscope's own.
+// doctorFlags are doctor's command line.
+type doctorFlags struct {
+	targets       targetFlags
+	sample, watch time.Duration
+	json          string
+	strict, bpf   bool
+}
 
-Flags:
-`
-
-func runDoctor(args []string) int {
+// flagSet defines doctor's flags into f, in the order of its help.
+func (f *doctorFlags) flagSet() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SortFlags = false
-	var targets targetFlags
-	targets.add(fs, "check", "")
-	sample := fs.Duration("sample", time.Second, "measure the hypervisor's steal time over this long (0: do not)")
-	jsonPath := fs.String("json", "", "write the checks as JSON to FILE (- for stdout; the text then goes to stderr)")
-	strict := fs.Bool("strict", false, "warnings fail too (exit status 2)")
-	probeBPF := fs.Bool("bpf", true, "probe rtscope's BPF features: load and attach its engine for a moment (the bpf_* checks)")
-	watchFor := fs.Duration("watch", 0, "with targets: watch them this long with the BPF engine and check their PI mutex use (futex waits without priority inheritance in their worst cases)")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, doctorUsage, fs.FlagUsages()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return Fail("doctor", err)
+	f.targets.add(fs, "check", "")
+	fs.DurationVar(&f.sample, "sample", time.Second, "measure the hypervisor's steal time over this long (0: do not)")
+	fs.StringVar(&f.json, "json", "", "write the checks as JSON to FILE (- for stdout; the text then goes to stderr)")
+	fs.BoolVar(&f.strict, "strict", false, "warnings fail too (exit status 2)")
+	fs.BoolVar(&f.bpf, "bpf", true, "probe rtscope's BPF features: load and attach its engine for a moment (the bpf_* checks)")
+	fs.DurationVar(&f.watch, "watch", 0, "with targets: watch them this long with the BPF engine and check their PI mutex use (futex waits without priority inheritance in their worst cases)")
+	return fs
+}
+
+// newDoctorCmd builds the doctor command over doctorFlags.
+func newDoctorCmd() *cobra.Command {
+	var f doctorFlags
+	fs := f.flagSet()
+	c := &cobra.Command{
+		Use:     "doctor [flags]",
+		Short:   "check the machine (and tasks) for real-time set-up: preemption, isolation, IRQs, idle, frequency, VM steal",
+		Long:    doctorLong,
+		Example: "  rtscope doctor\n  rtscope doctor --comm control --watch 10s --json checks.json",
+		Annotations: map[string]string{
+			annExit: "0 when no check failed (warnings allowed), 2 when one failed (or, with --strict, warned), 1 on an error of rtscope's own."},
+		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(fs, args) }),
 	}
-	if fs.NArg() > 0 {
-		return Fail("doctor", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	return withFlags(c, fs)
+}
+
+// run runs the checks with doctor's flags parsed; args are those left.
+func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
+	if len(args) > 0 {
+		return Fail("doctor", fmt.Errorf("unexpected argument %q", args[0]))
 	}
-	if *sample < 0 || *sample > time.Minute {
-		return Fail("doctor", fmt.Errorf("--sample %v: want 0 to 1m", *sample))
+	if f.sample < 0 || f.sample > time.Minute {
+		return Fail("doctor", fmt.Errorf("--sample %v: want 0 to 1m", f.sample))
 	}
-	if *watchFor < 0 || *watchFor > time.Hour {
-		return Fail("doctor", fmt.Errorf("--watch %v: want 0 to 1h", *watchFor))
+	if f.watch < 0 || f.watch > time.Hour {
+		return Fail("doctor", fmt.Errorf("--watch %v: want 0 to 1h", f.watch))
 	}
-	if fs.Changed("json") && *jsonPath == "" {
+	if fs.Changed("json") && f.json == "" {
 		return Fail("doctor", errors.New("--json: empty value"))
 	}
-	env := doctor.Env{FS: doctor.Root(), Sample: *sample}
-	spec, err := targets.spec()
+	env := doctor.Env{FS: doctor.Root(), Sample: f.sample}
+	spec, err := f.targets.spec()
 	if err != nil {
 		return Fail("doctor", err)
 	}
 	env.Targets.TIDs, env.Targets.PIDs, env.Targets.Comms = spec.TIDs, spec.PIDs, spec.Comms
-	if err := engine.Probe(); err != nil && *probeBPF {
+	if err := engine.Probe(); err != nil && f.bpf {
 		env.BPF = &doctor.BPF{Unprobed: err.Error()}
-	} else if *probeBPF {
-		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{}))
+	} else if f.bpf {
+		env.BPF = bpfSection(engine.ProbeFeatures(engine.Config{IPI: true})) // what the kernel has, --ipi's hooks included
 	}
 	var out *outfile.File
-	if *jsonPath != "" {
-		if out, err = outfile.Create(*jsonPath); err != nil {
+	if f.json != "" {
+		if out, err = outfile.Create(f.json); err != nil {
 			return Fail("doctor", err)
 		}
 		defer out.Abort()
@@ -101,19 +114,19 @@ func runDoctor(args []string) int {
 	if err != nil {
 		return Fail("doctor", err)
 	}
-	if *watchFor > 0 {
-		if targets.empty() {
+	if f.watch > 0 {
+		if f.targets.empty() {
 			return Fail("doctor", errors.New("--watch needs targets (-p, --pid or --comm)"))
 		}
-		pi, err := watchPI(env.Targets, *watchFor)
+		pi, err := watchPI(env.Targets, f.watch)
 		if err != nil {
 			return Fail("doctor", fmt.Errorf("--watch: %w", err))
 		}
 		rep.Add(pi...)
 	}
-	rep.SetStrict(*strict)
+	rep.SetStrict(f.strict)
 	text := os.Stdout
-	if *jsonPath == "-" {
+	if f.json == "-" {
 		text = os.Stderr // the document is the whole of stdout
 	}
 	if err := rep.WriteText(text); err != nil {

@@ -114,15 +114,20 @@ func TestWatchFlagRefusals(t *testing.T) {
 	}
 }
 
-// What follows -- is the command, the rest watch's flags.
-func TestSplitCommand(t *testing.T) {
-	cmd, flags, dd := splitCommand([]string{"-q", "--", "sleep", "--", "1"})
-	if !reflect.DeepEqual(cmd, []string{"sleep", "--", "1"}) || !reflect.DeepEqual(flags, []string{"-q"}) || !dd {
-		t.Errorf("got %q %q %v", cmd, flags, dd)
+// What follows the first -- is the command (its own flags and -- kept),
+// the rest watch's flags.
+func TestWatchCommandAfterDashDash(t *testing.T) {
+	c := newWatchCmd()
+	if err := c.ParseFlags([]string{"-q", "--", "sleep", "--", "1"}); err != nil {
+		t.Fatal(err)
 	}
-	cmd, flags, dd = splitCommand([]string{"-q"})
-	if cmd != nil || !reflect.DeepEqual(flags, []string{"-q"}) || dd {
-		t.Errorf("without --: got %q %q %v", cmd, flags, dd)
+	args, dash := c.Flags().Args(), c.ArgsLenAtDash()
+	if dash != 0 || !reflect.DeepEqual(args[dash:], []string{"sleep", "--", "1"}) || !c.Flags().Changed("quiet") {
+		t.Errorf("args %q dash %d quiet %v", args, dash, c.Flags().Changed("quiet"))
+	}
+	c = newWatchCmd()
+	if err := c.ParseFlags([]string{"-q"}); err != nil || c.ArgsLenAtDash() != -1 {
+		t.Errorf("without --: dash %d (%v)", c.ArgsLenAtDash(), err)
 	}
 	var f watchFlags
 	fs := f.flagSet()

@@ -7,20 +7,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/scenario"
 )
 
-func init() {
-	Register(&Command{Name: "scenario", Summary: "list or run built-in real-time workloads and fault injections", Run: runScenario})
-}
+func init() { RegisterCmd(newScenarioCmd) }
 
-const scenarioUsage = `Usage: rtscope scenario list
-       rtscope scenario run NAME [--cpu N] [--duration D] [flags of NAME]
-       rtscope scenario run NAME --help
-
-Built-in workloads that provoke the classic real-time failure modes on
+const scenarioLong = `Built-in workloads that provoke the classic real-time failure modes on
 demand: misconfigured priorities, hidden blocking, priority inversion, RT
 hogs, hard-IRQ noise, preemption-off sections. Each pins its threads to one
 CPU (the last one unless --cpu), sets their policies itself, locks memory,
@@ -30,27 +25,63 @@ Ctrl-C or SIGTERM. Watch one with:
   rtscope watch --show THREADS -- rtscope scenario run NAME
 
 Times take a unit: 500us, 2ms, 1s. Needs root (RT priorities, BPF injectors).
-`
+'rtscope scenario run NAME --help' describes one scenario and its flags.`
 
-func runScenario(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, scenarioUsage)
-		return 2
+// newScenarioCmd builds the scenario command and its list and run.
+func newScenarioCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "scenario",
+		Short: "list or run built-in real-time workloads and fault injections",
+		Long:  scenarioLong,
+		Annotations: map[string]string{annSeeAlso: "rtscope-demo(1) rtscope-watch(1)", annMore: "Scenarios:\n" + scenarioCatalogue(),
+			annExit: "0 when the scenario ran to its end or was stopped by a signal; 1 on an error (bad flags, not root); 2 without a subcommand."},
+		Example: "  rtscope scenario list\n  rtscope scenario run priority-inversion --pi --duration 5s\n" +
+			"  rtscope watch --show task-H,task-M,task-L -- rtscope scenario run priority-inversion",
+		RunE: status(func(c *cobra.Command, args []string) int {
+			switch {
+			case len(args) == 0:
+				c.SetOut(os.Stderr)
+				_ = c.Help()
+				return 2
+			case args[0] == "help":
+				_ = c.Help()
+				return 0
+			}
+			return Fail("scenario", fmt.Errorf("unknown subcommand %q (use list or run)", args[0]))
+		}),
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(os.Stderr, scenarioUsage)
-		return 0
-	case "list", "ls":
-		if len(args) > 1 {
-			return Fail("scenario list", fmt.Errorf("unexpected argument %q", args[1]))
-		}
-		listScenarios(os.Stdout)
-		return 0
-	case "run":
-		return runOneScenario(args[1:])
-	}
-	return Fail("scenario", fmt.Errorf("unknown subcommand %q (use list or run)", args[0]))
+	c.AddCommand(&cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "list the scenarios, their threads and flags",
+		RunE: status(func(_ *cobra.Command, args []string) int {
+			if len(args) > 0 {
+				return Fail("scenario list", fmt.Errorf("unexpected argument %q", args[0]))
+			}
+			listScenarios(os.Stdout)
+			return 0
+		}),
+	}, &cobra.Command{
+		Use:   "run NAME [--cpu N] [--duration D] [flags]",
+		Short: "run one scenario",
+		// Each scenario has flags of its own: run parses them itself.
+		DisableFlagParsing: true,
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return scenario.Names(), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: status(func(c *cobra.Command, args []string) int { return runOneScenario(c.Parent(), args) }),
+	})
+	return c
+}
+
+// scenarioCatalogue is the list of scenarios, as 'scenario list' prints it.
+func scenarioCatalogue() string {
+	var b strings.Builder
+	listScenarios(&b)
+	return b.String()
 }
 
 func listScenarios(w io.Writer) {
@@ -76,10 +107,13 @@ func listScenarios(w io.Writer) {
 	fmt.Fprintln(w, "\nEvery scenario also takes --cpu N and --duration D. 'rtscope scenario run NAME --help' describes one.")
 }
 
-func runOneScenario(args []string) int {
+// runOneScenario runs 'scenario run' with its arguments (the scenario's
+// name and flags); parent, the scenario command, gives the help without
+// a name.
+func runOneScenario(parent *cobra.Command, args []string) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(os.Stderr, scenarioUsage)
+			_ = parent.Help()
 			return 0
 		}
 		return Fail("scenario run", fmt.Errorf("name a scenario (one of %s)", strings.Join(scenario.Names(), ", ")))
@@ -92,12 +126,12 @@ func runOneScenario(args []string) int {
 	fs, collect := s.Flags(&cfg)
 	quiet := fs.BoolP("quiet", "q", false, "do not print the scenario's own measurements at the end")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: rtscope scenario run %s [flags]\n\n%s\n\nThreads: %s\n",
+		fmt.Fprintf(os.Stdout, "Usage: rtscope scenario run %s [flags]\n\n%s\n\nThreads: %s\n",
 			s.Name, wrap(s.Description, 78), strings.Join(s.Threads(), ", "))
 		if s.Injector != "" {
-			fmt.Fprintf(os.Stderr, "Injects: %s\n", s.Injector)
+			fmt.Fprintf(os.Stdout, "Injects: %s\n", s.Injector)
 		}
-		fmt.Fprintf(os.Stderr, "\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -109,6 +143,11 @@ func runOneScenario(args []string) int {
 		return Fail("scenario run", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	collect()
+	// One sentence with the remedy, not the first step that fails (the
+	// CPU claim's lock under /run/rtscope: "permission denied").
+	if os.Geteuid() != 0 {
+		return Fail("scenario run", errors.New("scenarios need root: they claim a CPU (a lock under /run/rtscope), set real-time priorities, lock memory and load BPF injectors; run with sudo (launched by rtscope watch under sudo: give watch --user root)"))
+	}
 	if !*quiet {
 		cfg.Out = os.Stdout
 	}

@@ -10,27 +10,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/serve"
 	"github.com/rtscope/rtscope/internal/slo"
 )
 
-func init() {
-	Register(&Command{Name: "serve", Summary: "always-on agent: watch targets until stopped, export to Prometheus (/metrics)", Run: runServe})
-}
+func init() { RegisterCmd(newServeCmd) }
 
-const serveUsage = `Usage: rtscope serve [flags]
-
-Watch targets until stopped (SIGINT, SIGTERM) and export what the engine
+const serveLong = `Watch targets until stopped (SIGINT, SIGTERM) and export what the engine
 measures on /metrics for Prometheus: per-target histograms of every metric,
 SLO violations and their causes, what was lost, the agent's own cost. The
 agent survives the exit of every target; comm targets pick up new tasks
 whenever they appear. Metric names: docs/metrics.md.
 
-Targets and SLOs come from flags and from --config (YAML), both combined:
+Targets and SLOs come from flags and from --config (YAML, rtscope-serve.yaml(5)),
+both combined:
   listen: 127.0.0.1:9717
   archive: /var/lib/rtscope/windows   # archive_max_mb: 64
   targets:
@@ -44,22 +43,34 @@ Targets and SLOs come from flags and from --config (YAML), both combined:
 While it runs, rtscope ctl changes targets and SLOs through --socket, and
 SIGHUP (or rtscope ctl reload) rereads --config. --archive keeps new worst
 cases and SLO-violation windows on disk with their verdicts (rtscope ctl
-windows): docs/serve.md.
+windows): docs/serve.md.`
 
-Flags:
-`
-
-func runServe(args []string) int {
+// newServeCmd builds the serve command over serveFlags.
+func newServeCmd() *cobra.Command {
 	var f serveFlags
 	fs := f.flagSet()
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return Fail("serve", err)
+	c := &cobra.Command{
+		Use:     "serve [flags]",
+		Short:   "always-on agent: watch targets until stopped, export to Prometheus (/metrics)",
+		Long:    serveLong,
+		Example: "  rtscope serve --comm control --slo latency=200us\n  rtscope serve --config /etc/rtscope/serve.yaml --archive /var/lib/rtscope/windows",
+		Annotations: map[string]string{annSeeAlso: "rtscope-serve.yaml(5) rtscope-ctl(1)", annMore: "Metrics: " + strings.Join(metric.Names(), ", "),
+			annExit: "0 when stopped by SIGINT or SIGTERM; 1 on an error (bad flags or configuration, no BPF, the address or socket taken)."},
+		RunE: status(func(_ *cobra.Command, args []string) int { return f.run(fs, args) }),
 	}
-	if fs.NArg() > 0 {
-		return Fail("serve", fmt.Errorf("unexpected argument %q (serve launches no command: watch it by --comm)", fs.Arg(0)))
+	return withFlags(c, fs)
+}
+
+// run runs the agent with its flags parsed; args are those left.
+func (f *serveFlags) run(fs *pflag.FlagSet, args []string) int {
+	if len(args) > 0 {
+		return Fail("serve", fmt.Errorf("unexpected argument %q (serve launches no command: watch it by --comm)", args[0]))
+	}
+	// watch's sentence (session.Check) for a user without root or
+	// CAP_BPF and CAP_PERFMON, before the socket's bind or the archive's
+	// directory fails on "permission denied".
+	if err := engine.Probe(); err != nil {
+		return Fail("serve", err)
 	}
 	o, err := f.options(fs)
 	if err != nil {
@@ -67,6 +78,10 @@ func runServe(args []string) int {
 	}
 	o.Log = os.Stderr
 	o.Ready = func(addr string) {
+		if o.Watch.Targets.Empty() {
+			fmt.Fprintf(os.Stderr, "rtscope serve: attached, no target yet (rtscope ctl add, or targets in --config and SIGHUP); metrics on http://%s/metrics\n", addr)
+			return
+		}
 		fmt.Fprintf(os.Stderr, "rtscope serve: attached and tracking; metrics on http://%s/metrics\n", addr)
 	}
 	// SIGINT and SIGTERM stop the agent; SIGHUP reloads the configuration
@@ -110,9 +125,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	f.engine.addNoTrace(fs, "no flight recorder: violations are counted but not explained (lowest overhead)")
 	f.engine.addTraceEvents(fs)
 	f.engine.addBTF(fs)
-	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, serveUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n")
-	}
+	f.engine.addIPI(fs)
 	return fs
 }
 
@@ -145,10 +158,9 @@ func (f *serveFlags) options(fs *pflag.FlagSet) (o serve.Options, err error) {
 	}
 	o.Control = serve.NewControl(flagCfg, f.config, file)
 	o.Socket = f.socket
+	// With no target the agent starts idle (a package's service enabled
+	// at boot): targets come later through ctl or a reloaded --config.
 	o.Watch.Targets = o.Control.Spec()
-	if o.Watch.Targets.Empty() {
-		return o, errors.New("nothing to watch: give --comm, --pid or --tid, or targets in --config")
-	}
 	o.Watch.SLO = o.Control.SLO()
 	f.engine.options(&o.Watch)
 	o.Watch.AutoHousekeeping = true

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
@@ -21,69 +22,81 @@ import (
 	"github.com/rtscope/rtscope/internal/watch"
 )
 
-func init() {
-	Register(&Command{Name: "watch", Summary: "measure chosen tasks: latency, timer release, response, cycle, IRQ handler", Run: runWatch})
-}
+func init() { RegisterCmd(newWatchCmd) }
 
-const watchUsage = `Usage: rtscope watch [flags] [-- COMMAND ARGS...]
-
-Watch threads, processes, task names, or a command launched and tracked from
-its first instruction (with its whole process tree). Per thread: wakeup
-latency, timer release latency (IRQ / thread / user parts), response time,
-control-loop cycle time, period and jitter, threaded-IRQ handler time; SLO
-violations; the worst case of each metric with the events of its window.
+const watchLong = `Watch threads, processes, task names, cgroups, or a command launched and
+tracked from its first instruction (with its whole process tree). Per thread:
+wakeup latency, timer release latency (IRQ / thread / user parts), response
+time, control-loop cycle time, period and jitter, threaded-IRQ handler time;
+SLO violations; the worst case of each metric with the events of its window.
 All times are printed in microseconds.
 
 Targets (repeatable, combinable):
   -p, --tid TID          one thread
       --pid PID          every thread of a process, including later ones
       --comm NAME        tasks with this name, including later ones
-  -- COMMAND ARGS...     launch COMMAND and track its process tree
+      --cgroup PATH|UNIT every task in a cgroup v2 (or systemd unit), now
+                         and when it enters later
+  -- COMMAND ARGS...     launch COMMAND and track its process tree; it runs
+                         as --user USER[:GROUP], by default as the user who
+                         ran sudo (with their HOME, USER and LOGNAME)
 
 Watching ends after --duration, on Ctrl-C/SIGTERM, or when every target has
-exited (never by itself with --comm).
-
-Exit status (the first that applies): 1 on an error of rtscope's own; the
-launched COMMAND's status when it failed by itself (128+N if signal N killed
-it); 2 when an SLO was violated, or with --fail-on when a task was judged
-that bad or worse; else 0.
+exited (never by itself with --comm or --cgroup).
 
 The report leads with the answer: a line per task with its judgement (OK,
 WARN, FAIL, UNKNOWN) and why, the findings one per cause, the costliest
 first, and each metric's worst case. With SLOs, the SLOs judge; without, a
 periodic task fails when it misses its period, real-time hygiene findings
-warn, and too few events are unknown.
+warn, and too few events are unknown.`
 
-Flags:
-`
+const watchExit = `the first that applies: 1 on an error of rtscope's own; the launched
+COMMAND's status when it failed by itself (128+N if signal N killed it); 2 when an SLO was violated, or
+with --fail-on when a task was judged that bad or worse; else 0.`
+
+const watchExample = `  rtscope watch --comm control --slo cycle=1ms -d 1m
+  rtscope watch --slo latency=100us --json report.json -- ./control --rt
+  rtscope watch --pid $(pidof ctl) --slo cycle=1ms \
+    --on-threshold trace,file=miss.json --on-threshold signal,num=USR1,pid=parent`
 
 const watchActionsUsage = `In watch, the threshold is an SLO violated: the first one noticed in a
 reader period (10 ms) fires the actions, one run at a time. trace saves the
 violation's JSON document (default rtscope_threshold.json: task, metric,
 value, SLO, verdict, window); at --on-end, the report (default
-rtscope_report.json). Shell commands see RTSCOPE_JSON (that document, or
---json's file at the end), RTSCOPE_VERDICT, RTSCOPE_TID, RTSCOPE_COMM,
-RTSCOPE_METRIC, RTSCOPE_VALUE_NS, RTSCOPE_THRESHOLD_NS, RTSCOPE_CAUSE; at the
-end RTSCOPE_STATUS (the exit status), RTSCOPE_VIOLATIONS, RTSCOPE_HEALTH (the
-worst judgement: ok, unknown, warn or fail). Example:
-  rtscope watch --pid $(pidof ctl) --slo cycle=1ms \
-    --on-threshold trace,file=miss.json --on-threshold signal,num=USR1,pid=parent
-`
+rtscope_report.json). Shell commands see the variables of docs/actions.md:
+RTSCOPE_JSON (that document, or --json's file at the end), RTSCOPE_VERDICT,
+RTSCOPE_TID, RTSCOPE_COMM, RTSCOPE_METRIC, RTSCOPE_VALUE_NS,
+RTSCOPE_THRESHOLD_NS, RTSCOPE_CAUSE; at the end RTSCOPE_STATUS (the exit
+status), RTSCOPE_VIOLATIONS, RTSCOPE_HEALTH (the worst judgement: ok,
+unknown, warn or fail).`
 
-func runWatch(args []string) int {
+// newWatchCmd builds the watch command over watchFlags.
+func newWatchCmd() *cobra.Command {
 	var f watchFlags
 	fs := f.flagSet()
-	command, args, dashDash := splitCommand(args)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return Fail("watch", err)
+	c := &cobra.Command{
+		Use:     "watch [flags] [-- COMMAND ARGS...]",
+		Short:   "measure chosen tasks: latency, timer release, response, cycle, IRQ handler",
+		Long:    watchLong,
+		Example: watchExample,
+		Annotations: map[string]string{annExit: watchExit, annSeeAlso: "rtscope-doctor(1) rtscope-timerlat(1)",
+			annMore: "Metrics: " + strings.Join(metric.Names(), ", ") + "\n\n" + action.Usage + "\n" + watchActionsUsage},
+		RunE: status(func(c *cobra.Command, args []string) int { return f.run(fs, args, c.ArgsLenAtDash()) }),
 	}
-	if fs.NArg() > 0 {
-		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", fs.Arg(0)))
+	return withFlags(c, fs)
+}
+
+// run runs watch with its flags parsed; args are the arguments left, those
+// from dash on (-1: no --) the command to launch.
+func (f *watchFlags) run(fs *pflag.FlagSet, args []string, dash int) int {
+	var command []string
+	if dash >= 0 {
+		command, args = args[dash:], args[:dash]
 	}
-	o, err := f.options(fs, command, dashDash)
+	if len(args) > 0 {
+		return Fail("watch", fmt.Errorf("unexpected argument %q (put a command after --)", args[0]))
+	}
+	o, err := f.options(fs, command, dash >= 0)
 	if err != nil {
 		return Fail("watch", err)
 	}
@@ -142,28 +155,14 @@ func (f *watchFlags) flagSet() *pflag.FlagSet {
 	f.engine.addTraceEvents(fs)
 	f.engine.addTraceMax(fs)
 	f.engine.addStackAfter(fs)
+	f.engine.addIPI(fs)
 	fs.DurationVar(&f.warmUp, "warm-up", 0, "leave out of its metrics every sample of a task in the first `duration` after it is tracked, as its start-up (0: none); default: detected, the iterations before a periodic task's period settles")
 	fs.StringSliceVar(&f.show, "show", nil, "report and judge only tasks with these names")
 	fs.BoolVar(&f.all, "all", false, "report and judge every task (default: the tasks named, real-time at any time, with an SLO or a period, or the cause of a finding; one line for the others)")
 	fs.StringVar(&f.user, "user", "", "run COMMAND as USER[:GROUP] (name or number); default: the user who ran sudo (SUDO_UID), else root")
 	addHousekeeping(fs, &f.house)
 	f.actions.add(fs)
-	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, watchUsage, fs.FlagUsages(), "\nMetrics: ", strings.Join(metric.Names(), ", "), "\n\n",
-			action.Usage, "\n", watchActionsUsage)
-	}
 	return fs
-}
-
-// splitCommand splits watch's arguments at "--": everything after it is
-// the command to launch; dashDash tells whether there was one.
-func splitCommand(args []string) (command, flags []string, dashDash bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[i+1:], args[:i], true
-		}
-	}
-	return nil, args, false
 }
 
 // options checks the command line into the options of a watch session

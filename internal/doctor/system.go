@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rtscope/rtscope/internal/preempt"
+	"github.com/rtscope/rtscope/internal/sched"
 )
 
 // systemChecks run in this order (docs/doctor.md describes each).
@@ -277,26 +279,54 @@ func checkBoost(m *machine, _ *Env) Check {
 	return c
 }
 
+// checkRTThrottling shows the throttling configuration: rt_rq bandwidth
+// (sched_rt_runtime_us) and, on 6.12+, the fair server per CPU, which
+// throttles real-time tasks whatever sched_rt_runtime_us says.
 func checkRTThrottling(m *machine, _ *Env) Check {
 	c := Check{Name: "rt_throttling"}
-	rt, ok := m.read("proc/sys/kernel/sched_rt_runtime_us")
-	period, _ := m.read("proc/sys/kernel/sched_rt_period_us")
-	if !ok {
+	th := sched.ReadThrottling(m.fsys)
+	if th.RTRuntimeNs == nil {
 		c.Status, c.Evidence = Skip, "/proc/sys/kernel/sched_rt_runtime_us unreadable"
 		return c
 	}
-	c.Evidence = fmt.Sprintf("sched_rt_runtime_us %s of sched_rt_period_us %s", rt, period)
-	r, _ := strconv.ParseInt(rt, 10, 64)
-	p, _ := strconv.ParseInt(period, 10, 64)
-	c.Data = map[string]any{"runtime_ns": r * 1000, "period_ns": p * 1000}
-	if r < 0 {
+	c.Evidence = th.Words()
+	c.Data = map[string]any{"runtime_ns": *th.RTRuntimeNs, "period_ns": deref64(th.RTPeriodNs), "throttling": th}
+	fair := len(th.FairServer) > 0
+	if *th.RTRuntimeNs < 0 && !fair && !hasFairServer(m.release) {
 		c.Status = Pass
 		return c
 	}
 	c.Status = Warn
-	c.Evidence += fmt.Sprintf(": real-time tasks that use more than %d us of a CPU in %d us are stopped for the rest", r, p)
-	c.Remedy = "sysctl kernel.sched_rt_runtime_us=-1 (tuned realtime does) if a busy RT loop is intended; the throttle is a safety net against runaway RT tasks"
+	if run, per := th.Share(0); fair && per > 0 {
+		c.Evidence += fmt.Sprintf(": real-time tasks that starve SCHED_OTHER ones lose the CPU for %d us of every %d us (the fair server)", run/1000, per/1000)
+	} else if hasFairServer(m.release) {
+		c.Evidence += ": on this 6.12+ kernel the fair server throttles real-time tasks that starve SCHED_OTHER ones " +
+			"(its runtime of every period, 50 ms of 1000 ms by default)"
+	} else {
+		c.Evidence += fmt.Sprintf(": real-time tasks that use more than %d us of a CPU in %d us are stopped for the rest",
+			*th.RTRuntimeNs/1000, deref64(th.RTPeriodNs)/1000)
+	}
+	c.Remedy = "no real-time task should run 95% of a second: spread or shorten it; if a busy RT loop is intended, " +
+		"sysctl kernel.sched_rt_runtime_us=-1 (older kernels; tuned realtime does) or the fair server's runtime " +
+		"(/sys/kernel/debug/sched/fair_server/cpuN/runtime, 6.12+) removes the safety net against runaway RT tasks: at your own risk"
 	return c
+}
+
+// hasFairServer tells a kernel release of 6.12 or later, which throttles
+// real-time tasks by the fair server whatever sched_rt_runtime_us says.
+func hasFairServer(release string) bool {
+	var major, minor int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &major, &minor); n < 2 {
+		return true // unknown: do not claim the throttle is off
+	}
+	return major > 6 || (major == 6 && minor >= 12)
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func checkTHP(m *machine, _ *Env) Check {
@@ -585,6 +615,28 @@ func checkClocksource(m *machine, _ *Env) Check {
 	return c
 }
 
+// tracefsState finds tracefs (/sys/kernel/tracing, or under debugfs):
+// present when mounted, readable when this user can list its events;
+// seen says which, for the evidence. It is mounted mode 0700 on most
+// distributions, so to a user other than root it is present, not missing.
+func tracefsState(fsys fs.FS) (present, readable bool, seen string) {
+	seen = "missing"
+	for _, d := range []string{"sys/kernel/tracing", "sys/kernel/debug/tracing"} {
+		_, err := fs.Stat(fsys, d+"/events")
+		switch {
+		case err == nil:
+			return true, true, "present"
+		case errors.Is(err, fs.ErrPermission) && !present:
+			mode := "unknown mode"
+			if st, err := fs.Stat(fsys, d); err == nil {
+				mode = fmt.Sprintf("mode %#o", st.Mode().Perm())
+			}
+			present, seen = true, fmt.Sprintf("present but not readable by this user (/%s, %s)", d, mode)
+		}
+	}
+	return present, false, seen
+}
+
 // checkRtscope says whether rtscope's own engine can run here: kernel BTF
 // and tracefs (informational: doctor itself needs neither).
 func checkRtscope(m *machine, _ *Env) Check {
@@ -593,20 +645,18 @@ func checkRtscope(m *machine, _ *Env) Check {
 	if st, err := fs.Stat(m.fsys, "sys/kernel/btf/vmlinux"); err == nil && (st.Size() > 0 || st.Mode().IsRegular()) {
 		btfOK = true
 	}
-	tracefs := false
-	for _, d := range []string{"sys/kernel/tracing/events", "sys/kernel/debug/tracing/events"} {
-		if _, err := fs.Stat(m.fsys, d); err == nil {
-			tracefs = true
-		}
-	}
-	c.Data = map[string]any{"btf": btfOK, "tracefs": tracefs}
+	tracefs, readable, seen := tracefsState(m.fsys)
+	c.Data = map[string]any{"btf": btfOK, "tracefs": tracefs, "tracefs_readable": readable}
 	yes := map[bool]string{true: "present", false: "missing"}
-	c.Evidence = fmt.Sprintf("kernel BTF %s (/sys/kernel/btf/vmlinux), tracefs %s", yes[btfOK], yes[tracefs])
+	c.Evidence = fmt.Sprintf("kernel BTF %s (/sys/kernel/btf/vmlinux), tracefs %s", yes[btfOK], seen)
 	switch {
 	case !btfOK && !tracefs:
 		c.Remedy = "rtscope watch and timerlat need kernel BTF (CONFIG_DEBUG_INFO_BTF=y) or, for their classic engine, tracefs (mount -t tracefs nodev /sys/kernel/tracing)"
 	case !btfOK:
 		c.Remedy = "rtscope watch and timerlat will run their classic engine (classic tracepoints, no kernel BTF needed; its limits are in the JSON features.engine_limits); CONFIG_DEBUG_INFO_BTF=y gives the full one, and where the kernel has BTF but hides this file (a container, a masked /sys), --btf FILE with a copy of its vmlinux BTF does"
+	}
+	if tracefs && !readable {
+		c.Remedy = strings.TrimPrefix(c.Remedy+"; tracefs is there but this user cannot read it: run rtscope as root (or with CAP_BPF, CAP_PERFMON and read access to tracefs)", "; ")
 	}
 	return c
 }

@@ -82,6 +82,7 @@ func (btfBackend) load(e *Engine, vars map[string]any, entries uint32) (*ebpf.Co
 		return nil, err
 	}
 	spec.Maps["flight"].MaxEntries = entries
+	ipiMaps(spec, e.ncpu, e.cfg.IPI)
 	legacy, err := legacySchedSwitch(kspec)
 	if err != nil {
 		return nil, err
@@ -98,7 +99,11 @@ func (btfBackend) load(e *Engine, vars map[string]any, entries uint32) (*ebpf.Co
 	// Each optional set on its own: a missing kernel function costs its
 	// feature, not the whole engine.
 	for f := range Feature(featureCount) {
-		if progs := featureTable[f].programs; progs != nil {
+		switch progs := featureTable[f].programs; {
+		case progs == nil:
+		case ipiFeature(f) && !e.cfg.IPI:
+			e.Features.set(f, errIPINotAsked)
+		default:
 			e.Features.set(f, e.loadOptional(spec, progs))
 		}
 	}

@@ -104,6 +104,7 @@ var classicFields = []classicField{
 	{"off_hrstart_hrtimer", "timer", "hrtimer_start", "hrtimer", true},
 	{"off_hrstart_function", "timer", "hrtimer_start", "function", true},
 	{"off_hrstart_softexpires", "timer", "hrtimer_start", "softexpires", true},
+	{"off_hrstart_expires", "timer", "hrtimer_start", "expires", false},
 	{"off_hrstart_mode", "timer", "hrtimer_start", "mode", false},
 	{"off_hrentry_hrtimer", "timer", "hrtimer_expire_entry", "hrtimer", true},
 	{"off_hrentry_now", "timer", "hrtimer_expire_entry", "now", true},
@@ -113,6 +114,13 @@ var classicFields = []classicField{
 	{"off_irq_exit_irq", "irq", "irq_handler_exit", "irq", true},
 	{"off_irq_exit_ret", "irq", "irq_handler_exit", "ret", false},
 	{"off_softirq_vec", "irq", "softirq_entry", "vec", true},
+	// IPIs (--ipi): optional tracepoints (6.3+); without them the feature is missing.
+	{"off_csd_queue_cpu", "csd", "csd_queue_cpu", "cpu", false},
+	{"off_csd_queue_callsite", "csd", "csd_queue_cpu", "callsite", false},
+	{"off_csd_queue_func", "csd", "csd_queue_cpu", "func", false},
+	{"off_ipi_send_cpu", "ipi", "ipi_send_cpu", "cpu", false},
+	{"off_ipi_send_callsite", "ipi", "ipi_send_cpu", "callsite", false},
+	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", false},
 }
 
 // classicNoField is RTS_NOFIELD: a field the kernel's record lacks.
@@ -130,7 +138,9 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 		f, ok := formats[key]
 		if !ok {
 			var err error
-			if f, err = read(b.system, b.event); err != nil {
+			if f, err = read(b.system, b.event); err != nil && !b.required {
+				f = &tpformat.Format{} // an optional tracepoint this kernel lacks: its fields are absent
+			} else if err != nil {
 				return nil, fmt.Errorf("the classic engine needs tracepoint %s: %w", key, err)
 			}
 			formats[key] = f
@@ -149,7 +159,8 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 			sizeOK = !fd.DataLoc && fd.Size == 16
 		case b.field == "prev_state":
 			sizeOK = fd.Size == 4 || fd.Size == 8
-		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "now" || b.field == "clone_flags":
+		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "expires" || b.field == "now" || b.field == "clone_flags" ||
+			b.field == "callsite" || b.field == "func" || b.field == "callback":
 			sizeOK = fd.Size == 8
 		default:
 			sizeOK = fd.Size == 4
@@ -183,6 +194,18 @@ var classicAttach = []struct {
 	{"on_softirq_entry", "irq", "softirq_entry"},
 	{"on_softirq_exit", "irq", "softirq_exit"},
 	{"on_rseq_update", "rseq", "rseq_update"},
+	{"on_csd_queue_cpu", "csd", "csd_queue_cpu"},
+	{"on_ipi_send_cpu", "ipi", "ipi_send_cpu"},
+	{"on_ipi_call_function_entry", "irq_vectors", "call_function_entry"},
+	{"on_ipi_call_function_exit", "irq_vectors", "call_function_exit"},
+	{"on_ipi_call_function_single_entry", "irq_vectors", "call_function_single_entry"},
+	{"on_ipi_call_function_single_exit", "irq_vectors", "call_function_single_exit"},
+	{"on_ipi_reschedule_entry", "irq_vectors", "reschedule_entry"},
+	{"on_ipi_reschedule_exit", "irq_vectors", "reschedule_exit"},
+	// Not irq_work: the kernel refuses a sampling perf event on
+	// irq_work_exit (TRACE_EVENT_PERF_PERM: a sample raises an irq_work),
+	// and a classic tracepoint program is attached through one. Its IPIs
+	// are self-IPIs (the CPU's own work), not sent by another CPU.
 }
 
 // classicBackend is the classic engine: classic.bpf.c's classic
@@ -221,6 +244,7 @@ func (c classicBackend) load(e *Engine, vars map[string]any, entries uint32) (*e
 		return nil, err
 	}
 	spec.Maps["flight"].MaxEntries = entries
+	ipiMaps(spec, e.ncpu, e.cfg.IPI)
 	core := spec.Copy()
 	delete(core.Programs, "reapply_slo") // loadReapply, on its own
 	delete(core.Programs, "settle_held") // the same
@@ -245,10 +269,17 @@ func (c classicBackend) load(e *Engine, vars map[string]any, entries uint32) (*e
 func (classicBackend) attach(e *Engine) error {
 	progs := e.core.Programs
 	e.Features.set(FeatureRseq, nil)
+	e.Features.set(FeatureIPISend, nil)
+	e.Features.set(FeatureIPIReceive, nil)
 	for _, p := range classicAttach {
+		f, optional := featureOf(p.prog)
+		if optional && ipiFeature(f) && !e.cfg.IPI {
+			e.Features.set(f, errIPINotAsked)
+			continue
+		}
 		l, err := link.Tracepoint(p.system, p.event, progs[p.prog], nil)
 		if err != nil {
-			if f, ok := featureOf(p.prog); ok {
+			if optional {
 				e.Features.set(f, fmt.Errorf("tracepoint %s/%s: %w", p.system, p.event, err))
 				continue
 			}

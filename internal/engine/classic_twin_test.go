@@ -38,12 +38,26 @@ const (
 	twinRename
 	twinIRQEntry
 	twinIRQExit
+	twinHrtimerStart
+	twinCsdQueue
+	twinIPISend
+	twinCallSingleEntry
+	twinCallSingleExit
+	twinReschedEntry
+	twinReschedExit
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
 const twinCPU = 0
 
 func newClassicTwin(t *testing.T) *classicTwin {
+	t.Helper()
+	return newClassicTwinWith(t, nil, nil)
+}
+
+// newClassicTwinWith is newClassicTwin with these load-time settings, and
+// a spec edited before the load (edit may be nil).
+func newClassicTwinWith(t *testing.T, vars map[string]any, edit func(*ebpf.CollectionSpec, map[string]uint32)) *classicTwin {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF (CI runs as root)")
@@ -56,9 +70,17 @@ func newClassicTwin(t *testing.T) *classicTwin {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if edit != nil {
+		edit(spec, offs)
+	}
 	for name, v := range offs {
 		if err := spec.Variables[name].Set(v); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 	}
 	tw := &classicTwin{t: t, offs: offs}

@@ -71,6 +71,10 @@ type Config struct {
 	// BTF engine where /sys/kernel/btf/vmlinux does not show them
 	// (LoadBTFFile).
 	BTFFile string
+	// IPI attaches the IPI hooks (--ipi; FeatureIPISend,
+	// FeatureIPIReceive): sends and receipts in the flight recorder,
+	// counted by CPU, kind, receiver and sender (IPIs).
+	IPI bool
 }
 
 // DefaultStackMinWait is how long a tracked task waits for its CPU before
@@ -226,6 +230,27 @@ func EventX(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[0])) }
 
 // EventY: see EventX.
 func EventY(e *Event) uint64 { return *(*uint64)(unsafe.Pointer(&e.Comm[8])) }
+
+// timerFlagSlack is RTS_EVF_SLACK (rtscope.h, a #define bpf2go does not
+// export): the flag of a timer entry or arming that carries its slack.
+const timerFlagSlack = 2
+
+// EventSlack is the slack of a timer entry (A, saturated at 2^32-1 ns) or
+// of a sleeper timer's arming (Y): its hard expiry minus its soft one, the
+// range the kernel may fire it in. ok is false when the engine did not
+// know it (the classic engine saw no arming, or another event type).
+func EventSlack(e *Event) (ns uint64, ok bool) {
+	if e.Flags&timerFlagSlack == 0 {
+		return 0, false
+	}
+	switch e.Type {
+	case EventTimerEntry:
+		return uint64(e.A), true
+	case EventTimerArm:
+		return EventY(e), true
+	}
+	return 0, false
+}
 
 // EventStackID is the stack id of a sleep (B) or stack event (C, 16
 // bits: 0xffff is none), -1 when none was taken or for another type.

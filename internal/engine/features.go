@@ -33,6 +33,8 @@ const (
 	FeatureStealClock                     // the scheduler's steal clock through BTF
 	FeatureKernelSymbols                  // readable /proc/kallsyms addresses
 	FeatureGlobalPtrArgs                  // global BPF functions with pointer arguments: verified once
+	FeatureIPISend                        // ipi_send_cpu and csd_queue_cpu tracepoints: who sends IPIs (--ipi)
+	FeatureIPIReceive                     // x86 irq_vectors tracepoints: IPI receipts and their handler time (--ipi)
 	featureCount
 )
 
@@ -168,7 +170,31 @@ var featureTable = [featureCount]featureSpec{
 		fallback: "the inlined variant: the same programs, verified at every call (start-up 2-3× slower for the BTF engine, 10× for the classic one)",
 		missing:  "this kernel's verifier takes no pointer in a global function's arguments (before Linux 5.12): the inlined variant of the programs runs, verified at every call (a slower start-up, the same measurements)",
 	},
+	FeatureIPISend: {
+		name: "ipi_send", needs: "the `csd:csd_queue_cpu` and `ipi:ipi_send_cpu` tracepoints; asked for with `--ipi`", since: "6.3",
+		probe:    "loading and attaching on_csd_queue_cpu and on_ipi_send_cpu (only with --ipi)",
+		enables:  "who sends each IPI (task, CPU, callsite, function: a TLB shootdown, a function call, a reschedule, an irq_work), in the flight recorder and the IPI counts by sender (docs/ipi.md)",
+		fallback: "IPIs received are counted without their sender",
+		missing:  "IPI senders are not seen: this kernel has no csd_queue_cpu/ipi_send_cpu tracepoints (Linux 6.3 or later), or --ipi was not given",
+		programs: []string{"on_csd_queue_cpu", "on_ipi_send_cpu"},
+	},
+	FeatureIPIReceive: {
+		name: "ipi_receive", needs: "x86's `irq_vectors` tracepoints (call_function, call_function_single, reschedule, irq_work); asked for with `--ipi`",
+		since:    "3.14 (x86 only)",
+		probe:    "loading and attaching on_ipi_call_function_entry and kin (only with --ipi)",
+		enables:  "each IPI received, its handler time and its sender, in windows and verdicts; IPI counts per CPU, kind and task",
+		fallback: "none: IPIs are not seen on the receiving CPU (arm64 has ipi:ipi_entry/ipi_exit, not hooked yet)",
+		missing:  "IPIs received are not seen: this kernel has no x86 irq_vectors tracepoints (arm64 and other architectures), or --ipi was not given",
+		programs: []string{"on_ipi_call_function_entry", "on_ipi_call_function_exit", "on_ipi_call_function_single_entry",
+			"on_ipi_call_function_single_exit", "on_ipi_reschedule_entry", "on_ipi_reschedule_exit", "on_ipi_irq_work_entry", "on_ipi_irq_work_exit"},
+	},
 }
+
+// errIPINotAsked marks the IPI features when --ipi was not given.
+var errIPINotAsked = errors.New("not attached: watch --ipi attaches the IPI hooks")
+
+// ipiFeature tells the features that only --ipi attaches.
+func ipiFeature(f Feature) bool { return f == FeatureIPISend || f == FeatureIPIReceive }
 
 // FeatureInfo is a feature's row of the table, for doctor and the docs.
 type FeatureInfo struct {
@@ -275,6 +301,9 @@ func (f *Features) Missing(x Feature) error { return f.missing[x] }
 func (f *Features) Sentence(x Feature) string {
 	if f.Has(x) {
 		return ""
+	}
+	if errors.Is(f.missing[x], errIPINotAsked) {
+		return errIPINotAsked.Error()
 	}
 	if s := featureTable[x].classic; s != "" && !f.Has(FeatureKernelBTF) {
 		return s

@@ -36,6 +36,7 @@ type TaskStats struct {
 	StartupIterations uint32
 	StartupUs         uint32
 	SchedOpenNs       uint64
+	Throttled         uint64
 	Comm              [16]int8
 	M                 [metric.Count]MetricStats
 }
@@ -92,12 +93,12 @@ func (c histCarries) add(n *Notice) {
 func (c histCarries) join(k *bpfRtsTaskStats) (s *TaskStats, pending bool) {
 	s = &TaskStats{Id: k.Id, StartTime: k.StartTime, Tid: k.Tid, Pid: k.Pid, Target: k.Target,
 		Policy: k.Policy, Prio: k.Prio, RtPriority: k.RtPriority, LastCpu: k.LastCpu, Exited: k.Exited,
-		CpusMask: k.CpusMask, NrCpusAllowed: k.NrCpusAllowed, Wakeups: k.Wakeups,
+		CpusMask: k.CpusMask, NrCpusAllowed: uint64(k.NrCpusAllowed), Wakeups: k.Wakeups,
 		SwitchesVoluntary: k.SwitchesVoluntary, SwitchesPreempted: k.SwitchesPreempted,
 		TimerReleases: k.TimerReleases, Overruns: k.Overruns, NominalPeriod: k.NominalPeriod,
 		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, SchedCur: k.SchedCur,
 		SchedMs: k.SchedMs, StartupIterations: k.StartupIterations, StartupUs: k.StartupUs,
-		SchedOpenNs: k.SchedOpenNs, Comm: k.Comm}
+		SchedOpenNs: k.SchedOpenNs, Throttled: uint64(k.Throttled), Comm: k.Comm}
 	t := c[k.Id]
 	for i := range k.M {
 		km, m := &k.M[i], &s.M[i]

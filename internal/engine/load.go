@@ -132,6 +132,7 @@ func (e *Engine) settings() map[string]any {
 		"test_storage_busy": cfg.TestStorageBusy,
 		"test_stats_nomem":  cfg.TestStatsNoMem,
 	}
+	ipiVars(syms, vars)
 	sleeps := newSleepTable(syms)
 	sleeps.vars(vars)
 	e.Features.SleepReasons = sleeps.describe()

@@ -35,7 +35,7 @@ func (e *Engine) Placements() ([]Placement, error) {
 	}
 	var out []Placement
 	err := e.eachStats(func(id uint64, k *bpfRtsTaskStats) error {
-		out = append(out, placement(id, k.Policy, k.LastCpu, k.CpusMask, k.NrCpusAllowed, k.Exited))
+		out = append(out, placement(id, k.Policy, k.LastCpu, k.CpusMask, uint64(k.NrCpusAllowed), k.Exited))
 		return nil
 	})
 	return out, err

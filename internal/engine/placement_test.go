@@ -11,7 +11,7 @@ func loadWithStats(tb testing.TB, cfg Config, n int) *Engine {
 	e := loadedEngine(tb, cfg)
 	for id := uint64(1); id <= uint64(n); id++ {
 		k := bpfRtsTaskStats{Id: id, Tid: uint32(1000 + id), Policy: uint32(id % 3), LastCpu: uint32(id % 4),
-			CpusMask: id, NrCpusAllowed: id % 65, Exited: uint32(id % 2)}
+			CpusMask: id, NrCpusAllowed: uint32(id % 65), Exited: uint32(id % 2)}
 		if err := e.objs.Stats.Put(id, &k); err != nil {
 			tb.Fatal(err)
 		}

@@ -308,7 +308,7 @@ func TestTwinOverrun(t *testing.T) {
 }
 
 func (tw *twin) arm(now, cpu uint64, tid uint32, expiry, key uint64) {
-	tw.run(tw.objs.TestTimerArm, now, cpu, uint64(tid), expiry, key)
+	tw.run(tw.objs.TestTimerArm, now, cpu, uint64(tid), expiry, key, slackUnknown)
 }
 
 // A loop whose work (1500) exceeds its period (1000) arms each deadline

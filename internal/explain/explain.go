@@ -1,20 +1,28 @@
 // Package explain connects the analysis to the watch session and the
 // report: it describes a report.Task as an analysis.Subject with the
-// system facts the analysis needs (the preemption model), turns a result
+// system facts the analysis needs (the preemption model, the idle exit
+// bound, the throttling share), turns a result
 // into the report.Explanation the report counts and prints, and keeps the
 // hygiene counters derived from traces and /proc. The CLI injects its hooks
 // into watch.Options; analysis stays pure (no /proc, no report).
 package explain
 
 import (
+	"os"
 	"sync"
 
 	"github.com/rtscope/rtscope/internal/analysis"
+	"github.com/rtscope/rtscope/internal/cpuidle"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/preempt"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/sched"
 	"github.com/rtscope/rtscope/internal/trace"
 )
+
+// throttling is the machine's throttling configuration, read once: the
+// share a throttling verdict names.
+var throttling = sync.OnceValue(func() sched.Throttling { return sched.ReadThrottling(os.DirFS("/")) })
 
 // HygieneFutexNoPI is the hygiene counter this package adds to
 // report.Task.Hygiene: futex waits without PI seen in the task's worst-case
@@ -23,10 +31,13 @@ import (
 const HygieneFutexNoPI = "futex_waits_without_pi"
 
 // SubjectOf describes a report task for analysis.Explain, with the running
-// kernel's preemption model (preempt.Detect, read once).
+// kernel's preemption model (preempt.Detect, read once), its CPUs' idle
+// exit bound (cpuidle.Detect, read once) and the share throttling leaves
+// SCHED_OTHER tasks on its last CPU (read once).
 func SubjectOf(t *report.Task, m string) analysis.Subject {
+	idle := cpuidle.Detect()
 	s := analysis.Subject{TID: t.TID, Comm: t.Comm, Policy: t.Policy, Sched: t.Sched, Metric: m, KPrio: 120,
-		Preemption: preempt.Detect()}
+		Preemption: preempt.Detect(), IdleExitNs: idle.Ns, IdleExitWhy: idle.Why, SMICounter: idle.SMICounter}
 	switch {
 	case t.Policy == "DEADLINE":
 		s.KPrio = -1
@@ -41,6 +52,7 @@ func SubjectOf(t *report.Task, m string) analysis.Subject {
 	if t.TimerSlackNs != nil {
 		s.TimerSlackNs = *t.TimerSlackNs
 	}
+	s.FairServerRuntimeNs, s.FairServerPeriodNs = throttling().Share(int(t.LastCPU))
 	s.MemNotLocked = t.Hygiene[report.HygieneMemNotLocked] == 1
 	// As the judgement counts them (report.Judge): one relative sleep is
 	// the start-up's; a tenth or more of its timer releases is its loop.

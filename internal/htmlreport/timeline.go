@@ -422,6 +422,8 @@ func interrupts(evs []trace.Event, cpu int, lo, hi int64, x func(int64) float64)
 			} else {
 				what += " (softirq)"
 			}
+		case "ipi":
+			class, what = "s-irq", ipiWhat(f.e.IPI) // drawn as the hard IRQ it is
 		}
 		tip := fmt.Sprintf("CPU %d: %s, %s to %s µs (%s µs)", cpu, what, units.UsFine(f.from), units.UsFine(f.to),
 			units.UsFine(f.to-f.from))
@@ -437,9 +439,9 @@ func interrupts(evs []trace.Event, cpu int, lo, hi int64, x func(int64) float64)
 	return out
 }
 
-// frameKind tells interrupt-like events: irq, softirq or timer, entry or exit.
+// frameKind tells interrupt-like events: irq, softirq, timer or ipi, entry or exit.
 func frameKind(typ trace.EventType) (kind string, entry, ok bool) {
-	for _, k := range []string{"irq", "softirq", "timer"} {
+	for _, k := range []string{"irq", "softirq", "timer", "ipi"} {
 		switch typ.String() {
 		case k + "_entry":
 			return k, true, true
@@ -461,6 +463,18 @@ func sameFrame(entry, exit trace.Event, kind string) bool {
 		return deref(entry.Vec) == deref(exit.Vec)
 	}
 	return entry.Function == exit.Function
+}
+
+// ipiWhat names an IPI frame: "IPI TLB shootdown from intruder/1234".
+func ipiWhat(p *trace.IPI) string {
+	if p == nil {
+		return "IPI"
+	}
+	s := "IPI " + p.Kind.Noun()
+	if from := p.Sender(); from != "" {
+		s += " from " + from
+	}
+	return s
 }
 
 func deref(p *int) int {

@@ -25,8 +25,18 @@ func PrivateDir(dir string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		owner = int64(st.Uid)
 	}
-	if !fi.IsDir() || owner != 0 || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s must be a directory only root can write (it is %v, owner %d): remove it", dir, fi.Mode(), owner)
+	var why string
+	switch {
+	case !fi.IsDir():
+		why = "is not a directory"
+	case owner != 0:
+		why = fmt.Sprintf("belongs to uid %d", owner)
+	case fi.Mode().Perm()&0o022 != 0:
+		why = fmt.Sprintf("is writable by other users (mode %v)", fi.Mode())
+	default:
+		return nil
 	}
-	return nil
+	// Say what is required: the directory may be /tmp, which is not to be
+	// removed or changed.
+	return fmt.Errorf("%s %s: rtscope keeps files there that no other user may create or replace, so it needs a directory owned by root that only root can write", dir, why)
 }

@@ -341,6 +341,9 @@ func cpuTrackEvent(ev event, paired bool) (k int, typ uint64, name string, anns 
 		return trackOther, typeInstant, e.Type.String() + " " + e.Comm, []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}, true
 	case trace.EventNoise:
 		return noiseTrackEvent(ev)
+	case trace.EventIPISend, trace.EventIPIEntry, trace.EventIPIExit:
+		typ, name, anns = ipiTrackEvent(e, paired)
+		return trackOther, typ, name, anns, true
 	}
 	b, _ := json.Marshal(e) // plain data: cannot fail
 	return trackOther, typeInstant, e.Type.String(), []*msg{annString("event", string(b))}, true
@@ -372,6 +375,8 @@ func pairing(ev event) (track int, key string, entry, ok bool) {
 			irq = *e.IRQ
 		}
 		return trackOther, strconv.Itoa(irq) + "/" + strconv.FormatUint(uint64(e.TID), 10), e.Type == trace.EventHandlerEntry, true
+	case trace.EventIPIEntry, trace.EventIPIExit:
+		return trackOther, "ipi", e.Type == trace.EventIPIEntry, true // IPI handlers do not nest
 	}
 	return 0, "", false, false
 }
@@ -392,4 +397,33 @@ func noiseTrackEvent(ev event) (k int, typ uint64, name string, anns []*msg, ok 
 	anns = append(anns, annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annStrings("causes", causes),
 		annString("largest", string(e.TopCause)))
 	return trackOther, typeInstant, "noise " + e.Comm + " " + units.Us(uint64(max(ns, 0))) + " us", anns, true
+}
+
+// ipiTrackEvent is an IPI's track event: a send is an instant on the
+// sender's CPU ("IPI tlb_shootdown to CPU 1"), a receipt a slice on the
+// receiver's, named by its kind and sender.
+func ipiTrackEvent(e *trace.Event, paired bool) (uint64, string, []*msg) {
+	p := e.IPI
+	if p == nil {
+		p = &trace.IPI{}
+	}
+	anns := []*msg{annString("kind", p.Kind.String())}
+	if p.SenderTID != 0 {
+		anns = append(anns, annUint("sender_tid", uint64(p.SenderTID)), annString("sender_comm", p.SenderComm))
+	}
+	if p.Function != "" {
+		anns = append(anns, annString("function", p.Function))
+	}
+	if e.Type == trace.EventIPISend {
+		to := -1
+		if e.TargetCPU != nil {
+			to = *e.TargetCPU
+		}
+		return typeInstant, fmt.Sprintf("IPI %s to CPU %d", p.Kind, to), anns
+	}
+	what := "IPI " + p.Kind.Noun()
+	if s := p.Sender(); s != "" {
+		what += " from " + s
+	}
+	return sliceOrInstant(e, paired, trace.EventIPIEntry, what, anns)
 }

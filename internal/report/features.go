@@ -22,5 +22,12 @@ func FeaturesFrom(f *engine.Features, trace bool) Features {
 	if f.Probed(engine.FeatureGlobalPtrArgs) {
 		out.Subprograms = f.Sentence(engine.FeatureGlobalPtrArgs)
 	}
+	if f.IPIAsked() { // --ipi: what of it this kernel lacks
+		for _, x := range []engine.Feature{engine.FeatureIPISend, engine.FeatureIPIReceive} {
+			if s := f.Sentence(x); s != "" {
+				out.IPI = append(out.IPI, s)
+			}
+		}
+	}
 	return out
 }

@@ -223,6 +223,7 @@ func WriteSummary(w io.Writer, r *Report, o TextOptions) {
 			l.TrackingDeferred)
 	}
 	WriteSteal(w, r.Steal, r.DurationNs)
+	WriteThrottling(w, r)
 	WriteMonitor(w, r.Monitor)
 	if a := r.Actions; a != nil {
 		fmt.Fprintf(w, "rtscope watch: on-threshold actions ran %d time(s); %d violation(s) came while they ran or after the stop\n",

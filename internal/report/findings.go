@@ -161,12 +161,17 @@ func Findings(t *Task) []Finding {
 	return out
 }
 
+// causeThrottling is the analysis' cause of RT throttling (the fair
+// server): a finding whatever the SLO, as a priority inversion is, since a
+// real-time task that runs 95% of a second breaks its whole CPU.
+const causeThrottling = "rt-throttling"
+
 // causeLongSleep is the analysis' cause of a timer armed more than a
 // period ahead: a sleep the task asked for, no cost.
 const causeLongSleep = "long-sleep"
 
 // beyond tells whether m's worst case (analysed) is a finding: a priority
-// inversion always; else a maximum over its SLO or, for a periodic task,
+// inversion and RT throttling always; else a maximum over its SLO or, for a periodic task,
 // over its period (a period or iteration, which hold a sleep, over 1.5
 // periods; jitter never). A verdict that says "no overrun", or a sleep
 // the task asked for (long-sleep), is none.
@@ -174,7 +179,7 @@ func beyond(t *Task, m *Metric) bool {
 	switch {
 	case m.Cause == "" || m.Verdict == "" || m.MaxNs == nil:
 		return false
-	case m.Cause == causePriorityInversion:
+	case m.Cause == causePriorityInversion || m.Cause == causeThrottling:
 		return true
 	case strings.HasPrefix(m.Verdict, "no overrun") || m.Cause == causeLongSleep:
 		return false

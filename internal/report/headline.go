@@ -208,6 +208,11 @@ func hygieneWarnings(t *Task) []string {
 	if n := t.Hygiene["woken_by_lower_priority"]; n > 0 {
 		out = append(out, fmt.Sprintf("woken by a lower priority %s", times(n)))
 	}
+	// Preempted for a lower class: the real-time load of its CPU is
+	// throttled (the fair server, sched_rt_runtime_us).
+	if n := t.Counters.Throttled; n > 0 {
+		out = append(out, fmt.Sprintf("RT-throttled %s (its CPU given to SCHED_OTHER tasks: the fair server, sched_rt_runtime_us)", times(n)))
+	}
 	return out
 }
 

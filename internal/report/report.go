@@ -40,7 +40,12 @@ type Report struct {
 	FailOn Health `json:"fail_on,omitempty"`
 	// Housekeeping: where rtscope's own threads ran; null: unpinned.
 	Housekeeping *Housekeeping `json:"housekeeping"`
-	Tasks        []*Task       `json:"tasks"`
+	// Throttling is the machine's RT throttling configuration (rt_rq
+	// bandwidth, the fair server per CPU); omitted by reports before it.
+	Throttling *sched.Throttling `json:"throttling,omitempty"`
+	Tasks      []*Task           `json:"tasks"`
+	// IPIs received per CPU and by sender (watch --ipi); null without.
+	IPIs *IPIs `json:"ipis,omitempty"`
 	// Hidden are the tasks not shown (Selection): measured, not judged.
 	Hidden []*Task `json:"hidden_tasks,omitempty"`
 }
@@ -178,6 +183,10 @@ type Features struct {
 	// global functions, verified once, else why the inlined variant ran
 	// (kernels before 5.12: the same measurements, a slower start-up).
 	Subprograms string `json:"subprograms,omitempty"`
+	// IPI lists, with --ipi, what of the IPI hooks this kernel lacks (the
+	// features table's sentences); absent when all are there or without
+	// --ipi (docs/ipi.md).
+	IPI []string `json:"ipi,omitempty"`
 }
 
 // Lost counts everything that could not be measured or kept.
@@ -239,6 +248,9 @@ type Task struct {
 	// StartupNs is how long its start-up lasted from tracking; null while
 	// it is not over (no period settled yet).
 	StartupNs *uint64 `json:"startup_ns"`
+	// IPIs received on its CPU while it ran or waited there, by sender
+	// and kind (watch --ipi); null without.
+	IPIs []IPISender `json:"ipis,omitempty"`
 	// TimerSlackNs is the thread's timer slack, read from
 	// /proc/TID/timerslack_ns while it runs (at discovery, and again after
 	// a policy change); null when unread.
@@ -277,6 +289,10 @@ type Counters struct {
 	Preemptions       uint64 `json:"preemptions"`
 	TimerReleases     uint64 `json:"timer_releases"`
 	Overruns          uint64 `json:"overruns"`
+	// Throttled counts its preempted switch-outs to a lower class, a
+	// real-time or DEADLINE task's throttled intervals (RT throttling, the
+	// fair server); omitted when none.
+	Throttled uint64 `json:"throttled,omitempty"`
 }
 
 // Hygiene counter names (enum rts_hygiene). The kernel keeps the first
@@ -420,7 +436,8 @@ func FromStats(s *engine.TaskStats) *Task {
 		Policy: sched.PolicyName(s.Policy), Sched: sched.Describe(s.Policy, int(s.Prio)),
 		CPUs: CPUList(s.CpusMask, s.NrCpusAllowed),
 		Counters: Counters{Wakeups: s.Wakeups, VoluntarySwitches: s.SwitchesVoluntary,
-			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns},
+			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns,
+			Throttled: s.Throttled},
 		Hygiene: map[string]uint64{},
 		Metrics: map[string]*Metric{},
 	}

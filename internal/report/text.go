@@ -94,6 +94,9 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	c := t.Counters
 	fmt.Fprintf(w, "   wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
+	if c.Throttled > 0 {
+		fmt.Fprintf(w, ", throttled %d", c.Throttled)
+	}
 	if t.NominalPeriodNs != nil {
 		fmt.Fprintf(w, ", period %s us", units.Us(*t.NominalPeriodNs))
 	}
@@ -110,6 +113,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if len(hy) > 0 {
 		fmt.Fprintf(w, "   real-time hygiene: %s\n", strings.Join(hy, ", "))
 	}
+	writeTaskIPIs(w, t.IPIs)
 	for _, id := range metric.All() {
 		if m := t.Metrics[id.String()]; m != nil && m.ViolationCauses != nil && m.SLONs != nil {
 			m.ViolationCauses.WriteText(w, id.String()+" SLO violations", *m.SLONs, "   ")
@@ -250,6 +254,8 @@ func DescribeNamed(e trace.Event, b BoostNamer) string {
 		return fmt.Sprintf("%s %s IRQ %d", eventWords(e), taskLabel(e.TID, e.Comm, ""), deref(e.IRQ))
 	case trace.EventExit:
 		return fmt.Sprintf("exit     %s", taskLabel(e.TID, e.Comm, ""))
+	case trace.EventIPISend, trace.EventIPIEntry, trace.EventIPIExit:
+		return describeIPI(e)
 	case trace.EventStack:
 		where := "user space"
 		if len(e.Stack) > 0 {

@@ -238,6 +238,20 @@ func WriteMonitor(w io.Writer, m *Monitor) {
 	fmt.Fprintln(w, "; -H keeps it off the watched CPUs")
 }
 
+// WriteThrottling prints the throttling configuration and the throttled
+// intervals of the tasks, when the report has it (watch since its
+// throttling analysis).
+func WriteThrottling(w io.Writer, r *Report) {
+	if r.Throttling == nil {
+		return
+	}
+	var n uint64
+	for _, t := range r.Tasks {
+		n += t.Counters.Throttled
+	}
+	fmt.Fprintf(w, "rtscope watch: RT throttling: %s; %d throttled interval(s) of the tasks shown\n", r.Throttling.Words(), n)
+}
+
 func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {
 	if s == nil {
 		return

@@ -8,7 +8,8 @@ import (
 
 func TestCatalogue(t *testing.T) {
 	want := []string{"healthy-loop", "misconfigured-priority", "hidden-blocking", "event-driven-blocking",
-		"priority-inversion", "rt-hog", "irq-noise", "preempt-off", "overrunning-loop", "page-faults", "pipe-write", "busy-poll-noise"}
+		"priority-inversion", "rt-hog", "irq-noise", "preempt-off", "overrunning-loop", "page-faults", "pipe-write", "ipi-storm",
+		"busy-poll-noise", "rt-throttling"}
 	if got := strings.Join(Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("scenarios %s, want %s", got, strings.Join(want, ","))
 	}

@@ -184,6 +184,13 @@ func watchScenario(t *testing.T, name string, flags ...string) map[string]*repor
 // opt; the process's affinity is restored after (housekeeping pins it).
 func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flags ...string) map[string]*report.Task {
 	t.Helper()
+	_, tasks := watchScenarioReport(t, name, opt, flags...)
+	return tasks
+}
+
+// watchScenarioReport is watchScenarioWith with the whole report.
+func watchScenarioReport(t *testing.T, name string, opt func(*watch.Options), flags ...string) (*report.Report, map[string]*report.Task) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (CI runs as root)")
 	}
@@ -247,7 +254,7 @@ func watchScenarioWith(t *testing.T, name string, opt func(*watch.Options), flag
 			t.Fatalf("watch did not report thread %s of %s (got %v; lost %+v)", n, name, got, rep.Lost)
 		}
 	}
-	return tasks
+	return rep, tasks
 }
 
 // metric returns a metric and logs its summary.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/rtscope/rtscope/internal/outfile"
@@ -43,11 +44,11 @@ type APIError struct {
 // agent is replaced, a live one is an error.
 func listenSocket(path string) (net.Listener, error) {
 	if err := outfile.PrivateDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("--socket %s: %w", path, err)
+		return nil, fmt.Errorf("--socket %s: %w; put the socket in such a directory (default %s), or give --socket \"\" for no control API", path, err, DefaultSocket)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("--socket %s exists and is not a socket: remove it", path)
+			return nil, fmt.Errorf("--socket %s exists and is not a socket: give the path of a socket, or of nothing yet", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			_ = c.Close() // only probing
@@ -177,6 +178,25 @@ func NewClient(socket string) *Client {
 		}}}}
 }
 
+// dialError says why the agent could not be reached: a socket only root
+// (or its owner) may connect to is not "no agent".
+func (c *Client) dialError(err error) error {
+	var ne *net.OpError
+	if !errors.As(err, &ne) {
+		return err
+	}
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		owner := "root"
+		if fi, err := os.Stat(c.Socket); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+				owner = fmt.Sprintf("root or uid %d, its owner", st.Uid)
+			}
+		}
+		return fmt.Errorf("--socket %s: permission denied: only %s may control the agent; run rtscope ctl as root (sudo rtscope ctl ...)", c.Socket, owner)
+	}
+	return fmt.Errorf("no agent on --socket %s: %w", c.Socket, ne.Err)
+}
+
 // Do sends method path with body (JSON, nil for none) and decodes the
 // reply into out (nil: discarded). An error reply is returned as an error.
 func (c *Client) Do(method, path string, body, out any) error {
@@ -194,11 +214,7 @@ func (c *Client) Do(method, path string, body, out any) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) {
-			return fmt.Errorf("no agent on --socket %s: %w", c.Socket, ne.Err)
-		}
-		return err
+		return c.dialError(err)
 	}
 	defer resp.Body.Close() //nolint:errcheck // read to the end below
 	if resp.StatusCode != http.StatusOK {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -106,5 +107,50 @@ func TestAPIRefusals(t *testing.T) {
 	}
 	if err := NewClient(filepath.Join(t.TempDir(), "none")).Do("GET", PathTargets, nil, nil); err == nil || !strings.Contains(err.Error(), "no agent on --socket") {
 		t.Errorf("no agent: %v", err)
+	}
+}
+
+// A socket in a directory other users can write (--socket /tmp/x.sock) is
+// refused with what the directory needs and the ways out, not "remove it"
+// (of /tmp).
+func TestSocketDirectoryRefusalSaysWhatIsNeeded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root): the private directory check is root's")
+	}
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o1777); err != nil { // as /tmp
+		t.Fatal(err)
+	}
+	_, err := listenSocket(filepath.Join(tmp, "x.sock"))
+	if err == nil {
+		t.Fatal("a socket in a world-writable directory was accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{"--socket " + tmp + "/x.sock", "writable by other users", "owned by root that only root can write", DefaultSocket, `--socket ""`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "remove it") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q: want one sentence, without 'remove it'", msg)
+	}
+}
+
+// A client refused by the socket's permissions is told to run as root,
+// not that there is no agent; a socket nobody listens on is "no agent".
+func TestClientPermissionDenied(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	c := NewClient(sock)
+	denied := &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}
+	if err := c.dialError(denied); !strings.Contains(err.Error(), "permission denied: only root may control the agent; run rtscope ctl as root") ||
+		strings.Contains(err.Error(), "no agent") {
+		t.Errorf("EACCES: %v", err)
+	}
+	err := c.Do("GET", PathTargets, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "no agent on --socket "+sock) {
+		t.Errorf("no socket: %v", err)
 	}
 }

@@ -151,3 +151,20 @@ func TestDaemonSetPaths(t *testing.T) {
 		t.Errorf("archive %q is not on a writable volume (writable: %v)", cfg.Archive, rw)
 	}
 }
+
+// The example configuration the Debian package installs as
+// /etc/rtscope/serve.yaml parses, names no target (the packaged agent
+// starts idle) and keeps its archive in the unit's StateDirectory.
+func TestExampleConfig(t *testing.T) {
+	c, err := LoadConfig("../../contrib/serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Targets) != 0 || len(c.SLO) != 0 {
+		t.Errorf("the example configuration names targets %v and SLOs %v; the packaged agent must start idle", c.Targets, c.SLO)
+	}
+	if c.Listen != DefaultListen || !strings.HasPrefix(c.Archive, "/var/lib/rtscope/") || c.ArchMB <= 0 {
+		t.Errorf("the example configuration: listen %q (want %s), archive %q (want under /var/lib/rtscope), archive_max_mb %d",
+			c.Listen, DefaultListen, c.Archive, c.ArchMB)
+	}
+}

@@ -203,6 +203,13 @@ func (c *Control) State() (*State, error) {
 	return st, err
 }
 
+// Targets returns how many targets are watched now.
+func (c *Control) Targets() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.targets)
+}
+
 // AddTarget starts watching t: the tasks it names now and later.
 func (c *Control) AddTarget(t TargetConfig) error {
 	if err := t.Check(); err != nil {

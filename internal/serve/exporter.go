@@ -177,6 +177,7 @@ type Exporter struct {
 	runEnabled  bool
 	windowsLost uint64
 	descs       exporterDescs
+	ipi         ipiExport // serve --ipi (ipi.go)
 }
 
 type exporterDescs struct {
@@ -196,7 +197,8 @@ func MetricName(m metric.ID) string {
 func NewExporter() *Exporter {
 	x := &Exporter{started: time.Now(), label: map[uint64]string{}, places: map[uint64]target.Place{}, live: map[uint64]*engine.TaskStats{},
 		done: map[string]*agg{}, names: map[string]bool{}, explained: map[causeKey]uint64{},
-		notAnalysed: map[causeKey]uint64{}, pending: map[pendingKey]uint64{}, gone: map[uint64]string{}}
+		notAnalysed: map[causeKey]uint64{}, pending: map[pendingKey]uint64{}, gone: map[uint64]string{},
+		ipi: newIPIExport()}
 	d := &x.descs
 	t := []string{"target", "unit", "pod"}
 	for _, m := range metric.All() {
@@ -292,10 +294,12 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 	counters := e.Counters()
 	mem := e.MemoryBytes()
 	run, enabled, err := e.ProgramStats()
+	ipis, ipiErr := e.IPIs()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.setLive(live)
 	x.publish()
+	x.tickIPIs(ipis, ipiErr == nil)
 	x.counters = counters[:]
 	x.windowsLost = windowsLost
 	x.memBytes = mem
@@ -492,6 +496,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(d.misses, x.run.Misses)
 	counter(d.overflow, x.overflow)
+	x.collectIPIs(ch)
 	ch <- prometheus.MustNewConstMetric(d.started, prometheus.GaugeValue, float64(x.started.UnixNano())/1e9)
 }
 

@@ -65,7 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	srv := metricsServer(x)
+	srv := metricsServer(x, o.Control)
 	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
@@ -130,12 +130,18 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // metricsServer serves the exporter's and the process's metrics on
-// /metrics.
-func metricsServer(x *Exporter) *http.Server {
+// /metrics, and the number of targets of c (nil: none).
+func metricsServer(x *Exporter, c *Control) *http.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
 			func() float64 { return 1 }))
+	if c != nil {
+		// An idle agent (no target yet) says so: 0 here, and no per-target
+		// series.
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_targets",
+			Help: "Targets (comm, pid, tid, cgroup) the agent watches now."}, func() float64 { return float64(c.Targets()) }))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg,
 		// Native histograms need the protobuf format; the text format

@@ -1,7 +1,10 @@
 package target
 
 import (
+	"os/user"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ReexecMarker is set in the environment of rtscope's re-exec with
@@ -63,4 +66,30 @@ func UserEnv(environ []string) []string {
 		env = append(env, orig)
 	}
 	return env
+}
+
+// LoginEnv returns env for a command that runs as cred (nil: as rtscope,
+// env unchanged), with the user's HOME, USER and LOGNAME, as runuser and
+// sudo's -i give them: launched under sudo, a command would otherwise
+// write its dotfiles under /root and find no USER. A uid without an entry
+// in the user database keeps env as it is.
+func LoginEnv(env []string, cred *syscall.Credential) []string {
+	if cred == nil {
+		return env
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(cred.Uid), 10))
+	if err != nil {
+		return env
+	}
+	set := map[string]string{"HOME": u.HomeDir, "USER": u.Username, "LOGNAME": u.Username}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range []string{"HOME", "USER", "LOGNAME"} {
+		out = append(out, k+"="+set[k])
+	}
+	return out
 }

@@ -147,7 +147,8 @@ func Launch(argv []string, user *syscall.Credential) (*Launched, error) {
 	runtime.LockOSThread()
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = UserEnv(os.Environ()) // not rtscope's GODEBUG (see main.go)
+	// Not rtscope's GODEBUG (see main.go); the user's HOME, USER, LOGNAME.
+	cmd.Env = LoginEnv(UserEnv(os.Environ()), user)
 	// Pdeathsig: if rtscope dies (SIGKILL, OOM), the command dies with it
 	// rather than running on unwatched under PID 1. The kernel sends it when
 	// the forking thread exits: this thread stays locked until Resume, and

@@ -2,7 +2,10 @@ package target
 
 import (
 	"os"
+	"os/user"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -50,5 +53,76 @@ func TestLaunchStopsBeforeFirstInstruction(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatal("command did not run after Resume")
+	}
+}
+
+// A command launched as another user (under sudo: SUDO_UID) runs with that
+// user's HOME, USER and LOGNAME, as runuser gives them, and without
+// rtscope's re-exec GODEBUG.
+func TestLaunchAsUserGetsTheirEnvironment(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a command as another user")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	t.Setenv("HOME", "/root")
+	t.Setenv("USER", "root")
+	t.Setenv("LOGNAME", "root")
+	t.Setenv("GODEBUG", "asyncpreemptoff=1")
+	t.Setenv(ReexecMarker, "")
+	t.Setenv("SUDO_UID", nobody.Uid)
+	t.Setenv("SUDO_GID", nobody.Gid)
+	cred, err := DefaultUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "rtscope-launch-") // t.TempDir's parent is root's only
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/env"
+	l, err := Launch([]string{"sh", "-c", `echo "$HOME|$USER|$LOGNAME|${GODEBUG-unset}|${` + ReexecMarker + `-unset}" > ` + out}, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nobody.HomeDir + "|nobody|nobody|unset|unset"
+	if got := strings.TrimSpace(string(b)); got != want {
+		t.Errorf("the command saw HOME|USER|LOGNAME|GODEBUG|marker %q, want %q", got, want)
+	}
+}
+
+// LoginEnv replaces HOME, USER and LOGNAME, once each, and keeps the rest;
+// as rtscope (no credential) it changes nothing.
+func TestLoginEnv(t *testing.T) {
+	env := []string{"HOME=/root", "PATH=/bin", "USER=root", "LOGNAME=root", "TERM=xterm"}
+	if got := LoginEnv(env, nil); !slices.Equal(got, env) {
+		t.Errorf("LoginEnv(nil) = %q", got)
+	}
+	root := LoginEnv([]string{"PATH=/bin"}, &syscall.Credential{Uid: 0})
+	if !slices.Contains(root, "HOME=/root") || !slices.Contains(root, "USER=root") || !slices.Contains(root, "LOGNAME=root") || len(root) != 4 {
+		t.Errorf("LoginEnv(uid 0) = %q", root)
+	}
+	if nobody, err := user.Lookup("nobody"); err == nil {
+		got := LoginEnv(env, &syscall.Credential{Uid: 65534})
+		want := []string{"PATH=/bin", "TERM=xterm", "HOME=" + nobody.HomeDir, "USER=nobody", "LOGNAME=nobody"}
+		if !slices.Equal(got, want) {
+			t.Errorf("LoginEnv(nobody) = %q, want %q", got, want)
+		}
 	}
 }

@@ -174,6 +174,14 @@ func ParseArgs(args []string, w io.Writer) (o Options, help bool, err error) {
 	return o, false, nil
 }
 
+// DocFlags are timerlat's options, hist's included, for the command's
+// help, man page and completion.
+func DocFlags() *pflag.FlagSet {
+	o := Options{Mode: "hist"}
+	var f flagValues
+	return newFlagSet(&o, &f)
+}
+
 // newFlagSet defines timerlat's options, with rtla's names, into f and
 // (for those that need no check) o.
 func newFlagSet(o *Options, f *flagValues) *pflag.FlagSet {

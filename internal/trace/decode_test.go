@@ -102,6 +102,8 @@ func decodeFixture(t *testing.T) (*Raw, *Names) {
 	ev(110, evSoftirqExit, 0, 9, 0, 0, "")
 	xy(ev(120, evTimerEntry, 1, 0, 0, 0, ""), addr["tick_nohz_handler"], start+115)
 	xy(ev(130, evTimerExit, 1, 0, 0, 0, ""), addr["tick_nohz_handler"], 0)
+	xy(ev(131, evTimerEntry, 3, 10_000_000, 0, 0, ""), addr["hrtimer_wakeup"], start+125) // its slack known: 10 ms
+	xy(ev(132, evTimerArm, 2, 7, 0, 0, ""), start+900, 50_000)                            // arming, slack 50 us
 	for i := range 13 {
 		e := ev(140+uint64(i), evSleep, 0, 7, uint32(i), 1, "")
 		if i == 2 || i == 3 {

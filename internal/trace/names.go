@@ -35,6 +35,9 @@ const (
 	evTimerArm     = engine.EventTimerArm
 	evFaults       = engine.EventFaults
 	evNoise        = engine.EventNoise
+	evIPISend      = engine.EventIPISend
+	evIPIEntry     = engine.EventIPIEntry
+	evIPIExit      = engine.EventIPIExit
 )
 
 var typeNames = map[uint8]EventType{
@@ -43,7 +46,7 @@ var typeNames = map[uint8]EventType{
 	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
 	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
-	evNoise: EventNoise,
+	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit, evNoise: EventNoise,
 }
 
 // NoiseCauses name the causes of a noise interval's parts (enum
@@ -51,6 +54,20 @@ var typeNames = map[uint8]EventType{
 var NoiseCauses = map[uint8]NoiseCause{
 	engine.NoiseIRQ: NoiseIRQ, engine.NoiseTimer: NoiseTimer, engine.NoiseSoftirq: NoiseSoftirq,
 	engine.NoisePreempt: NoisePreempt, engine.NoiseThrottle: NoiseThrottle, engine.NoiseSteal: NoiseSteal,
+}
+
+// ipiKinds name the engine's IPI kinds (enum rts_ipi_kind).
+var ipiKinds = map[uint8]IPIKind{
+	engine.IPICall: IPICall, engine.IPITLB: IPITLB, engine.IPIResched: IPIResched,
+	engine.IPIIRQWork: IPIIRQWork, engine.IPIWakeup: IPIWakeup,
+}
+
+// IPIKindOf names an engine IPI kind ("kindN" when this build does not know it).
+func IPIKindOf(k uint8) IPIKind {
+	if n, ok := ipiKinds[k]; ok {
+		return n
+	}
+	return IPIKind(fmt.Sprintf("kind%d", k))
 }
 
 // SleepReasons name the kernel's sleep reasons (enum rts_sleep_reason,
@@ -102,6 +119,9 @@ type Names struct {
 	syms       *ksym.Table
 	stack      StackFunc
 	reloaded   time.Time
+	// prefetched: a re-read of /proc/kallsyms started off the session's
+	// goroutine (PrefetchSyms), taken by the first re-read Func needs.
+	prefetched chan *ksym.Table
 	// settled: addresses a reload of kallsyms did not rename (an offset
 	// into a program already listed): they never cause another one. Without
 	// it, any BPF frame in a stack re-read kallsyms once a second, about 5%
@@ -180,6 +200,8 @@ func (n *Names) learnOnly(e *engine.Event) {
 		if e.Flags == wakerTask {
 			n.learnComm(e.B, &e.Comm)
 		}
+	case evIPISend:
+		n.learnComm(e.A, &e.Comm)
 	}
 }
 
@@ -231,6 +253,44 @@ func (n *Names) Comm(tid uint32) string {
 	return "?"
 }
 
+// PrefetchSyms starts re-reading /proc/kallsyms in the background, for
+// the first re-read Func needs: the table was read before the engine's
+// programs were loaded, so the first stack taken in one of them (a frame
+// at an offset past the last program listed) re-read it in the session's
+// goroutine. That took 310-1280 ms under stress-ng --switch 4 on 2 CPUs,
+// in the poll that cuts the first windows, and the notices queued behind
+// it were read after the flight recorder had lapped past their windows:
+// all of the traces truncated there (bench/results, 2026-11-28 cost).
+// Call it once the programs are loaded.
+func (n *Names) PrefetchSyms() {
+	if n == nil || n.syms == nil || n.prefetched != nil {
+		return
+	}
+	ch := make(chan *ksym.Table, 1)
+	n.prefetched = ch
+	go func() {
+		t, err := ksym.Load("/proc/kallsyms")
+		if err != nil {
+			t = nil
+		}
+		ch <- t
+	}()
+}
+
+// reload re-reads the symbol table in place (Func): the prefetched
+// table the first time, waiting for it if it is still being read.
+func (n *Names) reload() bool {
+	if n.prefetched != nil {
+		t := <-n.prefetched
+		n.prefetched = nil
+		if t != nil {
+			*n.syms = *t
+			return true
+		}
+	}
+	return n.syms.Reload("/proc/kallsyms") == nil
+}
+
 // IRQName returns the action name of an IRQ line from /proc/interrupts.
 func (n *Names) IRQName(irq int) string {
 	if n == nil {
@@ -255,7 +315,7 @@ func (n *Names) Func(addr uint64) string {
 	name := n.syms.Name(addr)
 	if strings.HasPrefix(name, "bpf_prog_") && strings.Contains(name, "+") && !n.settled[addr] && time.Since(n.reloaded) > kallsymsReloadEvery {
 		n.reloaded = time.Now()
-		if n.syms.Reload("/proc/kallsyms") == nil {
+		if n.reload() {
 			name = n.syms.Name(addr)
 		}
 		if n.settled == nil {
@@ -337,10 +397,11 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		}
 	case evTimerEntry, evTimerExit:
 		ev.Function = n.Func(engine.EventX(&e))
-		ev.HardIRQ = e.Flags == 1
+		ev.HardIRQ = e.Flags&1 == 1
 		if e.Type == evTimerEntry {
 			exp := int64(engine.EventY(&e)) - int64(start)
 			ev.ExpiryT = &exp
+			ev.SlackNs = slackOf(&e)
 		}
 	case evSleep:
 		n.decodeSleep(&ev, &e, start)
@@ -374,12 +435,53 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			exp := int64(engine.EventX(&e)) - int64(start)
 			ev.ExpiryT = &exp
 		}
-		ev.Missed = e.Flags == 1
+		ev.Missed = e.Flags&1 == 1
+		ev.SlackNs = slackOf(&e)
 	case evHandlerEntry, evHandlerExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
+	case evIPISend, evIPIEntry, evIPIExit:
+		n.decodeIPI(&ev, &e)
 	}
 	return ev
+}
+
+// slackOf is a timer event's slack, nil when the engine did not know it.
+func slackOf(e *engine.Event) *uint64 {
+	if ns, ok := engine.EventSlack(e); ok {
+		return &ns
+	}
+	return nil
+}
+
+// decodeIPI fills an IPI event: a send's sender and target, a receipt's
+// sender (named from the comms learnt: the send events carry them), work
+// and callsite, an exit's handler time.
+func (n *Names) decodeIPI(ev *Event, e *engine.Event) {
+	p := &IPI{Kind: IPIKindOf(e.Flags)}
+	ev.IPI = p
+	switch e.Type {
+	case evIPISend:
+		ev.TID, ev.Comm = e.A, engine.CommString(e.Comm)
+		ev.TargetCPU = intp(int(e.B))
+		p.SenderTID, p.SenderComm = e.A, ev.Comm
+	case evIPIEntry:
+		if e.A != 0 {
+			p.SenderTID, p.SenderPID, p.SenderComm = e.A, e.B, n.Comm(e.A)
+			p.SenderCPU = intp(int(e.C))
+		}
+		if fn := engine.EventX(e); fn != 0 {
+			p.Function = n.Func(fn)
+		}
+		if cs := engine.EventY(e); cs != 0 {
+			p.Callsite = n.Func(cs)
+		}
+	case evIPIExit:
+		if e.A != 0 {
+			p.SenderTID, p.SenderComm = e.A, n.Comm(e.A)
+		}
+		p.HandlerNs = engine.EventX(e)
+	}
 }
 
 // decodeSwitch fills a switch's two tasks: tids, names, scheduling, and the

@@ -58,6 +58,10 @@ type Event struct {
 	Function string `json:"function,omitempty"`
 	ExpiryT  *int64 `json:"expiry_t_ns,omitempty"`
 	HardIRQ  bool   `json:"hardirq,omitempty"`
+	// timer_entry, timer_arm: SlackNs is the timer's slack, its hard
+	// expiry minus its soft one: the kernel may fire it anywhere in
+	// [ExpiryT, ExpiryT+SlackNs] (nil: the engine did not know it).
+	SlackNs *uint64 `json:"slack_ns,omitempty"`
 
 	// stack: a timer interrupt's sample of the task running (TID) while WaitingTID waited
 	WaitingTID uint32 `json:"waiting_tid,omitempty"`
@@ -92,6 +96,29 @@ type Event struct {
 	NoiseCauses []NoiseCause `json:"noise_causes,omitempty"`
 	TopCause    NoiseCause   `json:"top_cause,omitempty"`
 	ByTID       uint32       `json:"by_tid,omitempty"`
+	// ipi_send (TID/Comm the sender, TargetCPU the target), ipi_entry and
+	// ipi_exit (the receipt on CPU, with its sender when a send was seen).
+	IPI *IPI `json:"ipi,omitempty"`
+}
+
+// IPI is an inter-processor interrupt's kind and sender.
+type IPI struct {
+	Kind       IPIKind `json:"kind"`
+	SenderTID  uint32  `json:"sender_tid,omitempty"` // 0: no send seen
+	SenderPID  uint32  `json:"sender_pid,omitempty"`
+	SenderComm string  `json:"sender_comm,omitempty"`
+	SenderCPU  *int    `json:"sender_cpu,omitempty"`
+	Function   string  `json:"function,omitempty"` // the work (flush_tlb_func), or the callback
+	Callsite   string  `json:"callsite,omitempty"` // where the sender queued it
+	HandlerNs  uint64  `json:"handler_ns,omitempty"`
+}
+
+// Sender is "comm/tid" of the IPI's sender, "" when unknown.
+func (p *IPI) Sender() string {
+	if p == nil || p.SenderTID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", p.SenderComm, p.SenderTID)
 }
 
 // Waker says who made a task runnable.

@@ -29,8 +29,11 @@ const (
 	EventStack        EventType = "stack"
 	EventSteal        EventType = "steal"
 	EventTimerArm     EventType = "timer_arm"
-	EventFaults       EventType = "faults" // page faults of a tracked task's run
-	EventNoise        EventType = "noise"  // a noise interval of a tracked task (noise.bpf.h)
+	EventFaults       EventType = "faults"    // page faults of a tracked task's run
+	EventIPISend      EventType = "ipi_send"  // IPI work queued for another CPU (--ipi)
+	EventIPIEntry     EventType = "ipi_entry" // an IPI handler begins on this CPU
+	EventIPIExit      EventType = "ipi_exit"  // an IPI handler ends
+	EventNoise        EventType = "noise"     // a noise interval of a tracked task (noise.bpf.h)
 )
 
 // NoiseCause names a part of a noise interval (enum rts_noise_cause).
@@ -59,12 +62,43 @@ func (t *EventType) UnmarshalText(b []byte) error { *t = EventType(b); return ni
 
 // Entry tells an IRQ, softirq or timer callback entry: a frame opens.
 func (t EventType) Entry() bool {
-	return t == EventIRQEntry || t == EventSoftirqEntry || t == EventTimerEntry
+	return t == EventIRQEntry || t == EventSoftirqEntry || t == EventTimerEntry || t == EventIPIEntry
 }
 
 // Exit tells an IRQ, softirq or timer callback exit: a frame closes.
 func (t EventType) Exit() bool {
-	return t == EventIRQExit || t == EventSoftirqExit || t == EventTimerExit
+	return t == EventIRQExit || t == EventSoftirqExit || t == EventTimerExit || t == EventIPIExit
+}
+
+// IPIKind is what an IPI asks of its CPU (enum rts_ipi_kind), named as the
+// JSON writes it. Immutable: safe for concurrent use.
+type IPIKind string
+
+// IPI kinds; ipiKinds maps the engine's values to them.
+const (
+	IPICall    IPIKind = "function_call" // smp_call_function*, a remote irq_work
+	IPITLB     IPIKind = "tlb_shootdown" // flush_tlb_func: another CPU changed a shared mm's mappings
+	IPIResched IPIKind = "reschedule"    // a remote wakeup or preemption
+	IPIIRQWork IPIKind = "irq_work"      // the CPU's own deferred work (a self-IPI)
+	IPIWakeup  IPIKind = "remote_wakeup" // a wakeup queued for this CPU (sched_ttwu_pending)
+)
+
+// String returns the kind's name.
+func (k IPIKind) String() string { return string(k) }
+
+// Noun is the kind in a sentence: "TLB shootdown".
+func (k IPIKind) Noun() string {
+	switch k {
+	case IPITLB:
+		return "TLB shootdown"
+	case IPICall:
+		return "function call"
+	case IPIResched:
+		return "reschedule"
+	case IPIWakeup:
+		return "remote wakeup"
+	}
+	return string(k)
 }
 
 // WakerKind says in which context a task was woken (enum rts_waker_ctx).

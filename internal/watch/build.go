@@ -1,13 +1,16 @@
 package watch
 
 import (
+	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/ksym"
 	"github.com/rtscope/rtscope/internal/report"
+	"github.com/rtscope/rtscope/internal/sched"
 )
 
 // build makes the run's report: every shown task with its windows
@@ -28,6 +31,7 @@ func (s *watcher) build() *report.Report {
 			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
 	}
 	s.selectTasks(rep)
+	s.ipis(rep)
 	s.stealEnd()
 	rep.Steal = s.steal
 	if s.o.Analyze != nil || s.o.Explain != nil {
@@ -37,6 +41,8 @@ func (s *watcher) build() *report.Report {
 	rep.Lost.ExitedWindowsDropped = s.win.exited.Dropped
 	rep.Lost.LiveWindowsNotKept = s.win.live.NotKept
 	rep.Housekeeping = s.house.house
+	th := sched.ReadThrottling(os.DirFS("/"))
+	rep.Throttling = &th
 	if len(s.o.OnThreshold) > 0 {
 		rep.Actions = &report.Actions{ThresholdFired: s.viol.fired, ThresholdSkipped: s.viol.skipped}
 	}
@@ -84,5 +90,19 @@ func (s *watcher) stealEnd() {
 		}
 		s.steal.PerCPUNs = append(s.steal.PerCPUNs, d)
 		s.steal.RunNs += d
+	}
+}
+
+// ipis puts the run's IPI counts in rep (--ipi): per CPU and sender, and
+// each task's, received while it ran or waited on the CPU.
+func (s *watcher) ipis(rep *report.Report) {
+	st, err := s.eng.IPIs()
+	if err != nil {
+		return // not attached: features.ipi_receive says why
+	}
+	syms, _ := ksym.Kernel()
+	rep.IPIs = report.IPIsFrom(st, syms.Func)
+	for _, t := range append(rep.Tasks, rep.Hidden...) {
+		t.IPIs = report.TaskIPIs(st, t.TID, syms.Func)
 	}
 }

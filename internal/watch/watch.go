@@ -67,6 +67,7 @@ type Options struct {
 	TraceEvents uint32        // flight recorder events per CPU
 	Engine      string        // engine.EngineAuto, EngineBTF or EngineClassic (--engine)
 	BTFFile     string        // --btf: the kernel's vmlinux BTF as a file (engine.Config.BTFFile)
+	IPI         bool          // --ipi: IPIs recorded with their senders (engine.Config.IPI)
 	TraceMax    int           // events kept per worst-case window (0: default)
 	// StackAfter: a tracked task waits this long for its CPU before the
 	// kernel stack of what runs instead is taken (nil:
@@ -179,8 +180,12 @@ func defaults(o *Options) {
 
 // run is Run, as an agent's session when a is set (RunAgent).
 func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
-	if err := o.Targets.Validate(); err != nil {
-		return nil, err
+	// An agent may start idle: its targets come later (serve's ctl, a
+	// reloaded config).
+	if a == nil || !o.Targets.Empty() {
+		if err := o.Targets.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	defaults(&o)
 	out, err := openOutputs(o)
@@ -197,7 +202,7 @@ func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
 			SLODefault: o.SLO.Default, SLOByID: o.SLO.ByID, ViolationNotices: len(o.OnThreshold) > 0, Engine: o.Engine, BTFFile: o.BTFFile,
-			WarmUp: engineWarmUp(o.WarmUp)},
+			WarmUp: engineWarmUp(o.WarmUp), IPI: o.IPI},
 		Housekeeping: o.Housekeeping, Duration: o.Duration, Poll: o.Poll,
 		Every: []session.Job{{Every: o.Interval, Run: s.liveTable}}}
 	if o.Series {
@@ -230,6 +235,7 @@ func (s *watcher) Prepare() error { return nil }
 func (s *watcher) Attached(e *engine.Engine) error {
 	syms, _ := ksym.Kernel()
 	s.eng, s.names, s.started = e, trace.NewNames(syms, e.Stack), time.Now()
+	s.names.PrefetchSyms() // the programs are loaded: their frames get names
 	s.win = newWindows(e, s.names, s.o.TraceMax)
 	s.book.eng = e
 	if s.series != nil {
