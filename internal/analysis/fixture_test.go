@@ -43,7 +43,7 @@ type fixture struct {
 		// (slack_ns), as the analysis judged before the engine carried it.
 		WithoutSlack Cause `json:"without_slack_cause"`
 		// WithoutThrottle: the cause before throttling was detected
-		// (throttle.go): pi_stress's fair-server gap was "exit from idle".
+		// (throttle.go): pi_stress's fair-server gap was "exit from idle", and is "unexplained" since the idle exit bound.
 		WithoutThrottle Cause `json:"without_throttle_cause"`
 	} `json:"want"`
 	Trace *trace.Trace `json:"trace"`
