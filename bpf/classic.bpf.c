@@ -619,7 +619,7 @@ int on_hrtimer_expire_exit(void *ctx)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_timer_exit_body(cs, timer_exit_hard(cs));
+	rts_timer_exit_body(cs, timer_exit_hard(cs), false);
 	return 0;
 }
 

@@ -110,6 +110,8 @@ static __always_inline __u32 rts_throttled(const struct rts_switch *ev)
 	return rt & (next_fair | (dl & next_not_dl));
 }
 
+#include "noise.bpf.h"
+
 /*
  * The tracked tasks of a switch: prev's run ends (its held samples are
  * settled), next's begins. Returns prev's stats as rts_on_switch_out hands
@@ -180,8 +182,9 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	if (ps && !ev->preempt && ev->prev_state != 0) /* a voluntary switch-out */
 		rts_on_sleep(ctx, cs, ps, cpu, now, ev->prev_state);
 	/* Steal first: the time it covers ends before this switch. */
+	__u64 steal = btf ? rts_steal_ns(next) : 0;
 	if (btf)
-		rts_steal_update(cs, cpu, now, rts_steal_ns(next));
+		rts_steal_update(cs, cpu, now, steal);
 
 	/* IRQs are off in __schedule(): the slot needs no atomic (rts_flight_slot). */
 	struct rts_event *e = rts_flight_slot(cs, cpu, now, RTS_EV_SWITCH, true);
@@ -207,6 +210,7 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	 */
 	struct rts_task_stats *s =
 		rts_switch_tasks(ev, ps, ns, cs, now, cpu, !ev->preempt && ev->prev_state != 0, irq_ns, btf);
+	rts_noise_switch(ev, ps, ns, now, steal);
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
 	/* Last, where few paths go on: inside rts_switch_tasks they took
@@ -367,6 +371,7 @@ static __always_inline void rts_untrack_body(struct rts_task_state *st, struct r
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	rts_settle(st, s);
+	rts_noise_end(st, now);
 	if (s) {
 		if (identity)
 			rts_eng_identity(st, s, t, last_cpu);
@@ -418,6 +423,10 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 						 __u64 fn, __u64 expiry, __u64 slack)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
+	/* Its interrupt was due at its hard expiry: the noise it makes starts there. */
+	if (slot == 1)
+		rts_noise_enter(now, slack != RTS_SLACK_UNKNOWN ? expiry + slack : 0,
+				cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	cs->cb_function[slot & 1] = fn;
 	cs->cb_expiry[slot & 1] = expiry;
 	cs->cb_entry[slot & 1] = now;
@@ -442,11 +451,17 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 	}
 }
 
-static __always_inline void rts_timer_exit_body(struct rts_cpu_state *cs, __u32 slot)
+/* An hrtimer callback ends; btf: the steal clock is readable (the tick just updated it). */
+static __always_inline void rts_timer_exit_body(struct rts_cpu_state *cs, __u32 slot, bool btf)
 {
 	__u64 fn = cs->cb_function[slot & 1];
+	__u64 now = bpf_ktime_get_ns();
 	cs->cb_function[slot & 1] = 0;
-	struct rts_event *e = rts_flight(cs, bpf_get_smp_processor_id(), bpf_ktime_get_ns(), RTS_EV_TIMER_EXIT);
+	/* The tick just updated the steal clock: growth since the last reading came before this interrupt. */
+	struct rts_noise_cpu *n = slot == 1 ? rts_noise_leave(now, cs->cb_entry[1], RTS_NC_TIMER, 0) : 0;
+	if (btf && n)
+		rts_noise_steal(n, cs->cb_entry[1], rts_steal_ns(bpf_get_current_task_btf()), bpf_get_smp_processor_id());
+	struct rts_event *e = rts_flight(cs, bpf_get_smp_processor_id(), now, RTS_EV_TIMER_EXIT);
 	if (e) {
 		e->flags = slot;
 		e->x = fn;
@@ -485,6 +500,7 @@ static __always_inline int rts_irq_entry_body(__u32 irq)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	if (cs->irq_depth++ == 0)
 		cs->irq_entry = now;
 	cs->irq_nr = irq;
@@ -500,6 +516,7 @@ static __always_inline int rts_irq_exit_body(__u32 irq, __u32 ret)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	rts_noise_leave(now, cs->irq_entry, RTS_NC_IRQ, irq);
 	if (cs->irq_depth && --cs->irq_depth == 0 && now > cs->irq_entry)
 		cs->irq_ns += now - cs->irq_entry;
 	struct rts_event *e = rts_flight(cs, bpf_get_smp_processor_id(), now, RTS_EV_IRQ_EXIT);
@@ -516,6 +533,7 @@ static __always_inline int rts_softirq_entry_body(__u32 vec)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], true);
 	cs->softirq_vec = vec + 1;
 	cs->softirq_tid = bpf_get_current_pid_tgid() & 0xffffffff;
 	cs->softirq_entry = now;
@@ -531,6 +549,8 @@ static __always_inline int rts_softirq_exit_body(__u32 vec)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	if (cs->softirq_vec)
+		rts_noise_leave(now, cs->softirq_entry, RTS_NC_SOFTIRQ, vec);
 	if (cs->softirq_vec && now > cs->softirq_entry)
 		cs->softirq_ns += now - cs->softirq_entry;
 	cs->softirq_vec = 0;

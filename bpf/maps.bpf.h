@@ -66,6 +66,22 @@ struct rts_held_sample {
 /* Held samples are kept by metric, below this one (every metric but response is held). */
 #define RTS_HELD_MAX 8
 
+/*
+ * A noise interval being built (noise.bpf.h): of the task current on a CPU
+ * (struct rts_noise_cpu), or of a task off its CPU while runnable (its
+ * task state).
+ */
+struct rts_noise_iv {
+	__u64 start; /* 0: none */
+	__u64 end;   /* its end so far */
+	__u64 top_ns; /* its largest part */
+	__u32 top_who;
+	__u32 cpu_start;
+	__u8 top_cause; /* enum rts_noise_cause */
+	__u8 mask;      /* 1 << cause of each of its parts */
+	__u8 pad[6];
+};
+
 /* Hot per-task state of the state machine; see task_logic.bpf.h. */
 /* A DEADLINE task's sched_dl_entity as read at a switch (deadline.bpf.h). */
 struct rts_dl_view {
@@ -169,6 +185,12 @@ struct rts_task_state {
 	__u8 dl_valid; /* dl_view was read at this switch: a DEADLINE task */
 	struct rts_dl_view dl_view;
 	struct rts_dl_job dl_job;
+	/* Off its CPU while runnable since nz_off (0: not): the noise interval it is in (noise.bpf.h). */
+	struct rts_noise_iv nz;
+	__u64 nz_off;
+	__u32 nz_who;   /* the task it left its CPU for */
+	__u8 nz_cause;  /* RTS_NC_PREEMPT or RTS_NC_THROTTLE */
+	__u8 pad_nz[3];
 };
 
 /* A zeroed task state to create hash-kept ones from (the classic engine,

@@ -541,7 +541,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
-	rts_timer_exit_body(cs, timer->is_soft ? 0 : 1);
+	rts_timer_exit_body(cs, timer->is_soft ? 0 : 1, true);
 	return 0;
 }
 
@@ -691,4 +691,5 @@ enum rts_waker_ctx *rts_btf_waker_ctx __attribute__((unused));
 enum rts_notice_type *rts_btf_notice_type __attribute__((unused));
 enum rts_counter *rts_btf_counter __attribute__((unused));
 enum rts_sleep_reason *rts_btf_sleep_reason __attribute__((unused));
+enum rts_noise_cause *rts_btf_noise_cause __attribute__((unused));
 enum rts_ipi_kind *rts_btf_ipi_kind __attribute__((unused));

@@ -25,6 +25,7 @@ enum rts_metric {
 	RTS_M_DL_RELEASE,   /* SCHED_DEADLINE job: release (new absolute deadline - relative deadline) -> first on a CPU */
 	RTS_M_DL_EXEC,      /* SCHED_DEADLINE job: its on-CPU time */
 	RTS_M_DL_RESPONSE,  /* SCHED_DEADLINE job: release -> its end (sleep, sched_yield or throttling) */
+	RTS_M_NOISE,        /* one interruption of a running task: off its CPU while runnable, or its CPU serving an IRQ, softirq or the hypervisor (noise.bpf.h) */
 	RTS_M_COUNT,
 };
 
@@ -177,6 +178,22 @@ enum rts_event_type {
 	RTS_EV_IPI_SEND,      /* IPI work queued for another CPU (ipi.bpf.h): a=sender tid b=target cpu flags=kind comm=sender */
 	RTS_EV_IPI_ENTRY,     /* IPI handler begins: a=sender tid (0: unknown) b=sender tgid c=sender cpu flags=kind x=function y=callsite */
 	RTS_EV_IPI_EXIT,      /* IPI handler ends: a=sender tid flags=kind x=handler ns */
+	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid c=that part's cause (rts_noise_cause) flags=1<<cause of every part x=start y=end */
+};
+
+/*
+ * Causes of a noise interval's parts (RTS_EV_NOISE; noise.bpf.h). Names in
+ * internal/trace.
+ */
+enum rts_noise_cause {
+	RTS_NC_NONE = 0,
+	RTS_NC_IRQ,      /* a device hard IRQ handler: who = irq */
+	RTS_NC_TIMER,    /* an hrtimer callback in hard IRQ context (the local timer interrupt) */
+	RTS_NC_SOFTIRQ,  /* a softirq: who = vector */
+	RTS_NC_PREEMPT,  /* off its CPU while runnable, for a task of its class and higher or equal priority: who = tid */
+	RTS_NC_THROTTLE, /* off its CPU while runnable, for a lower class or priority (RT throttling, fair server): who = tid */
+	RTS_NC_STEAL,    /* the hypervisor ran something else (steal clock grew while it ran) */
+	RTS_NC_COUNT,
 };
 
 /*

@@ -92,10 +92,13 @@ static __always_inline void rts_eng_identity(struct rts_task_state *st, struct r
 		s->last_cpu = cpu;
 }
 
-/* handlers.bpf.h's current task: the twin's tasks are not running. */
+/* The task the noise twins say is current (0: none). */
+__u32 twin_current_tid = 0;
+
+/* handlers.bpf.h's current task: twin_current_tid's (the other twins run none). */
 static __always_inline struct rts_task_state *rts_eng_current(void)
 {
-	return 0;
+	return twin_current_tid ? task(twin_current_tid) : 0;
 }
 
 /*
@@ -404,6 +407,55 @@ int BPF_PROG(test_own_seq, __u64 tid, __u64 set, __u64 last)
 	if (set)
 		st->own_seq = last;
 	return rts_own_seq(st);
+}
+
+/*
+ * Noise (noise.bpf.h): the switch from prev to next at now (prev_state 0:
+ * runnable; kernel prios), with the CPU's steal clock; next becomes the
+ * current task of rts_eng_current.
+ */
+SEC("raw_tp")
+int BPF_PROG(test_noise_switch, __u64 now, __u64 prev_tid, __u64 next_tid, __u64 preempt, __u64 prev_state,
+	     __s64 prev_prio, __s64 next_prio, __u64 steal)
+{
+	struct rts_switch ev = {.prev = {.tid = prev_tid, .prio = prev_prio},
+				.next = {.tid = next_tid, .prio = next_prio},
+				.prev_state = prev_state,
+				.preempt = preempt != 0};
+	twin_current_tid = next_tid;
+	rts_noise_switch(&ev, task(prev_tid), task(next_tid), now, steal);
+	return 0;
+}
+
+/*
+ * Noise: an interruption part on this CPU. leave 0: it begins at now, due
+ * since (0: now; busy 1: another was in progress, 2: a softirq, the tail of
+ * the last hard IRQ); else it ends at now, begun
+ * at since, with the steal clock read then (0: none).
+ */
+SEC("raw_tp")
+int BPF_PROG(test_noise_irq, __u64 now, __u64 leave, __u64 busy, __u64 cause, __u64 who, __u64 since,
+	     __u64 steal)
+{
+	if (!leave) {
+		rts_noise_enter(now, since, busy & 1, busy & 2);
+		return 0;
+	}
+	struct rts_noise_cpu *n = rts_noise_leave(now, since, cause, who);
+	if (n && steal)
+		rts_noise_steal(n, since, steal, bpf_get_smp_processor_id());
+	return 0;
+}
+
+/* Noise: tracked task tid ends (exit) while current here. */
+SEC("raw_tp")
+int BPF_PROG(test_noise_end, __u64 now, __u64 tid)
+{
+	struct rts_task_state *st = task(tid);
+	if (!st)
+		return -1;
+	rts_noise_end(st, now);
+	return 0;
 }
 
 /* ---- IPIs (ipi.bpf.h): the bodies as the stubs call them ---- */

@@ -471,6 +471,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 		}
 	}
 	verdict(res, tl, s, segs)
+	if s.Metric == "noise" {
+		noiseVerdict(res, tr, s)
+	}
 	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
 		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
 	}
@@ -521,8 +524,9 @@ func startState(segs []taskSeg, metric string, cpuStart int) {
 	switch metric {
 	case "timer-irq", "timer-thread", "timer-user":
 		segs[0].st = stBlocked
-	case "handler", "iteration":
-		// An iteration opens when the task arms its timer: it runs.
+	case "handler", "iteration", "noise":
+		// An iteration opens when the task arms its timer, a noise
+		// interval when its running task is interrupted: it runs.
 		segs[0].st = stRunning
 	default:
 		segs[0].st = stRunnable

@@ -22,14 +22,14 @@ func TestDefaultFlightFor(t *testing.T) {
 }
 
 // TestTaskStatsSize: a tracked task's statistics (the stats hash value)
-// within 6.5 KiB (200 16-bit buckets a metric, their carries in user
-// space), so that 100 tasks take about 0.65 MiB (issue 12 set 5 KiB for 10
+// within 7 KiB (200 16-bit buckets a metric, their carries in user
+// space), so that 100 tasks take about 0.7 MiB (issue 12 set 5 KiB for 10
 // metrics; the 3 SCHED_DEADLINE job metrics and their counters of issue 38
-// took it from 5120 to 6656 bytes; 32-bit buckets made it 9 KiB, 272
-// buckets 12 KiB).
+// took it from 5120 to 6656 bytes, the noise metric by 488 more; 32-bit
+// buckets made it 9 KiB, 272 buckets 12 KiB).
 func TestTaskStatsSize(t *testing.T) {
-	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 6656 {
-		t.Errorf("the kernel's TaskStats takes %d bytes, above 6656", n)
+	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 7168 {
+		t.Errorf("the kernel's TaskStats takes %d bytes, above 7168", n)
 	}
 }
 
@@ -48,7 +48,9 @@ func TestKernelMemoryBudget(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (CI runs as root)")
 	}
-	const tasks, cpus, budget = 100, 4, 9 << 18
+	// 2.35 MiB: the DEADLINE job metrics (2.18 MiB measured) and the noise
+	// metric (48 KiB of statistics for 100 tasks) raised it from 2 MiB.
+	const tasks, cpus, budget = 100, 4, 2.35 * (1 << 20)
 	e, err := Load(Config{Trace: true, SleepStacks: true, StackMinWait: DefaultStackMinWait, FlightPerCPU: DefaultFlightFor(cpus)})
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,10 @@ const verifierBudget = 150_000
 // kernels before 5.12 load (compat.bpf.h), verified again at every call:
 // 328,496 instructions for the tp_btf engine, 633,310 for the classic one
 // (its on_sched_switch 500,617 of the million a program may take), on
-// Linux 6.18.
-const verifierBudgetInlined = 700_000
+// Linux 6.18. 750,000 since the noise metric: its recording, inlined in
+// the IRQ, softirq and timer entries there, took the classic one to 722,799
+// (on_sched_switch 507,611) with the IPI hooks.
+const verifierBudgetInlined = 750_000
 
 var (
 	verifierProcessed = regexp.MustCompile(`processed (\d+) insns`)

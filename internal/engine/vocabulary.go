@@ -33,6 +33,21 @@ const (
 	// iteration ended); Flags 1 when its expiry had already passed.
 	EventTimerArm = uint8(bpfRtsEventTypeRTS_EV_TIMER_ARM)
 	EventFaults   = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
+	// EventNoise: a noise interval of a tracked task (A) from X to Y; C
+	// its largest part's cause (Noise*), B that part's irq, vector or
+	// tid, Flags 1<<cause of each of its parts.
+	EventNoise = uint8(bpfRtsEventTypeRTS_EV_NOISE)
+)
+
+// Causes of a noise interval's parts (enum rts_noise_cause).
+const (
+	NoiseIRQ        = uint8(bpfRtsNoiseCauseRTS_NC_IRQ)
+	NoiseTimer      = uint8(bpfRtsNoiseCauseRTS_NC_TIMER)
+	NoiseSoftirq    = uint8(bpfRtsNoiseCauseRTS_NC_SOFTIRQ)
+	NoisePreempt    = uint8(bpfRtsNoiseCauseRTS_NC_PREEMPT)
+	NoiseThrottle   = uint8(bpfRtsNoiseCauseRTS_NC_THROTTLE)
+	NoiseSteal      = uint8(bpfRtsNoiseCauseRTS_NC_STEAL)
+	NoiseCauseCount = int(bpfRtsNoiseCauseRTS_NC_COUNT)
 )
 
 // Waker contexts, in the flags of an EventWakeup (enum rts_waker_ctx).

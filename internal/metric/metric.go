@@ -27,6 +27,7 @@ const (
 	DLRelease
 	DLExec
 	DLResponse
+	Noise
 	Count
 )
 
@@ -51,6 +52,7 @@ var infos = [Count]Info{
 	DLRelease:   {"dl-release", "DL-REL", "SCHED_DEADLINE job release latency: its release (new absolute deadline - relative deadline) -> first on a CPU"},
 	DLExec:      {"dl-exec", "DL-EXEC", "SCHED_DEADLINE job execution time: its on-CPU time"},
 	DLResponse:  {"dl-response", "DL-RESP", "SCHED_DEADLINE job response: its release -> its end (sleep, sched_yield or throttling)"},
+	Noise:       {"noise", "NOISE", "one interruption of a running task: off its CPU while runnable, or its CPU serving an IRQ, softirq or the hypervisor"},
 }
 
 // Info returns the description of m.

@@ -339,6 +339,8 @@ func cpuTrackEvent(ev event, paired bool) (k int, typ uint64, name string, anns 
 		return trackOther, typeInstant, "steal " + units.Us(e.StealNs) + " us", anns, true
 	case trace.EventUserReturn, trace.EventExit, trace.EventTimerArm:
 		return trackOther, typeInstant, e.Type.String() + " " + e.Comm, []*msg{annUint("tid", uint64(e.TID)), annString("comm", e.Comm)}, true
+	case trace.EventNoise:
+		return noiseTrackEvent(ev)
 	case trace.EventIPISend, trace.EventIPIEntry, trace.EventIPIExit:
 		typ, name, anns = ipiTrackEvent(e, paired)
 		return trackOther, typ, name, anns, true
@@ -377,6 +379,24 @@ func pairing(ev event) (track int, key string, entry, ok bool) {
 		return trackOther, "ipi", e.Type == trace.EventIPIEntry, true // IPI handlers do not nest
 	}
 	return 0, "", false, false
+}
+
+// noiseTrackEvent is a noise interval's instant, where it was recorded:
+// its task, length, causes and largest part.
+func noiseTrackEvent(ev event) (k int, typ uint64, name string, anns []*msg, ok bool) {
+	e := ev.e
+	var ns int64
+	if e.SinceT != nil && e.EndT != nil {
+		ns = *e.EndT - *e.SinceT
+		anns = append(anns, annInt("start_ns", *absRel(e.SinceT, ev.start)), annInt("end_ns", *absRel(e.EndT, ev.start)))
+	}
+	causes := make([]string, len(e.NoiseCauses))
+	for i, c := range e.NoiseCauses {
+		causes[i] = string(c)
+	}
+	anns = append(anns, annUint("tid", uint64(e.TID)), annString("comm", e.Comm), annStrings("causes", causes),
+		annString("largest", string(e.TopCause)))
+	return trackOther, typeInstant, "noise " + e.Comm + " " + units.Us(uint64(max(ns, 0))) + " us", anns, true
 }
 
 // ipiTrackEvent is an IPI's track event: a send is an instant on the

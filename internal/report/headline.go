@@ -63,6 +63,7 @@ const minJudgeEvents = 10
 // once these are attached.
 func Judge(t *Task) {
 	t.Findings = Findings(t)
+	t.NoiseNsPerS = noisePerS(t)
 	t.Health, t.HealthReason = judge(t)
 	t.Headline = headline(t)
 }
@@ -104,6 +105,8 @@ func judge(t *Task) (Health, string) {
 		return HealthUnknown, fmt.Sprintf("too few events to judge (%s)", plural(samples(t), "sample"))
 	case t.NominalPeriodNs != nil:
 		return HealthOK, fmt.Sprintf("kept its period in %d iterations", iterations(t))
+	case busyPoll(t):
+		return HealthOK, fmt.Sprintf("no finding in %s (no SLO, no period; it never sleeps)", plural(t.Metrics[metric.Noise.String()].Count, "interruption"))
 	}
 	return HealthOK, fmt.Sprintf("no finding in %d wakeups (no SLO, no period)", t.Counters.Wakeups)
 }
@@ -269,6 +272,9 @@ func headline(t *Task) string {
 		if id, v := worstAgainst(t); id >= 0 {
 			return fmt.Sprintf("worst %s %s us, %.2f of its period", id, units.Us(v), float64(v)/float64(*p))
 		}
+	}
+	if busyPoll(t) {
+		return noiseHeadline(t)
 	}
 	for _, id := range []metric.ID{metric.Latency, metric.Response, metric.Handler} {
 		if m := t.Metrics[id.String()]; m != nil && m.Count > 0 && m.MaxNs != nil {

@@ -266,6 +266,11 @@ type Task struct {
 	HealthReason string    `json:"health_reason"`
 	Headline     string    `json:"headline"`
 	Findings     []Finding `json:"findings"`
+	// NoiseNsPerS is its noise time per second of wall time it was
+	// tracked (the noise metric's sum over SchedTimes' total): a busy
+	// poller's share of its CPU it did not get; absent without noise
+	// samples or wall time (Judge).
+	NoiseNsPerS *float64 `json:"noise_ns_per_s,omitempty"`
 
 	id uint64
 }

@@ -34,6 +34,7 @@ const (
 	evSteal        = engine.EventSteal
 	evTimerArm     = engine.EventTimerArm
 	evFaults       = engine.EventFaults
+	evNoise        = engine.EventNoise
 	evIPISend      = engine.EventIPISend
 	evIPIEntry     = engine.EventIPIEntry
 	evIPIExit      = engine.EventIPIExit
@@ -45,7 +46,14 @@ var typeNames = map[uint8]EventType{
 	evTimerEntry: EventTimerEntry, evTimerExit: EventTimerExit, evSleep: EventSleep,
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
 	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
-	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit,
+	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit, evNoise: EventNoise,
+}
+
+// NoiseCauses name the causes of a noise interval's parts (enum
+// rts_noise_cause: the flags and C of a noise event).
+var NoiseCauses = map[uint8]NoiseCause{
+	engine.NoiseIRQ: NoiseIRQ, engine.NoiseTimer: NoiseTimer, engine.NoiseSoftirq: NoiseSoftirq,
+	engine.NoisePreempt: NoisePreempt, engine.NoiseThrottle: NoiseThrottle, engine.NoiseSteal: NoiseSteal,
 }
 
 // ipiKinds name the engine's IPI kinds (enum rts_ipi_kind).
@@ -417,6 +425,8 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 			since := int64(x) - int64(start)
 			ev.SinceT = &since
 		}
+	case evNoise:
+		decodeNoise(&ev, &e, start, n)
 	case evUserReturn, evExit:
 		ev.TID, ev.Comm = e.A, n.Comm(e.A)
 	case evTimerArm:
@@ -637,4 +647,29 @@ func SleepReason(stack []string, timerArmed bool, state uint32) Reason {
 		return ReasonNoStack
 	}
 	return ReasonOtherWait(stack[0])
+}
+
+// decodeNoise fills a noise interval: its task, start and end (relative
+// to start), the causes of its parts and its largest part's.
+func decodeNoise(ev *Event, e *engine.Event, start uint64, n *Names) {
+	ev.TID, ev.Comm = e.A, n.Comm(e.A)
+	since, end := int64(engine.EventX(e))-int64(start), int64(engine.EventY(e))-int64(start)
+	ev.SinceT, ev.EndT = &since, &end
+	for c := uint8(1); c < uint8(engine.NoiseCauseCount); c++ {
+		if e.Flags&(1<<c) != 0 {
+			ev.NoiseCauses = append(ev.NoiseCauses, NoiseCauses[c])
+		}
+	}
+	ev.TopCause = NoiseCauses[uint8(e.C)]
+	switch uint8(e.C) {
+	case engine.NoiseIRQ:
+		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
+	case engine.NoiseSoftirq:
+		ev.Vec = intp(int(e.B))
+		if int(e.B) < len(SoftirqNames) {
+			ev.VecName = SoftirqNames[e.B]
+		}
+	case engine.NoisePreempt, engine.NoiseThrottle:
+		ev.ByTID = e.B
+	}
 }

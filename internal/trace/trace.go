@@ -90,6 +90,12 @@ type Event struct {
 	StealNs uint64 `json:"steal_ns,omitempty"`
 	SinceT  *int64 `json:"since_t_ns,omitempty"`
 
+	// noise: TID's noise interval from SinceT to EndT, the causes of its
+	// parts, its largest part's cause (IRQ, Vec or ByTID: who).
+	EndT        *int64       `json:"end_t_ns,omitempty"`
+	NoiseCauses []NoiseCause `json:"noise_causes,omitempty"`
+	TopCause    NoiseCause   `json:"top_cause,omitempty"`
+	ByTID       uint32       `json:"by_tid,omitempty"`
 	// ipi_send (TID/Comm the sender, TargetCPU the target), ipi_entry and
 	// ipi_exit (the receipt on CPU, with its sender when a send was seen).
 	IPI *IPI `json:"ipi,omitempty"`

@@ -33,6 +33,22 @@ const (
 	EventIPISend      EventType = "ipi_send"  // IPI work queued for another CPU (--ipi)
 	EventIPIEntry     EventType = "ipi_entry" // an IPI handler begins on this CPU
 	EventIPIExit      EventType = "ipi_exit"  // an IPI handler ends
+	EventNoise        EventType = "noise"     // a noise interval of a tracked task (noise.bpf.h)
+)
+
+// NoiseCause names a part of a noise interval (enum rts_noise_cause).
+// Immutable: safe for concurrent use.
+type NoiseCause string
+
+// Noise causes; NoiseCauses maps the engine's values to them.
+const (
+	NoiseIRQ         NoiseCause = "irq"         // a device hard IRQ handler
+	NoiseTimer       NoiseCause = "timer_irq"   // an hrtimer callback in hard IRQ context (the local timer interrupt)
+	NoiseSoftirq     NoiseCause = "softirq"     // a softirq
+	NoisePreempt     NoiseCause = "preemption"  // off its CPU while runnable, for its class and higher or equal priority
+	NoiseThrottle    NoiseCause = "throttling"  // off its CPU while runnable, for a lower class or priority
+	NoiseSteal       NoiseCause = "steal"       // the hypervisor ran something else
+	NoiseUnexplained NoiseCause = "unexplained" // time no seen part covers
 )
 
 // String returns the type's name.

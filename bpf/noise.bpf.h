@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Noise: every interval in which a tracked task wanted its CPU and did not
+ * have it (RTS_M_NOISE). Its parts are the hard IRQs, hard-IRQ timer
+ * callbacks and softirqs its CPU served while it was current, the time it
+ * spent off its CPU while runnable (preempted, or throttled: left for a
+ * lower class or priority), and the hypervisor steal its CPU's clock grew by
+ * while it ran. Parts closer together than RTS_NOISE_MERGE_NS are one
+ * interval: a polling loop sees one gap for an IRQ, the softirqs at its
+ * exit, a preemption at its return and the way back to user space.
+ *
+ * The interval being built lives in per-CPU state while its task is current
+ * (noise_cpus), and in the task's state while it is off its CPU; it is
+ * recorded when it can no longer grow: at the start of the next part that
+ * comes later than the merge gap, or when the task sleeps or ends. Each
+ * hook pays one per-CPU lookup and a compare when no tracked task is
+ * current there.
+ *
+ * Included by handlers.bpf.h after the engine's rts_eng_current
+ * declaration and rts_throttled; not re-entrant with itself on one CPU except through IRQ
+ * nesting, which the depth counter follows.
+ */
+#ifndef RTSCOPE_NOISE_BPF_H
+#define RTSCOPE_NOISE_BPF_H
+
+#include "task_logic.bpf.h"
+
+/*
+ * Parts closer than this are one interval. Measured against a busy loop
+ * that records its own gaps (TestNoiseAgreesWithLoop, this 2-vCPU VM):
+ * inside one gap of the loop, the spaces between two recorded parts (the
+ * kernel's own path from a switch-in back to user space before the next
+ * interruption, irq_exit to a softirq) were 2.0-7.0 us for 90% of them
+ * (median 6.1 us, 2606 gaps) with 2 us as the gap: the loop never ran in
+ * them. 10 us bridges those; two gaps of the loop that it merges make one
+ * interval at most 10 us longer than the longer of them.
+ */
+#define RTS_NOISE_MERGE_NS 10000ULL
+
+/*
+ * A softirq, or a preemption, that begins after a hard IRQ part ended and
+ * nothing else happened is that interrupt's own exit (irq_exit runs the
+ * softirqs, its return preempts): one interval when it comes within this.
+ * The interrupt's tail after its last hard timer callback (reprogramming the
+ * clock event) took 10-31 us on this VM at quiet times, more than the merge
+ * gap, and no event shows it.
+ */
+#define RTS_NOISE_TAIL_NS 100000ULL
+
+/* Per-CPU noise state: the tracked task current here and its open interval. */
+struct rts_noise_cpu {
+	__u64 id; /* tracking id of the tracked task current here, 0: none */
+	__u32 tid;
+	__u32 depth;      /* interruptions in progress (hard IRQ, hard timer callback, softirq; nested) */
+	__u64 steal_base; /* steal clock at the last reading while it was current (0: none yet) */
+	__u64 quiet_from; /* what came before is recorded, or not its (its switch-in, its last recorded end) */
+	__u64 irq_tail;   /* when the last hard IRQ part ended, nothing since (0: none) */
+	struct rts_noise_iv iv;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_noise_cpu);
+} noise_cpus SEC(".maps");
+
+static __always_inline struct rts_noise_cpu *rts_noise_cpu(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&noise_cpus, &zero);
+}
+
+/* A part of cause `cause` (who: its irq, vector or task) that lasted ns. */
+static __always_inline void rts_noise_part(struct rts_noise_iv *iv, __u8 cause, __u32 who, __u64 ns)
+{
+	iv->mask |= 1 << (cause & 7);
+	if (ns >= iv->top_ns) {
+		iv->top_ns = ns;
+		iv->top_cause = cause;
+		iv->top_who = who;
+	}
+}
+
+/* Begin an interval at `at` on cpu, unless one is open. */
+static __always_inline void rts_noise_open(struct rts_noise_iv *iv, __u64 at, __u32 cpu)
+{
+	if (iv->start)
+		return;
+	iv->start = at;
+	iv->end = at;
+	iv->top_ns = 0;
+	iv->top_who = 0;
+	iv->top_cause = RTS_NC_NONE;
+	iv->mask = 0;
+	iv->cpu_start = cpu;
+}
+
+/* Can the interval no longer grow by a part starting at `at`? */
+static __always_inline bool rts_noise_over(const struct rts_noise_iv *iv, __u64 at)
+{
+	return iv->start && at > iv->end + RTS_NOISE_MERGE_NS;
+}
+
+/* Is a part starting at `at` the exit of the hard IRQ that ended last (a softirq, a preemption)? */
+static __always_inline bool rts_noise_irq_tail(const struct rts_noise_cpu *n, __u64 at)
+{
+	return n->irq_tail && at <= n->irq_tail + RTS_NOISE_TAIL_NS;
+}
+
+/*
+ * Record st's interval iv, ending on cpu, as a sample and a flight event;
+ * iv is closed. A global function, verified once (RTS_VERIFIED_ONCE, as
+ * rts_settle): inlined at its five calls it made on_sched_switch's
+ * verification 60k instructions longer.
+ */
+RTS_VERIFIED_ONCE int rts_noise_record(struct rts_task_state *st, struct rts_noise_iv *iv, __u32 cpu, __u64 now)
+{
+	if (!st || !iv)
+		return 0;
+	__u64 start = iv->start, end = iv->end;
+	iv->start = 0;
+	if (!start || end <= start)
+		return 0;
+	rts_record(st, rts_stats(st), RTS_M_NOISE, end - start, start, end, iv->cpu_start, cpu);
+	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_NOISE);
+	if (e) {
+		e->a = st->tid;
+		e->b = iv->top_who;
+		e->c = iv->top_cause;
+		e->flags = iv->mask;
+		e->x = start;
+		e->y = end; /* no own number: like faults, context for its windows, not one of its own events */
+	}
+	return 0;
+}
+
+/* Record n's interval, when the current task is still the one it is of. */
+static __always_inline void rts_noise_flush_current(struct rts_noise_cpu *n, __u32 cpu, __u64 now)
+{
+	struct rts_task_state *st = rts_eng_current();
+	if (st && st->id == n->id) {
+		rts_noise_record(st, &n->iv, cpu, now);
+		n->quiet_from = n->iv.end;
+	}
+	n->iv.start = 0;
+}
+
+/*
+ * A hard IRQ, hard timer callback or softirq begins on this CPU at now;
+ * from: when the CPU was due to take it (a timer's hard expiry: its
+ * interrupt's delivery and entry took the CPU from then, 35-100 us on this
+ * VM, which no event shows), else now; a due time before the task's
+ * switch-in or the end of its last part is not taken. tail: a softirq,
+ * which the exit of the hard IRQ that ended last runs (RTS_NOISE_TAIL_NS). busy: the CPU's state said one was
+ * in progress before it; when not, a depth left by a lost exit (classic
+ * programs do not nest: an exit that fires while another of them runs is
+ * skipped) is dropped.
+ */
+static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy, bool tail)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n || !n->id)
+		return;
+	if (!busy)
+		n->depth = 0;
+	if (n->depth++)
+		return;
+	/* Due before what is known of the CPU (its task's switch-in, the last
+	 * interval's end): something else held the interrupt; from now. */
+	__u64 known = n->iv.start ? n->iv.end : n->quiet_from;
+	__u64 at = from && from < now && from >= known ? from : now;
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (rts_noise_over(&n->iv, at) && !(tail && rts_noise_irq_tail(n, at)))
+		rts_noise_flush_current(n, cpu, now);
+	n->irq_tail = 0;
+	rts_noise_open(&n->iv, at, cpu);
+}
+
+/* The hypervisor steal since the last reading, as a part ending at `at` (steal: the clock now; 0: none). */
+static __always_inline void rts_noise_steal(struct rts_noise_cpu *n, __u64 at, __u64 steal, __u32 cpu)
+{
+	__u64 base = n->steal_base;
+	if (!steal)
+		return;
+	n->steal_base = steal;
+	if (!base || steal <= base)
+		return;
+	__u64 d = steal - base;
+	__u64 start = at > d ? at - d : 0;
+	if (start < n->quiet_from)
+		start = n->quiet_from;
+	if (n->iv.start && start < n->iv.start)
+		n->iv.start = start; /* the stall came before the interrupt that saw it */
+	rts_noise_open(&n->iv, start, cpu);
+	rts_noise_part(&n->iv, RTS_NC_STEAL, 0, d);
+	if (at > n->iv.end)
+		n->iv.end = at;
+}
+
+/*
+ * The part that began at `since` ends (cause, who). Returns the CPU's
+ * noise state when this ended the last part in progress of a tracked task's
+ * interruption (the caller may add the steal the tick just read), else 0.
+ */
+static __always_inline struct rts_noise_cpu *rts_noise_leave(__u64 now, __u64 since, __u8 cause, __u32 who)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n || !n->id || !n->depth)
+		return 0;
+	rts_noise_part(&n->iv, cause, who, now > since ? now - since : 0);
+	if (--n->depth)
+		return 0;
+	n->iv.end = now;
+	n->irq_tail = cause == RTS_NC_IRQ || cause == RTS_NC_TIMER ? now : 0;
+	return n;
+}
+
+/*
+ * The switch from ev->prev (ps when tracked) to ev->next (ns) at now on
+ * this CPU; steal: the CPU's steal clock (0: not readable). prev's interval is
+ * recorded when it sleeps, or carried off its CPU in its task state when it
+ * stays runnable; next's continues on this CPU. A global function, verified
+ * once: inlined, its branches multiplied the paths of on_sched_switch
+ * (118k instructions verified against 40k before it).
+ */
+RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_task_state *ps,
+				       struct rts_task_state *ns, __u64 now, __u64 steal)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	if (!n || !ev)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	n->depth = 0; /* no switch in IRQ context: a lost exit ends here */
+	if (ps && n->id == ps->id) {
+		rts_noise_steal(n, now, steal, cpu);
+		bool runnable = ev->preempt || ev->prev_state == 0;
+		if ((rts_noise_over(&n->iv, now) && !(runnable && rts_noise_irq_tail(n, now))) ||
+		    (!runnable && n->iv.start))
+			rts_noise_record(ps, &n->iv, cpu, now);
+		if (runnable) {
+			rts_noise_open(&n->iv, now, cpu);
+			ps->nz = n->iv;
+			ps->nz_off = now;
+			ps->nz_who = ev->next.tid;
+			/* The throttling rule of rts_throttled: a lower class, not a lower RT priority. */
+			ps->nz_cause = rts_throttled(ev) ? RTS_NC_THROTTLE : RTS_NC_PREEMPT;
+		}
+	}
+	n->id = 0;
+	n->iv.start = 0;
+	n->irq_tail = 0;
+	if (!ns)
+		return 0;
+	n->id = ns->id;
+	n->tid = ns->tid;
+	n->steal_base = steal;
+	n->quiet_from = now;
+	if (ns->nz_off) {
+		n->iv = ns->nz;
+		rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, now > ns->nz_off ? now - ns->nz_off : 0);
+		n->iv.end = now;
+		ns->nz_off = 0;
+	}
+	return 0;
+}
+
+/* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */
+static __always_inline void rts_noise_end(struct rts_task_state *st, __u64 now)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	st->nz_off = 0;
+	if (!n || n->id != st->id)
+		return;
+	if (!n->depth)
+		rts_noise_record(st, &n->iv, bpf_get_smp_processor_id(), now);
+	n->id = 0;
+	n->iv.start = 0;
+}
+
+#endif

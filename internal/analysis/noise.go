@@ -1,0 +1,120 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rtscope/rtscope/internal/trace"
+)
+
+// The noise metric's windows: one interruption of a task that was running
+// (noise.bpf.h). The task runs at its start, so no wakeup is looked for;
+// the verdict names what the window held that took the CPU, the largest
+// part first, and throttling by its rule.
+
+// noisePart is one interruption seen in a noise window.
+type noisePart struct {
+	label string
+	ns    int64
+}
+
+// noiseParts lists the window's interruptions of task tid, up to w:
+// hard IRQs, hard-IRQ timer callbacks and softirqs on the CPU it ran on,
+// its preemptions (to its next switch-in) and steal; longest first.
+func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
+	var parts []noisePart
+	open := map[string]int64{}
+	var outAt int64 = -1
+	var outTo string
+	for _, e := range evs {
+		if e.T < 0 || e.T > w {
+			continue
+		}
+		switch {
+		case e.Type == trace.EventSwitch && e.PrevTID == tid && strings.HasPrefix(e.PrevState, "R"):
+			outAt, outTo = e.T, fmt.Sprintf("%s/%d", e.NextComm, e.NextTID)
+			if throttled(&e) {
+				outTo = "RT throttling (" + outTo + " of lower priority ran)"
+			} else {
+				outTo = "preemption by " + outTo
+			}
+		case e.Type == trace.EventSwitch && e.NextTID == tid && outAt >= 0:
+			parts = append(parts, noisePart{outTo, e.T - outAt})
+			outAt = -1
+		case e.Type == trace.EventSteal:
+			parts = append(parts, noisePart{"hypervisor steal", int64(e.StealNs)})
+		case e.Type.Entry():
+			open[partKey(&e)] = e.T
+		case e.Type.Exit():
+			if t0, ok := open[partKey(&e)]; ok {
+				parts = append(parts, noisePart{partLabel(&e), e.T - t0})
+				delete(open, partKey(&e))
+			}
+		}
+	}
+	if outAt >= 0 {
+		parts = append(parts, noisePart{outTo, w - outAt})
+	}
+	sortParts(parts)
+	return parts
+}
+
+// throttled tells a switch-out of a runnable real-time or deadline task
+// for a lower class (rts_throttled in BPF): SCHED_OTHER or idle, or, for a
+// deadline task, anything but deadline. A lower real-time priority is not
+// throttling: throttling stops the whole class.
+func throttled(e *trace.Event) bool {
+	return (e.PrevKPrio < 100 && e.NextKPrio >= 100) || (e.PrevKPrio == -1 && e.NextKPrio != -1)
+}
+
+func partKey(e *trace.Event) string {
+	return fmt.Sprintf("%d/%s", e.CPU, strings.TrimSuffix(strings.TrimSuffix(string(e.Type), "_entry"), "_exit"))
+}
+
+func partLabel(e *trace.Event) string {
+	switch {
+	case e.IRQ != nil:
+		return fmt.Sprintf("hard IRQ %d (%s)", *e.IRQ, e.IRQName)
+	case e.Vec != nil:
+		return "softirq " + e.VecName
+	case e.HardIRQ:
+		return "timer interrupt (" + e.Function + ")"
+	}
+	return "timer callback (" + e.Function + ")"
+}
+
+func sortParts(p []noisePart) {
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].ns > p[j-1].ns; j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
+	}
+}
+
+// noiseVerdict says a noise window's interruption and its parts, the
+// largest first; a throttled task's window is throttling whatever the
+// generic accounting found.
+func noiseVerdict(res *Result, tr *trace.Trace, s Subject) {
+	w := int64(res.WindowNs)
+	parts := noiseParts(tr.Events, s.TID, w)
+	if len(parts) == 0 {
+		res.Verdict = fmt.Sprintf("interrupted for %s, by nothing the window recorded (unexplained: an SMI, an NMI or a stall the steal clock did not see); %s", usI(w), res.Verdict)
+		return
+	}
+	top := parts[0]
+	var named []string
+	for i, p := range parts {
+		if i == 4 {
+			named = append(named, fmt.Sprintf("%d more", len(parts)-i))
+			break
+		}
+		named = append(named, fmt.Sprintf("%s %s", p.label, usI(p.ns)))
+	}
+	if strings.HasPrefix(top.label, "RT throttling") && top.ns*2 >= w {
+		res.Cause, res.Culprit = CauseThrottling, "RT throttling"
+		res.Verdict = fmt.Sprintf("RT throttling: the task was taken off its CPU, runnable, for %s (sched_rt_runtime_us, or the fair server): %s",
+			usI(top.ns), strings.Join(named, ", "))
+		return
+	}
+	res.Verdict = fmt.Sprintf("interrupted for %s; largest interruption: %s; %s", usI(w), strings.Join(named, ", "), res.Verdict)
+}

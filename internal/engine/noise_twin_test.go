@@ -1,0 +1,214 @@
+package engine
+
+// BPF logic tests of the noise metric (noise.bpf.h): synthetic switches,
+// IRQs, softirqs and ticks on CPU 0 through the twins, asserting each
+// interval's length and causes exactly.
+
+import (
+	"testing"
+
+	"github.com/rtscope/rtscope/internal/metric"
+)
+
+// noiseTwin drives the noise twins on CPU 0, whose flight slots it reads.
+type noiseTwin struct {
+	t    *testing.T
+	objs *twinObjects
+}
+
+const noiseSlots = 256
+
+func newNoiseTwin(t *testing.T, tids ...uint32) *noiseTwin {
+	nt := &noiseTwin{t: t, objs: twinFlight(t, noiseSlots, nil)}
+	for _, tid := range tids {
+		if ret := onCPU0(t, nt.objs.TestTrack, uint64(tid), uint64(tid), 0, 0); ret != 0 {
+			t.Fatalf("track %d: %d", tid, int32(ret))
+		}
+	}
+	return nt
+}
+
+// switchTo: prev (kernel prio pp) leaves the CPU for next (np) at now;
+// runnable: prev stays runnable (preempted).
+func (nt *noiseTwin) switchTo(now uint64, prev, next uint32, runnable bool, pp, np int64, steal uint64) {
+	state := uint64(1)
+	if runnable {
+		state = 0
+	}
+	onCPU0(nt.t, nt.objs.TestNoiseSwitch, now, uint64(prev), uint64(next), b2u(runnable), state,
+		uint64(pp), uint64(np), steal)
+}
+
+// part: an interruption of cause c (who) on CPU 0 from entry to exit;
+// steal: the steal clock read at its exit (0: none).
+func (nt *noiseTwin) part(entry, exit uint64, c uint8, who uint32, steal uint64) {
+	onCPU0(nt.t, nt.objs.TestNoiseIrq, entry, 0, 0, 0, 0, 0, 0)
+	onCPU0(nt.t, nt.objs.TestNoiseIrq, exit, 1, 0, uint64(c), uint64(who), entry, steal)
+}
+
+func (nt *noiseTwin) noise(tid uint32) MetricStats {
+	nt.t.Helper()
+	id := uint64(onCPU0(nt.t, nt.objs.TestId, uint64(tid)))
+	var k bpfRtsTaskStats
+	if err := nt.objs.Stats.Lookup(id, &k); err != nil {
+		nt.t.Fatalf("stats of %d: %v", tid, err)
+	}
+	s, _ := histCarries{}.join(&k)
+	return s.M[metric.Noise]
+}
+
+func (nt *noiseTwin) events() []Event { return flightEvents(nt.t, nt.objs, noiseSlots, EventNoise) }
+
+func checkNoise(t *testing.T, e Event, tid uint32, start, end uint64, mask uint8, top uint8, who uint32) {
+	t.Helper()
+	if e.A != tid || EventX(&e) != start || EventY(&e) != end || e.Flags != mask || uint8(e.C) != top || e.B != who {
+		t.Errorf("noise event: tid %d [%d, %d] causes %#x top %d who %d; want tid %d [%d, %d] causes %#x top %d who %d",
+			e.A, EventX(&e), EventY(&e), e.Flags, e.C, e.B, tid, start, end, mask, top, who)
+	}
+}
+
+func bit(c uint8) uint8 { return 1 << c }
+
+// An IRQ, the softirq at its exit and a preemption at its return, each
+// within the merge gap of the last, are one interval, recorded when the
+// next IRQ comes later than the gap; its largest part (the preemption)
+// names who. A sleep records the interval it ends.
+func TestTwinNoiseMerge(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(1_000, 0, 100, false, 120, 50, 0)
+	nt.part(10_000, 13_000, NoiseIRQ, 5, 0)
+	nt.part(13_500, 20_000, NoiseSoftirq, 1, 0) // 500 ns after the IRQ: merged
+	nt.switchTo(20_500, 100, 200, true, 50, 40, 0)
+	nt.switchTo(50_000, 200, 100, false, 40, 50, 0)
+	if m := nt.noise(100); m.Count != 0 {
+		t.Fatalf("recorded before it could no longer grow: %d samples", m.Count)
+	}
+	nt.part(100_000, 101_000, NoiseIRQ, 7, 0) // 50 us later: the first one is over
+	nt.switchTo(200_000, 100, 0, false, 50, 120, 0)
+	m := nt.noise(100)
+	if m.Count != 2 || m.Max != 40_000 || m.Min != 1_000 || m.MaxStart != 10_000 || m.MaxEnd != 50_000 {
+		t.Errorf("noise: %d samples, min %d, max %d [%d, %d]; want 2, 1000, 40000 [10000, 50000]",
+			m.Count, m.Min, m.Max, m.MaxStart, m.MaxEnd)
+	}
+	evs := nt.events()
+	if len(evs) != 2 {
+		t.Fatalf("%d noise events, want 2", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 10_000, 50_000, bit(NoiseIRQ)|bit(NoiseSoftirq)|bit(NoisePreempt), NoisePreempt, 200)
+	checkNoise(t, evs[1], 100, 100_000, 101_000, bit(NoiseIRQ), NoiseIRQ, 7)
+}
+
+// A real-time task left runnable for a fair task (or idle) was throttled;
+// an untracked task's interruptions count for nobody.
+func TestTwinNoiseThrottle(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(1_000, 0, 100, false, 120, 10, 0)
+	nt.switchTo(1_000_000, 100, 300, true, 10, 120, 0) // RT runtime used up: a fair task runs
+	nt.switchTo(51_000_000, 300, 100, false, 120, 10, 0)
+	nt.switchTo(51_100_000, 100, 300, false, 10, 120, 0) // sleeps
+	nt.part(52_000_000, 52_010_000, NoiseIRQ, 9, 0)      // 300 is not tracked
+	nt.switchTo(53_000_000, 300, 0, false, 120, 120, 0)
+	m := nt.noise(100)
+	if m.Count != 1 || m.Max != 50_000_000 {
+		t.Errorf("noise: %d samples, max %d; want 1 of 50 ms", m.Count, m.Max)
+	}
+	evs := nt.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d noise events, want 1", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 51_000_000, bit(NoiseThrottle), NoiseThrottle, 300)
+}
+
+// Steal the tick finds while the task ran is a part before the interrupt
+// that saw it, never before the task's switch-in; unchanged steal adds none.
+func TestTwinNoiseSteal(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(100_000, 0, 100, false, 120, 50, 7_000)
+	nt.part(1_000_000, 1_002_000, NoiseTimer, 0, 507_000) // 500 us stolen before it
+	nt.part(2_000_000, 2_001_000, NoiseTimer, 0, 507_000) // none since
+	nt.part(3_000_000, 3_001_000, NoiseTimer, 0, 5_507_000)
+	nt.switchTo(4_000_000, 100, 0, false, 50, 120, 5_507_000)
+	evs := nt.events()
+	if len(evs) != 3 {
+		t.Fatalf("%d noise events, want 3", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 500_000, 1_002_000, bit(NoiseTimer)|bit(NoiseSteal), NoiseSteal, 0)
+	checkNoise(t, evs[1], 100, 2_000_000, 2_001_000, bit(NoiseTimer), NoiseTimer, 0)
+	// 5 ms of steal but only 1 ms since the last interval ended: clamped there.
+	checkNoise(t, evs[2], 100, 2_001_000, 3_001_000, bit(NoiseTimer)|bit(NoiseSteal), NoiseSteal, 0)
+}
+
+// Nested interruptions (an IRQ inside a softirq) are one part each and
+// one interval; a depth left by a lost exit is dropped at the next entry
+// that finds the CPU idle of interrupts, and at the task's end its
+// pending interval is recorded.
+func TestTwinNoiseNestingAndEnd(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(1_000, 0, 100, false, 120, 50, 0)
+	onCPU0(t, nt.objs.TestNoiseIrq, 10_000, 0, 0, 0, 0, 0, 0) // softirq
+	onCPU0(t, nt.objs.TestNoiseIrq, 12_000, 0, 1, 0, 0, 0, 0) // IRQ inside it
+	onCPU0(t, nt.objs.TestNoiseIrq, 14_000, 1, 0, uint64(NoiseIRQ), 3, 12_000, 0)
+	onCPU0(t, nt.objs.TestNoiseIrq, 30_000, 1, 0, uint64(NoiseSoftirq), 2, 10_000, 0)
+	onCPU0(t, nt.objs.TestNoiseIrq, 100_000, 0, 0, 0, 0, 0, 0) // its exit is lost
+	onCPU0(t, nt.objs.TestNoiseIrq, 200_000, 0, 0, 0, 0, 0, 0) // not busy: depth reset
+	onCPU0(t, nt.objs.TestNoiseIrq, 201_000, 1, 0, uint64(NoiseIRQ), 4, 200_000, 0)
+	if ret := onCPU0(t, nt.objs.TestNoiseEnd, 300_000, 100); ret != 0 {
+		t.Fatalf("end: %d", int32(ret))
+	}
+	evs := nt.events()
+	// The interruption whose exit was lost never ended: no interval.
+	if len(evs) != 2 {
+		t.Fatalf("%d noise events, want 2", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 10_000, 30_000, bit(NoiseIRQ)|bit(NoiseSoftirq), NoiseSoftirq, 2)
+	checkNoise(t, evs[1], 100, 200_000, 201_000, bit(NoiseIRQ), NoiseIRQ, 4)
+}
+
+// A timer interrupt that came after its timer's hard expiry took the CPU
+// from that expiry (its delivery and entry show no event); an expiry
+// before the task's switch-in or the end of its last part is not taken.
+func TestTwinNoiseLateTimer(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(500_000, 0, 100, false, 120, 50, 0)
+	lateTimer := func(due, entry, exit uint64) {
+		onCPU0(t, nt.objs.TestNoiseIrq, entry, 0, 0, 0, 0, due, 0)
+		onCPU0(t, nt.objs.TestNoiseIrq, exit, 1, 0, uint64(NoiseTimer), 0, entry, 0)
+	}
+	lateTimer(1_000_000, 1_040_000, 1_045_000) // 40 us late
+	lateTimer(400_000, 2_000_000, 2_001_000)   // due before its switch-in: from its entry
+	lateTimer(3_000_000, 3_000_000, 3_002_000) // on time
+	nt.switchTo(4_000_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 3 {
+		t.Fatalf("%d noise events, want 3", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 1_045_000, bit(NoiseTimer), NoiseTimer, 0)
+	checkNoise(t, evs[1], 100, 2_000_000, 2_001_000, bit(NoiseTimer), NoiseTimer, 0)
+	checkNoise(t, evs[2], 100, 3_000_000, 3_002_000, bit(NoiseTimer), NoiseTimer, 0)
+}
+
+// The softirqs and the preemption that a hard IRQ's exit runs are that
+// interruption's, however long the interrupt's unseen tail (up to
+// RTS_NOISE_TAIL_NS); a softirq after a softirq is not a tail.
+func TestTwinNoiseIRQTail(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	softirq := func(entry, exit uint64, vec uint32) {
+		onCPU0(t, nt.objs.TestNoiseIrq, entry, 0, 2, 0, 0, 0, 0)
+		onCPU0(t, nt.objs.TestNoiseIrq, exit, 1, 0, uint64(NoiseSoftirq), uint64(vec), entry, 0)
+	}
+	nt.switchTo(100_000, 0, 100, false, 120, 50, 0)
+	nt.part(1_000_000, 1_005_000, NoiseTimer, 0, 0)
+	softirq(1_040_000, 1_050_000, 1) // 35 us after the timer interrupt: its exit
+	softirq(1_100_000, 1_110_000, 9) // 50 us after a softirq: another interruption
+	nt.part(2_000_000, 2_010_000, NoiseIRQ, 11, 0)
+	nt.switchTo(2_070_000, 100, 200, true, 50, 40, 0) // preempted at that IRQ's return
+	nt.switchTo(2_170_000, 200, 100, false, 40, 50, 0)
+	nt.switchTo(3_000_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 3 {
+		t.Fatalf("%d noise events, want 3", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 1_050_000, bit(NoiseTimer)|bit(NoiseSoftirq), NoiseSoftirq, 1)
+	checkNoise(t, evs[1], 100, 1_100_000, 1_110_000, bit(NoiseSoftirq), NoiseSoftirq, 9)
+	checkNoise(t, evs[2], 100, 2_000_000, 2_170_000, bit(NoiseIRQ)|bit(NoisePreempt), NoisePreempt, 200)
+}
