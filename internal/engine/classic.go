@@ -420,7 +420,7 @@ func (e *Engine) classicIdentity(s *TaskStats) {
 		s.Pid = id.tgid
 	}
 	if id.sched {
-		s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, id.nrCPUs
+		s.Policy, s.CpusMask, s.NrCpusAllowed = id.policy, id.mask, uint32(id.nrCPUs)
 	}
 }
 

@@ -22,7 +22,7 @@ type TaskStats struct {
 	LastCpu           uint32
 	Exited            uint32
 	CpusMask          uint64
-	NrCpusAllowed     uint64
+	NrCpusAllowed     uint32
 	Wakeups           uint64
 	SwitchesVoluntary uint64
 	SwitchesPreempted uint64
@@ -37,7 +37,7 @@ type TaskStats struct {
 	StartupIterations uint32
 	StartupUs         uint32
 	SchedOpenNs       uint64
-	Throttled         uint64
+	Throttled         uint32
 	Dl                DLStats
 	Comm              [16]int8
 	M                 [metric.Count]MetricStats
@@ -110,12 +110,12 @@ func (c histCarries) add(n *Notice) {
 func (c histCarries) join(k *bpfRtsTaskStats) (s *TaskStats, pending bool) {
 	s = &TaskStats{Id: k.Id, StartTime: k.StartTime, Tid: k.Tid, Pid: k.Pid, Target: k.Target,
 		Policy: k.Policy, Prio: k.Prio, RtPriority: k.RtPriority, LastCpu: k.LastCpu, Exited: k.Exited,
-		CpusMask: k.CpusMask, NrCpusAllowed: uint64(k.NrCpusAllowed), Wakeups: k.Wakeups,
+		CpusMask: k.CpusMask, NrCpusAllowed: k.NrCpusAllowed, Wakeups: k.Wakeups,
 		SwitchesVoluntary: k.SwitchesVoluntary, SwitchesPreempted: k.SwitchesPreempted,
 		TimerReleases: k.TimerReleases, Overruns: k.Overruns, NominalPeriod: k.NominalPeriod,
 		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, SchedCur: k.SchedCur,
 		SchedMs: k.SchedMs, StartupIterations: k.StartupIterations, StartupUs: k.StartupUs,
-		SchedOpenNs: k.SchedOpenNs, Throttled: uint64(k.Throttled), Dl: k.Dl, Comm: k.Comm}
+		SchedOpenNs: k.SchedOpenNs, Throttled: k.Throttled, Dl: k.Dl, Comm: k.Comm}
 	t := c[k.Id]
 	for i := range k.M {
 		km, m := &k.M[i], &s.M[i]

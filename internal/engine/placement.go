@@ -29,7 +29,7 @@ func (e *Engine) Placements() ([]Placement, error) {
 		all, err := e.AllStats()
 		out := make([]Placement, 0, len(all))
 		for _, s := range all {
-			out = append(out, placement(s.Id, s.Policy, s.LastCpu, s.CpusMask, s.NrCpusAllowed, s.Exited))
+			out = append(out, placement(s.Id, s.Policy, s.LastCpu, s.CpusMask, uint64(s.NrCpusAllowed), s.Exited))
 		}
 		return out, err
 	}

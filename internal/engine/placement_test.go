@@ -41,7 +41,7 @@ func TestPlacementsMatchAllStats(t *testing.T) {
 	}
 	for _, s := range all {
 		want := Placement{Id: s.Id, Policy: s.Policy, LastCPU: int(s.LastCpu), CpusMask: s.CpusMask,
-			NrCpusAllowed: s.NrCpusAllowed, Exited: s.Exited != 0}
+			NrCpusAllowed: uint64(s.NrCpusAllowed), Exited: s.Exited != 0}
 		if got := byID[s.Id]; got != want {
 			t.Errorf("task %d: placement %+v, want %+v", s.Id, got, want)
 		}

@@ -44,7 +44,7 @@ func TestTwinThrottled(t *testing.T) {
 		now += 1000
 	}
 	for _, tid := range []uint32{100, 101, 102} {
-		if got := tw.stats(tid).Throttled; got != want[tid] {
+		if got := tw.stats(tid).Throttled; uint64(got) != want[tid] {
 			t.Errorf("tid %d: throttled %d, want %d", tid, got, want[tid])
 		}
 	}

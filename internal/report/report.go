@@ -437,10 +437,10 @@ func FromStats(s *engine.TaskStats) *Task {
 		TID: s.Tid, PID: s.Pid, Comm: engine.CommString(s.Comm), LastCPU: s.LastCpu,
 		Exited: s.Exited != 0, id: s.Id,
 		Policy: sched.PolicyName(s.Policy), Sched: sched.Describe(s.Policy, int(s.Prio)),
-		CPUs: CPUList(s.CpusMask, s.NrCpusAllowed),
+		CPUs: CPUList(s.CpusMask, uint64(s.NrCpusAllowed)),
 		Counters: Counters{Wakeups: s.Wakeups, VoluntarySwitches: s.SwitchesVoluntary,
 			Preemptions: s.SwitchesPreempted, TimerReleases: s.TimerReleases, Overruns: s.Overruns,
-			Throttled: s.Throttled},
+			Throttled: uint64(s.Throttled)},
 		Hygiene: map[string]uint64{},
 		Metrics: map[string]*Metric{},
 	}
