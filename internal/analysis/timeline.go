@@ -487,6 +487,12 @@ func (t *taskWalk) migrated(e *trace.Event) {
 		to = *e.ToCPU
 	}
 	t.migrations = append(t.migrations, Migration{T: e.T, From: from, To: to})
+	if t.cur.cpu < 0 {
+		// Before its first event it was on the CPU it left, not on the
+		// window's first CPU (startState's guess): a DEADLINE job queued
+		// 2.1 ms on CPU 1 read as throttled by CPU 0's SCHED_OTHER task.
+		t.cur.cpu = from
+	}
 	if t.cur.st == stRunnable || t.cur.st == stUnknown {
 		t.closeAt(e.T, taskSeg{st: t.cur.st, cpu: to})
 	} else if t.cur.st == stBlocked {
