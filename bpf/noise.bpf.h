@@ -234,7 +234,8 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 	n->depth = 0; /* no switch in IRQ context: a lost exit ends here */
 	if (ps && n->id == ps->id) {
 		rts_noise_steal(n, now, steal, cpu);
-		bool runnable = ev->preempt || ev->prev_state == 0;
+		/* A DEADLINE job's end leaves it runnable, waiting for its next period (rts_dl_waits). */
+		bool runnable = (ev->preempt || ev->prev_state == 0) && !rts_dl_waits(ev, ps);
 		if ((rts_noise_over(&n->iv, now) && !(runnable && rts_noise_irq_tail(n, now))) ||
 		    (!runnable && n->iv.start))
 			rts_noise_record(ps, &n->iv, cpu, now);

@@ -46,7 +46,13 @@ func lowerClass(e *trace.Event, kprio int) bool {
 	case kprio < -1 || kprio >= 100:
 		return false
 	case e.NextTID == 0:
-		return true
+		// Idle passes over a queued real-time task only when its class is
+		// throttled; a DEADLINE task's own reservation leaves the CPU idle
+		// after its job ends (sched_yield, its runtime used up) while the
+		// window still counts it released: the fair server runs
+		// SCHED_OTHER tasks, never idle (cyclicdeadline: its jobs' waits
+		// read as "RT throttling ... the CPU switched to idle").
+		return kprio != -1
 	case e.NextKPrio == kprioUnknown || e.NextSched == "":
 		return false
 	case kprio == -1:

@@ -10,8 +10,9 @@ func (tw *twin) preempt(now, cpu uint64, prev, next uint32, prevPrio, nextPrio i
 
 // TestTwinThrottled: a real-time task preempted in favour of a lower class
 // (idle, SCHED_OTHER) counts a throttled interval; one preempted by a
-// higher real-time priority, or a SCHED_OTHER task preempted, does not; a
-// DEADLINE task preempted by a real-time one does (its runtime used up).
+// higher real-time priority, or a SCHED_OTHER task preempted, does not;
+// nor does a DEADLINE task whose job ended (its runtime used up, or
+// yielded: rts_dl_waits; the twin reads no entity, so it cannot tell).
 func TestTwinThrottled(t *testing.T) {
 	tw := newTwin(t, nil)
 	tw.track(100, true, false) // FIFO, kernel prio 89
@@ -29,7 +30,7 @@ func TestTwinThrottled(t *testing.T) {
 		{100, 89, 10, 300, false},   // a higher real-time priority
 		{100, 89, 139, 300, true},   // nice 19
 		{101, 120, 120, 300, false}, // SCHED_OTHER time sharing
-		{102, -1, 50, 300, true},    // DEADLINE below a real-time task
+		{102, -1, 50, 300, false},   // DEADLINE below a real-time task: its runtime used up, its own overrun (rts_dl_waits; no entity read here)
 		{102, -1, -1, 300, false},   // another DEADLINE task (earlier deadline)
 	}
 	want := map[uint32]uint64{}
