@@ -159,7 +159,7 @@ RTS_VERIFIED_ONCE_CALL int rts_dl_switch_in(struct rts_task_state *st, __u64 now
  * A preemption leaves it open. s: its stats (0: not found).
  */
 RTS_VERIFIED_ONCE_CALL int rts_dl_switch_out(struct rts_task_state *st, struct rts_task_stats *s, __u64 now,
-					      __u32 cpu, __u32 voluntary)
+					     __u32 cpu, __u32 voluntary)
 {
 	if (!st || !st->dl_valid)
 		return 0;

@@ -103,10 +103,10 @@ struct rts_switch {
 static __always_inline __u32 rts_throttled(const struct rts_switch *ev)
 {
 	__u64 p = (__u32)(ev->prev.prio + 1), n = (__u32)(ev->next.prio + 1); /* DEADLINE 0, RT 1..100 */
-	__u64 rt = (p - 101) >> 63;                                          /* p < 101: RT or DEADLINE */
-	__u64 dl = (p - 1) >> 63;                                            /* p == 0: DEADLINE */
-	__u64 next_fair = 1 - ((n - 101) >> 63);                             /* n >= 101: SCHED_OTHER, idle */
-	__u64 next_not_dl = 1 - ((n - 1) >> 63);                             /* n >= 1 */
+	__u64 rt = (p - 101) >> 63;                                           /* p < 101: RT or DEADLINE */
+	__u64 dl = (p - 1) >> 63;                                             /* p == 0: DEADLINE */
+	__u64 next_fair = 1 - ((n - 101) >> 63);                              /* n >= 101: SCHED_OTHER, idle */
+	__u64 next_not_dl = 1 - ((n - 1) >> 63);                              /* n >= 1 */
 	return rt & (next_fair | (dl & next_not_dl));
 }
 

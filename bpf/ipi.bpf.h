@@ -140,7 +140,8 @@ static __always_inline int rts_ipi_entry_body(__u32 slot, __u32 running, __u64 n
 	struct rts_cpu_state *cs = rts_cpu();
 	ic->entry = now;
 	ic->receiver = running ? running : (cs ? (__u32)cs->waiting_tid : 0);
-	ic->kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED : RTS_IPI_IRQ_WORK;
+	ic->kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED
+											  : RTS_IPI_IRQ_WORK;
 	ic->tid = 0;
 	ic->tgid = 0;
 	ic->cpu = 0xffff;
@@ -233,16 +234,20 @@ static __always_inline __u32 rts_ipi_running(void)
  * record and arguments carry nothing used (the vector number). Kernels
  * without them (arm64: ipi:ipi_entry/ipi_exit) attach none.
  */
-#define RTS_IPI_RECEIVER(pfx, name, body)                      \
-	SEC(pfx #name) int on_ipi_##name(void *ctx) { return body; }
-#define RTS_IPI_RECEIVERS(pfx)                                                                                      \
+#define RTS_IPI_RECEIVER(pfx, name, body) \
+	SEC(pfx #name)                    \
+	int on_ipi_##name(void *ctx)      \
+	{                                 \
+		return body;              \
+	}
+#define RTS_IPI_RECEIVERS(pfx)                                                                                                         \
 	RTS_IPI_RECEIVER(pfx, call_function_entry, rts_ipi_entry_body(RTS_IPI_SLOT_CSD, rts_ipi_running(), bpf_ktime_get_ns()))        \
 	RTS_IPI_RECEIVER(pfx, call_function_single_entry, rts_ipi_entry_body(RTS_IPI_SLOT_CSD, rts_ipi_running(), bpf_ktime_get_ns())) \
 	RTS_IPI_RECEIVER(pfx, reschedule_entry, rts_ipi_entry_body(RTS_IPI_SLOT_RESCHED, rts_ipi_running(), bpf_ktime_get_ns()))       \
 	RTS_IPI_RECEIVER(pfx, irq_work_entry, rts_ipi_entry_body(RTS_IPI_SLOT_IRQ_WORK, rts_ipi_running(), bpf_ktime_get_ns()))        \
-	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                   \
-	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                            \
-	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                      \
+	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                               \
+	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                        \
+	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                                  \
 	RTS_IPI_RECEIVER(pfx, irq_work_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))
 
 #endif

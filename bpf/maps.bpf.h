@@ -72,8 +72,8 @@ struct rts_held_sample {
  * task state).
  */
 struct rts_noise_iv {
-	__u64 start; /* 0: none */
-	__u64 end;   /* its end so far */
+	__u64 start;  /* 0: none */
+	__u64 end;    /* its end so far */
 	__u64 top_ns; /* its largest part */
 	__u32 top_who;
 	__u32 cpu_start;
@@ -188,8 +188,8 @@ struct rts_task_state {
 	/* Off its CPU while runnable since nz_off (0: not): the noise interval it is in (noise.bpf.h). */
 	struct rts_noise_iv nz;
 	__u64 nz_off;
-	__u32 nz_who;   /* the task it left its CPU for */
-	__u8 nz_cause;  /* RTS_NC_PREEMPT or RTS_NC_THROTTLE */
+	__u32 nz_who;  /* the task it left its CPU for */
+	__u8 nz_cause; /* RTS_NC_PREEMPT or RTS_NC_THROTTLE */
 	__u8 pad_nz[3];
 };
 

@@ -87,10 +87,10 @@ struct rts_dl_stats {
 	__u64 runtime;
 	__u64 deadline;
 	__u64 period;
-	__u64 jobs;      /* jobs ended */
-	__u64 misses;    /* jobs that ended after their absolute deadline */
-	__u64 overruns;  /* jobs throttled before they ended: they needed more than their runtime */
-	__u64 yields;    /* jobs ended by sched_yield() (the others: by a sleep, or overruns) */
+	__u64 jobs;             /* jobs ended */
+	__u64 misses;           /* jobs that ended after their absolute deadline */
+	__u64 overruns;         /* jobs throttled before they ended: they needed more than their runtime */
+	__u64 yields;           /* jobs ended by sched_yield() (the others: by a sleep, or overruns) */
 	__s64 lateness_max;     /* the largest end - absolute deadline of its jobs (< 0: every job early) */
 	__u64 lateness_max_end; /* when that job ended */
 };

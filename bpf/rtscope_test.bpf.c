@@ -116,7 +116,7 @@ int BPF_PROG(test_switch, __u64 now, __u64 cpu, __u64 prev_tid, __u64 next_tid, 
 		ev.next_sched_key = ns->sched_key; /* its policy unchanged */
 	struct rts_task_stats *s = rts_switch_tasks(&ev, ps, ns, rts_cpu(), now, cpu, voluntary != 0, irq_ns, true);
 	if (ps && s != rts_stats(ps))
-		return -1; /* the stats handed back are not the task's */
+		return -1;                                  /* the stats handed back are not the task's */
 	rts_dl_switch(ps, s, ns, now, cpu, voluntary != 0); /* as rts_switch_body ends */
 	return 0;
 }
