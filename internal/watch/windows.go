@@ -196,6 +196,7 @@ func (w *windows) attach(t *report.Task, explain func(m metric.ID, tr *trace.Tra
 			rm.WorstNote = fmt.Sprintf("no window: while tasks run, each metric keeps the windows of its %d largest maxima only", w.live.PerMetric)
 		}
 	}
+	noteNoiseWindow(t)
 	if w.eng.Tracing() {
 		// One counter, one lookup: Counters took one a counter, 6000
 		// system calls in the stop at 1000 tracked threads.
