@@ -9,43 +9,55 @@ import (
 	"github.com/rtscope/rtscope/internal/sched"
 )
 
-// noiseWindows says which tasks' noise maxima get a window: a real-time or
-// DEADLINE task's, or any that violates an SLO. A SCHED_OTHER task's
-// interruptions are its time sharing: 300 short-lived `true` tasks under
-// --all cut 300 noise windows, 233 of them then dropped as exited windows
-// beyond the keeper's bound. The policy is read once a task (a syscall),
-// in user space: the same test in BPF made the verifier walk 19k more
-// instructions. Used by the session goroutine only.
-type noiseWindows map[uint64]bool
+// noiseWindows says which noise maxima get a window: a real-time or
+// DEADLINE task's, or any over an SLO. A SCHED_OTHER task's interruptions
+// are its time sharing: 300 short-lived `true` tasks under --all cut 300
+// noise windows, 233 of them then dropped as exited windows beyond the
+// keeper's bound. The policy is read at each such notice (a syscall; a
+// task found real-time once is not asked again), in user space: the same
+// test in BPF made the verifier walk 19k more instructions. Used by the
+// session goroutine only.
+type noiseWindows struct {
+	rt       map[uint64]bool // found real-time or DEADLINE
+	rejected map[uint64]bool // its latest noise maximum got no window
+}
+
+func newNoiseWindows() noiseWindows {
+	return noiseWindows{rt: map[uint64]bool{}, rejected: map[uint64]bool{}}
+}
 
 // wants tells whether new-maximum notice n gets its window.
 func (nw noiseWindows) wants(n engine.Notice) bool {
-	if metric.ID(n.Metric) != metric.Noise || n.Flags&engine.NoticeFlagSLOViolated != 0 {
+	if metric.ID(n.Metric) != metric.Noise {
 		return true
 	}
-	rt, ok := nw[n.Id]
-	if !ok {
-		attr, err := unix.SchedGetAttr(int(n.Tid), 0)
-		rt = err == nil && sched.IsRT(attr.Policy) // gone already: a short-lived task
-		nw[n.Id] = rt
+	if n.Flags&engine.NoticeFlagSLOViolated != 0 || nw.rt[n.Id] {
+		delete(nw.rejected, n.Id)
+		return true
 	}
-	return rt
+	// A thread is created SCHED_OTHER and takes its policy after: asked
+	// again at its next maximum until it is real-time.
+	if attr, err := unix.SchedGetAttr(int(n.Tid), 0); err == nil && sched.IsRT(attr.Policy) {
+		nw.rt[n.Id] = true
+		delete(nw.rejected, n.Id)
+		return true
+	}
+	nw.rejected[n.Id] = true
+	return false
 }
 
-// forget drops an exited task.
-func (nw noiseWindows) forget(id uint64) { delete(nw, id) }
+// forget drops task id.
+func (nw noiseWindows) forget(id uint64) {
+	delete(nw.rt, id)
+	delete(nw.rejected, id)
+}
 
-// noteNoiseWindow says why a task's noise maximum has no window when its
-// policy was never real-time (noiseWindows.wants).
-func noteNoiseWindow(t *report.Task) {
+// note says why t's noise maximum has no window when wants refused it.
+func (nw noiseWindows) note(t *report.Task) {
 	rm := t.Metrics[metric.Noise.String()]
-	if rm == nil || rm.MaxNs == nil || rm.Worst != nil || rm.WorstNote != "" {
+	if !nw.rejected[t.ID()] || rm == nil || rm.MaxNs == nil || rm.Worst != nil || rm.WorstNote != "" {
 		return
 	}
-	switch t.Policy {
-	case "FIFO", "RR", "DEADLINE":
-		return
-	}
-	rm.WorstNote = "no window: a SCHED_OTHER task's interruptions are its time sharing; noise windows are cut for " +
-		"real-time and DEADLINE tasks, and for samples over a noise SLO"
+	rm.WorstNote = "no window: the task was SCHED_OTHER when it reached this maximum, and a SCHED_OTHER task's " +
+		"interruptions are its time sharing; noise windows are cut for real-time and DEADLINE tasks, and for samples over a noise SLO"
 }

@@ -52,22 +52,21 @@ const NoTracePoll = 100 * time.Millisecond
 // watcher is the watch tool of a session.Run: the methods of session.Tool,
 // and the parts they coordinate, all on the session's goroutine.
 type watcher struct {
-	o        Options
-	agent    *Agent         // nil: a watch, with its reports
-	obs      Observer       // the agent's, or none
-	wobs     WindowObserver // the agent's, when it gets the windows
-	out      *outputs
-	eng      *engine.Engine
-	noiseWin noiseWindows // which tasks' noise maxima get a window
-	names    *trace.Names
-	started  time.Time
-	book     *book
-	win      *windows // from Attached
-	viol     *violations
-	house    *housekeeper
-	cmd      *command // the launched command (nil: none)
-	stats    statsCache
-	series   *series // Options.Series
+	o       Options
+	agent   *Agent         // nil: a watch, with its reports
+	obs     Observer       // the agent's, or none
+	wobs    WindowObserver // the agent's, when it gets the windows
+	out     *outputs
+	eng     *engine.Engine
+	names   *trace.Names
+	started time.Time
+	book    *book
+	win     *windows // from Attached
+	viol    *violations
+	house   *housekeeper
+	cmd     *command // the launched command (nil: none)
+	stats   statsCache
+	series  *series // Options.Series
 	// the hypervisor's steal, and its per-CPU totals at the start
 	steal      *report.Steal
 	stealStart []uint64
@@ -127,7 +126,7 @@ func run(ctx context.Context, o Options, a *Agent) (*report.Report, error) {
 	if o.StackAfter != nil {
 		stackAfter = uint64(*o.StackAfter)
 	}
-	s := &watcher{o: o, agent: a, obs: nopObserver{}, out: out, noiseWin: noiseWindows{}, book: newBook(o.Targets, report.Selection{All: o.All, Show: o.Show}),
+	s := &watcher{o: o, agent: a, obs: nopObserver{}, out: out, book: newBook(o.Targets, report.Selection{All: o.All, Show: o.Show}),
 		viol: newViolations(o.OnThreshold, o.Log), house: newHousekeeper(o.Housekeeping, o.AutoHousekeeping, o.Log)}
 	spec := session.Spec{Name: "watch", ClassicHint: " (see features.engine_limits in --json)",
 		Engine: engine.Config{Trace: !o.NoTrace, SleepStacks: true, StackMinWait: stackAfter, FlightPerCPU: o.TraceEvents,
@@ -365,7 +364,7 @@ func (s *watcher) sort(ns []engine.Notice) notices {
 			s.book.started(n.Id, n.Tid)
 			s.obs.Start(n.Id, n.Tid)
 		case engine.NoticeNewMax:
-			if !s.noiseWin.wants(n) {
+			if !s.win.noise.wants(n) {
 				continue
 			}
 			s.win.keepOwn(n)
@@ -381,7 +380,6 @@ func (s *watcher) sort(ns []engine.Notice) notices {
 			s.win.keepOwn(n)
 			p.viols = append(p.viols, n)
 		case engine.NoticeTaskExit:
-			s.noiseWin.forget(n.Id)
 			p.exits = append(p.exits, n)
 		case engine.NoticeCgroupAttach:
 			p.rescan = true

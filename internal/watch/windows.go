@@ -23,6 +23,7 @@ const followEvery = 4 * time.Millisecond
 // timer, and the decoded windows exited tasks keep. Session goroutine
 // only.
 type windows struct {
+	noise noiseWindows // which noise maxima get a window
 	eng   *engine.Engine
 	names *trace.Names
 	max   int                                 // events kept per window (Options.TraceMax)
@@ -49,7 +50,8 @@ type windows struct {
 func newWindows(eng *engine.Engine, names *trace.Names, maxEvents int) *windows {
 	return &windows{eng: eng, names: names, max: maxEvents, raw: map[uint64]map[metric.ID]*trace.Raw{},
 		exited: report.WindowKeeper{PerMetric: ExitedWindowsPerMetric},
-		live:   liveWindows{PerMetric: LiveWindowsPerMetric}, notKept: map[uint64]map[metric.ID]bool{}}
+		live:   liveWindows{PerMetric: LiveWindowsPerMetric}, notKept: map[uint64]map[metric.ID]bool{},
+		noise: newNoiseWindows()}
 }
 
 // maxKey is a task's metric: one new maximum of it a poll is handled,
@@ -196,7 +198,7 @@ func (w *windows) attach(t *report.Task, explain func(m metric.ID, tr *trace.Tra
 			rm.WorstNote = fmt.Sprintf("no window: while tasks run, each metric keeps the windows of its %d largest maxima only", w.live.PerMetric)
 		}
 	}
-	noteNoiseWindow(t)
+	w.noise.note(t)
 	if w.eng.Tracing() {
 		// One counter, one lookup: Counters took one a counter, 6000
 		// system calls in the stop at 1000 tracked threads.
@@ -217,6 +219,7 @@ func (w *windows) forget(id uint64) {
 	delete(w.raw, id)
 	delete(w.notKept, id)
 	w.live.forget(id)
+	w.noise.forget(id)
 }
 
 // noteLostNotices says why a maximum of t has no window when the notice
