@@ -193,9 +193,16 @@ static __always_inline bool rts_record(struct rts_task_state *st, struct rts_tas
 	return true;
 }
 
+/*
+ * The key is copied to the stack: in a global function (rts_noise_record,
+ * rts_dl_switch_in) st is PTR_TO_MEM, which verifiers before 6.4 refuse
+ * as a map key ("R2 type=mem expected=fp, ..."; Linux 6.1 in the QEMU
+ * guests). A stack key is accepted by all.
+ */
 static __always_inline struct rts_task_stats *rts_stats(struct rts_task_state *st)
 {
-	return bpf_map_lookup_elem(&stats, &st->id);
+	__u64 id = st->id;
+	return bpf_map_lookup_elem(&stats, &id);
 }
 
 /*
