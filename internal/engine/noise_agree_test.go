@@ -53,25 +53,34 @@ type noiseKey struct {
 	start uint64
 }
 
-// TestNoiseLoopChild is the loop mode of the test binary (noiseLoopEnv set):
-// pinned to the last CPU, named noiseLoopName, it spins for noiseLoopRun.
-func TestNoiseLoopChild(t *testing.T) {
-	out := os.Getenv(noiseLoopEnv)
-	if out == "" {
-		t.Skip("the loop of TestNoiseAgreesWithLoop, run by it")
+// TestMain runs the test binary as TestNoiseAgreesWithLoop's loop when
+// noiseLoopEnv is set (a child process, not a test that skips).
+func TestMain(m *testing.M) {
+	if out := os.Getenv(noiseLoopEnv); out != "" {
+		if err := noiseLoopChild(out); err != nil {
+			fmt.Fprintln(os.Stderr, "noise loop:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// noiseLoopChild is the loop: pinned to the last CPU, named noiseLoopName,
+// it spins for noiseLoopRun and writes the gaps it saw to out.
+func noiseLoopChild(out string) error {
 	runtime.LockOSThread()
 	cpu := runtime.NumCPU() - 1
 	if err := workload.Pin(0, cpu); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := workload.SetName(noiseLoopName); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	// A polling thread runs real-time: only interrupts, throttling, the
 	// hypervisor and higher priorities take its CPU.
 	if err := workload.SetScheduler(0, workload.FIFO, 1); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	time.Sleep(50 * time.Millisecond) // tracked at its rename: let the engine see it
 	gaps := make([]noiseGap, 0, 100_000)
@@ -85,9 +94,7 @@ func TestNoiseLoopChild(t *testing.T) {
 		prev = now
 	}
 	b, _ := json.Marshal(noiseLoopOut{uint32(unix.Gettid()), gaps})
-	if err := os.WriteFile(out, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return os.WriteFile(out, b, 0o600)
 }
 
 // noiseIntervals collects the noise events from the rings every 10 ms
@@ -120,8 +127,8 @@ func noiseIntervals(e *Engine, done <-chan struct{}) map[noiseKey]noiseGap {
 // classic engine), over 50 gaps at least (a quiet CPU is run again, its
 // gaps added up). Gaps no interval touches are counted and logged: IPIs,
 // NMIs and pauses of the whole VM have no hook (docs/noise.md); a run where
-// they are more than a quarter of the gaps (another job's IPI storm made
-// 81 of 111 such) is run again, the reason logged.
+// they are more than three quarters of the gaps (another job's IPI storm)
+// is run again, the reason logged; 4 runs without enough gaps fail.
 func TestNoiseAgreesWithLoop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (CI runs as root)")
@@ -145,9 +152,11 @@ func agreesWithLoop(t *testing.T, kind string) {
 			t.Logf("  unmatched: %s", s)
 		}
 		t.Logf("holes between intervals inside one loop gap (us): %v", holes(g, ivs))
-		if u*4 > len(g) {
+		if u*4 > len(g)*3 {
 			// Another job's IPI storm (the ipi-storm scenario, TLB
 			// shootdowns) makes most gaps of a run such: not a run to judge.
+			// A quiet run of this VM has a third of them (33 of 92): the
+			// share is judged over the gaps an interval touched.
 			t.Logf("too noisy to judge: %d of %d gaps show no event at all (IPIs, NMIs, a paused VM); run again", u, len(g))
 			continue
 		}
@@ -157,7 +166,7 @@ func agreesWithLoop(t *testing.T, kind string) {
 		}
 	}
 	if gaps < enough {
-		t.Skipf("no run to judge: %d gaps over %d us seen in 4 runs, too quiet or too noisy (logged above)", gaps, noiseLoopMin/1000)
+		t.Fatalf("no run to judge: %d gaps over %d us seen in 4 runs, too quiet or too noisy (logged above)", gaps, noiseLoopMin/1000)
 	}
 	// 85%: an unseen IPI or VM exit just before a seen part makes a gap
 	// longer than its interval (98.9% of 1555 gaps on a calm run, 86% of
@@ -187,7 +196,7 @@ func runNoiseLoop(t *testing.T, kind string) ([]noiseGap, []noiseGap) {
 		t.Fatal(err)
 	}
 	out := t.TempDir() + "/gaps.json"
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNoiseLoopChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), noiseLoopEnv+"="+out, "GODEBUG=asyncpreemptoff=1")
 	cmd.Stderr = os.Stderr
 	done := make(chan struct{})
