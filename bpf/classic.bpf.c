@@ -604,10 +604,15 @@ int on_hrtimer_expire_entry(void *ctx)
 	__u64 timer = rd_u64(ctx, off_hrentry_hrtimer);
 	__u64 expiry = 0, slack = RTS_SLACK_UNKNOWN;
 	struct classic_armed *a = bpf_map_lookup_elem(&armed, &timer);
+	struct classic_armed t;
 	if (a) {
 		expiry = timer_expiry(a->soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
 		slack = a->slack;
 		bpf_map_delete_elem(&armed, &timer);
+	} else if (!rts_hrtimer_read(timer, &t.soft, &t.slack)) {
+		/* Any other timer (the tick): its due time starts its noise part. */
+		expiry = timer_expiry(t.soft, (__s64)rd_u64(ctx, off_hrentry_now), now);
+		slack = t.slack;
 	}
 	rts_timer_entry_body(ctx, cs, now, slot, rd_u64(ctx, off_hrentry_function), expiry, slack);
 	return 0;
@@ -646,6 +651,19 @@ SEC("tracepoint/irq/irq_handler_exit")
 int on_irq_exit(void *ctx)
 {
 	return rts_irq_exit_body(rd_u32(ctx, off_irq_exit_irq), rd_u32(ctx, off_irq_exit_ret));
+}
+
+/* The local timer interrupt (x86 only: feature local_timer, loaded apart). */
+SEC("tracepoint/irq_vectors/local_timer_entry")
+int on_local_timer_entry(void *ctx)
+{
+	return rts_local_timer_entry_body();
+}
+
+SEC("tracepoint/irq_vectors/local_timer_exit")
+int on_local_timer_exit(void *ctx)
+{
+	return rts_local_timer_exit_body(false);
 }
 
 SEC("tracepoint/irq/softirq_entry")

@@ -153,6 +153,27 @@ static __always_inline void rts_copy_comm(char *dst, const char *src)
 }
 
 /*
+ * The soft expiry and slack (hard minus soft expiry) of the struct hrtimer
+ * at address timer, in its base's clock, for the classic engine (no BTF):
+ * struct hrtimer begins with struct timerqueue_node {struct rb_node (three
+ * longs); ktime_t expires;} then ktime_t _softexpires, on every 64-bit
+ * kernel since Linux 2.6.37 (commit 998adc3dc9dd "hrtimers: Convert
+ * hrtimers to use timerlist infrastructure"). Returns 0 when both read and
+ * are ordered, else -1.
+ */
+static __always_inline int rts_hrtimer_read(__u64 timer, __s64 *soft, __u64 *slack)
+{
+	__s64 ex[2]; /* node.expires, _softexpires */
+	if (!timer || bpf_probe_read_kernel(ex, sizeof(ex), (void *)(timer + 3 * sizeof(long))))
+		return -1;
+	if (ex[1] <= 0 || ex[0] < ex[1])
+		return -1;
+	*soft = ex[1];
+	*slack = ex[0] - ex[1];
+	return 0;
+}
+
+/*
  * Hypervisor steal time of the CPU t is on (cumulative ns), as the scheduler
  * accounted it at its last clock update: rq->prev_steal_time_rq, kept by
  * update_rq_clock_task() with CONFIG_PARAVIRT_TIME_ACCOUNTING (both since

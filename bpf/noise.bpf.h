@@ -164,8 +164,13 @@ static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy, bo
 		return;
 	if (!busy)
 		n->depth = 0;
-	if (n->depth++)
+	if (n->depth++) {
+		/* Inside the local timer interrupt (feature local_timer): the
+		 * callback's due time is when that interrupt took the CPU. */
+		if (from && from < now && from >= n->quiet_from && n->iv.start && from < n->iv.start)
+			n->iv.start = from;
 		return;
+	}
 	/* Due before what is known of the CPU (its task's switch-in, the last
 	 * interval's end): something else held the interrupt; from now. */
 	__u64 known = n->iv.start ? n->iv.end : n->quiet_from;

@@ -577,6 +577,19 @@ int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 	return rts_irq_exit_body(irq, ret);
 }
 
+/* The local timer interrupt (x86 only: feature local_timer, loaded apart). */
+SEC("tp_btf/local_timer_entry")
+int BPF_PROG(on_local_timer_entry, int vector)
+{
+	return rts_local_timer_entry_body();
+}
+
+SEC("tp_btf/local_timer_exit")
+int BPF_PROG(on_local_timer_exit, int vector)
+{
+	return rts_local_timer_exit_body(true);
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {

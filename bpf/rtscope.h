@@ -347,6 +347,7 @@ struct rts_cpu_state {
 	 * user space: the return hooks (rseq_update runs at every return to
 	 * user after a switch, for every thread) test this before any lookup. */
 	__u64 user_pending;
+	__u64 lt_entry; /* the local timer interrupt in progress began then (0: none; x86, feature local_timer) */
 };
 
 /* Counters of what was lost or refused, per CPU (`counters` per-CPU array). */

@@ -203,6 +203,8 @@ var classicAttach = []struct {
 	{"on_ipi_call_function_single_exit", "irq_vectors", "call_function_single_exit"},
 	{"on_ipi_reschedule_entry", "irq_vectors", "reschedule_entry"},
 	{"on_ipi_reschedule_exit", "irq_vectors", "reschedule_exit"},
+	{"on_local_timer_entry", "irq_vectors", "local_timer_entry"},
+	{"on_local_timer_exit", "irq_vectors", "local_timer_exit"},
 	// Not irq_work: the kernel refuses a sampling perf event on
 	// irq_work_exit (TRACE_EVENT_PERF_PERM: a sample raises an irq_work),
 	// and a classic tracepoint program is attached through one. Its IPIs
@@ -272,6 +274,7 @@ func (classicBackend) attach(e *Engine) error {
 	e.Features.set(FeatureRseq, nil)
 	e.Features.set(FeatureIPISend, nil)
 	e.Features.set(FeatureIPIReceive, nil)
+	e.Features.set(FeatureLocalTimer, nil)
 	for _, p := range classicAttach {
 		f, optional := featureOf(p.prog)
 		if optional && ipiFeature(f) && !e.cfg.IPI {

@@ -35,6 +35,7 @@ const (
 	FeatureGlobalPtrArgs                  // global BPF functions with pointer arguments: verified once
 	FeatureIPISend                        // ipi_send_cpu and csd_queue_cpu tracepoints: who sends IPIs (--ipi)
 	FeatureIPIReceive                     // x86 irq_vectors tracepoints: IPI receipts and their handler time (--ipi)
+	FeatureLocalTimer                     // x86 local_timer_entry/exit: the whole timer interrupt as noise
 	featureCount
 )
 
@@ -187,6 +188,15 @@ var featureTable = [featureCount]featureSpec{
 		missing:  "IPIs received are not seen: this kernel has no x86 irq_vectors tracepoints (arm64 and other architectures), or --ipi was not given",
 		programs: []string{"on_ipi_call_function_entry", "on_ipi_call_function_exit", "on_ipi_call_function_single_entry",
 			"on_ipi_call_function_single_exit", "on_ipi_reschedule_entry", "on_ipi_reschedule_exit", "on_ipi_irq_work_entry", "on_ipi_irq_work_exit"},
+	},
+	FeatureLocalTimer: {
+		name: "local_timer", needs: "x86's `irq_vectors:local_timer_entry` and `local_timer_exit` tracepoints",
+		since:    "3.14 (x86 only)",
+		probe:    "loading and attaching on_local_timer_entry and on_local_timer_exit",
+		enables:  "the local timer interrupt as one noise part, from its due time to its exit: the tail that reprograms the clock event after the last callback is in it",
+		fallback: "the timer interrupt's noise runs from its first callback's due time to its last callback's end (the IRQ-tail rule bridges the rest to a softirq or preemption that follows)",
+		missing:  "the local timer interrupt's tail (reprogramming the clock event) is not in the noise: this kernel has no x86 irq_vectors tracepoints (arm64's timer is a device IRQ, seen as such)",
+		programs: []string{"on_local_timer_entry", "on_local_timer_exit"},
 	},
 }
 

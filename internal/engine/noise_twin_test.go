@@ -212,3 +212,30 @@ func TestTwinNoiseIRQTail(t *testing.T) {
 	checkNoise(t, evs[1], 100, 1_100_000, 1_110_000, bit(NoiseSoftirq), NoiseSoftirq, 9)
 	checkNoise(t, evs[2], 100, 2_000_000, 2_170_000, bit(NoiseIRQ)|bit(NoisePreempt), NoisePreempt, 200)
 }
+
+// The local timer interrupt (feature local_timer) is one part from its
+// entry to its exit, the tail after its last callback included; the hard
+// callback nested in it moves the start back to the callback's due time,
+// never before what is known of the CPU (the switch-in, the last interval's end).
+func TestTwinNoiseLocalTimer(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(1_000, 0, 100, false, 120, 10, 0)
+	irq := func(now, leave, busy, since uint64) {
+		onCPU0(t, nt.objs.TestNoiseIrq, now, leave, busy, uint64(NoiseTimer), 0, since, 0)
+	}
+	irq(500_000, 0, 0, 0)       // local_timer_entry
+	irq(530_000, 0, 1, 480_000) // hrtimer_expire_entry, nested, due at 480 us
+	irq(540_000, 1, 0, 530_000) // hrtimer_expire_exit
+	irq(600_000, 1, 0, 500_000) // local_timer_exit: the clock event reprogrammed
+	irq(900_000, 0, 0, 0)       // the next tick
+	irq(910_000, 0, 1, 500)     // due before the last interval ended: not taken
+	irq(911_000, 1, 0, 910_000)
+	irq(950_000, 1, 0, 900_000)
+	nt.switchTo(1_000_000, 100, 0, false, 10, 120, 0) // sleeps
+	evs := nt.events()
+	if len(evs) != 2 {
+		t.Fatalf("%d noise events, want 2", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 480_000, 600_000, bit(NoiseTimer), NoiseTimer, 0)
+	checkNoise(t, evs[1], 100, 900_000, 950_000, bit(NoiseTimer), NoiseTimer, 0)
+}
