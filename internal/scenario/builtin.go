@@ -353,9 +353,16 @@ func runIRQNoise(e *env) error {
 	if err := e.victim(); err != nil {
 		return err
 	}
+	// RT: its sleeper timer stays a hard timer, even on PREEMPT_RT.
+	return e.irqInjector(1)
+}
+
+// irqInjector starts the thread (FIFO prio) whose timer, every `every`,
+// the BPF injector recognises and spins in for `spin` in hard IRQ
+// context; its counts become the result's Injected at the end.
+func (e *env) irqInjector(prio int) error {
 	every := e.v.D("every")
-	spec := e.fifo("irq-inject", 1) // RT: its sleeper timer stays a hard timer, even on PREEMPT_RT
-	if err := e.loop(spec, every, every-lead, func(*workload.Thread) {}); err != nil {
+	if err := e.loop(e.fifo("irq-inject", prio), every, every-lead, func(*workload.Thread) {}); err != nil {
 		return err
 	}
 	th := e.g.Threads()[len(e.g.Threads())-1]

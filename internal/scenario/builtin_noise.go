@@ -70,22 +70,8 @@ func runBusyPollNoise(e *env) error {
 	if err := e.loop(e.fifo("preempter", 70), e.v.D("preempt-every"), lead, func(t *workload.Thread) { t.Work(work) }); err != nil {
 		return err
 	}
-	every := e.v.D("every")
 	// Above the poller: it must run to re-arm its timer.
-	if err := e.loop(e.fifo("irq-inject", 60), every, every-lead, func(*workload.Thread) {}); err != nil {
-		return err
-	}
-	th := e.g.Threads()[len(e.g.Threads())-1]
-	n, err := inject.StartIRQNoise(th.Tid, e.cpu, e.v.D("spin"))
-	if err != nil {
-		return err
-	}
-	e.closes = append(e.closes, func() {
-		st := n.Stats()
-		e.res.Injected = &st
-		n.Close()
-	})
-	return nil
+	return e.irqInjector(60)
 }
 
 // poll is the busy loop: it reads the clock until told to stop, and adds
