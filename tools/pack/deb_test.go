@@ -80,18 +80,7 @@ func TestDeb(t *testing.T) {
 // installAndPurge installs deb into an empty root, runs what it installed
 // and purges it.
 func installAndPurge(t *testing.T, deb string) {
-	r := t.TempDir()
-	for _, d := range []string{"var/lib/dpkg/updates", "var/lib/dpkg/info"} {
-		if err := os.MkdirAll(filepath.Join(r, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"var/lib/dpkg/status", "var/lib/dpkg/available"} {
-		if err := os.WriteFile(filepath.Join(r, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, "dpkg", "--root="+r, "--force-not-root", "-i", deb)
+	r := installRoot(t, deb)
 	unit, err := os.ReadFile(filepath.Join(r, "usr/lib/systemd/system/rtscope.service"))
 	if err != nil || !strings.Contains(string(unit), "\nExecStart=/usr/bin/rtscope serve --config /etc/rtscope/serve.yaml\n") {
 		t.Errorf("the installed unit does not run the packaged binary (%v):\n%s", err, unit)
@@ -122,6 +111,25 @@ func installAndPurge(t *testing.T, deb string) {
 	}) {
 		t.Errorf("dpkg still lists rtscope after the purge:\n%s", st)
 	}
+}
+
+// installRoot installs deb into an empty root with dpkg --root (no
+// maintainer scripts, so none runs chrooted) and returns the root.
+func installRoot(t *testing.T, deb string) string {
+	t.Helper()
+	r := t.TempDir()
+	for _, d := range []string{"var/lib/dpkg/updates", "var/lib/dpkg/info"} {
+		if err := os.MkdirAll(filepath.Join(r, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"var/lib/dpkg/status", "var/lib/dpkg/available"} {
+		if err := os.WriteFile(filepath.Join(r, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, "dpkg", "--root="+r, "--force-not-root", "-i", deb)
+	return r
 }
 
 // lintian finds no error or warning in the package (information tags
