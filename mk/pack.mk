@@ -34,11 +34,14 @@ image: pack-bins $(PACK_TOOL)
 			-version $(VERSION) -out $(DIST)/rtscope-oci-$$a.tar || exit 1; done
 
 # The packaging tests (tools/pack: the .deb through dpkg-deb, an install
-# and purge in an empty root and lintian, the image through its layout, a
-# chroot into its root and skopeo) on this machine's binary; its module
-# tidy, vetted and linted (make lint covers rtscope's module only).
+# and purge in an empty root, lintian, the copyright file, the systemd unit
+# through systemd-analyze verify and its ExecStart run as the unit runs it
+# (bpftool, from make deps, finds its BPF programs gone after the stop),
+# the image through its layout, a chroot into its root and skopeo) on this
+# machine's binary; its module tidy, vetted and linted (make lint covers
+# rtscope's module only).
 test-pack: build
-	@command -v skopeo >/dev/null && command -v lintian >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq skopeo lintian >/dev/null; }
+	@command -v skopeo >/dev/null && command -v lintian >/dev/null && command -v systemd-analyze >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq skopeo lintian systemd >/dev/null; }
 	cd tools/pack && $(GO) mod tidy -diff && GOARCH=$(HOSTARCH) $(GO) test -count=1 ./...
 	cd tools/pack && GOARCH=$(HOSTARCH) $(GO) vet ./... && GOARCH=$(HOSTARCH) $(GO) tool -modfile=../go.mod golangci-lint run ./...
 

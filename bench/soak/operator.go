@@ -41,6 +41,8 @@ type operator struct {
 	mu         sync.Mutex
 	ctl        []time.Duration // each rtscope ctl command, process start included
 	api        []time.Duration // each GET /v1/targets on the socket
+	gets       []span          // the same, as spans of time
+	changes    []span          // each change, from its command until /metrics shows it
 	apiMax     time.Duration   // the largest since the last sample (the CSV's)
 	reflect    []time.Duration // from a change's command to /metrics showing it
 	failures   []string        // commands that failed, changes never shown
@@ -49,6 +51,22 @@ type operator struct {
 	fileHasOps bool                 // --config names ops-file now
 	ctlHasOps  bool                 // ctl added ops-ctl, not removed yet
 	sloAdded   bool
+}
+
+// span is a stretch of time: a GET's, or a change's (kind names it).
+type span struct {
+	kind     string
+	from, to time.Time
+}
+
+// changeKinds are the kinds of change, in the report's order.
+var changeKinds = []string{"ctl add --comm", "ctl remove --comm", "ctl add-slo / remove-slo", "SIGHUP reload"}
+
+// note records a change of kind from t0 until now.
+func (o *operator) note(kind string, t0 time.Time) {
+	o.mu.Lock()
+	o.changes = append(o.changes, span{kind: kind, from: t0, to: time.Now()})
+	o.mu.Unlock()
 }
 
 // writeConfig writes the agent's --config: its file target "ops-file"
@@ -145,8 +163,11 @@ func (o *operator) step(i int) {
 				return m[`rtscope_tasks{target="ops-ctl"}`] == 1 && targets(want)(m)
 			})
 		}
+		o.note(changeKinds[0], t0)
 	case 1:
+		t0 := time.Now()
 		o.sloAdded = o.runCtl("add-slo", "response=20ms")
+		o.note(changeKinds[2], t0)
 	case 2:
 		if o.ctlHasOps {
 			t0 := time.Now()
@@ -154,10 +175,13 @@ func (o *operator) step(i int) {
 				o.ctlHasOps = false
 				o.waitMetrics("ctl remove --comm ops-ctl", t0, targets(o.targets()))
 			}
+			o.note(changeKinds[1], t0)
 		}
 	case 3:
 		if o.sloAdded {
+			t0 := time.Now()
 			o.runCtl("remove-slo", "response=20ms")
+			o.note(changeKinds[2], t0)
 		}
 	}
 }
@@ -186,6 +210,7 @@ func (o *operator) reload() {
 	o.waitMetrics(fmt.Sprintf("SIGHUP reload (ops-file %v)", with), t0, func(m map[string]float64) bool {
 		return (m[`rtscope_tasks{target="ops-file"}`] == 1) == with && m["rtscope_targets"] == want
 	})
+	o.note(changeKinds[3], t0)
 }
 
 // targets is how many targets the agent has now: its flags', and the
@@ -223,6 +248,7 @@ func (o *operator) pinger(stop <-chan struct{}) {
 				o.failures = append(o.failures, fmt.Sprintf("GET /v1/targets: %v", err))
 			}
 			o.api = append(o.api, d)
+			o.gets = append(o.gets, span{from: t0, to: t0.Add(d)})
 			o.apiMax = max(o.apiMax, d)
 			o.mu.Unlock()
 			if err == nil {
@@ -283,6 +309,29 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
+// reportOverlap writes the control API's answers by the change, if any,
+// in progress while each was asked (from the change's command until
+// /metrics showed it): whether a change holds the API up.
+func (o *operator) reportOverlap(md *strings.Builder) {
+	by := map[string][]time.Duration{}
+	for _, g := range o.gets {
+		kind := "no change in progress"
+		for _, c := range o.changes {
+			if g.from.Before(c.to) && g.to.After(c.from) {
+				kind = c.kind
+				break
+			}
+		}
+		by[kind] = append(by[kind], g.to.Sub(g.from))
+	}
+	fmt.Fprintf(md, "\nThe control API's answers (GET /v1/targets) by the change in progress while each was asked (a change: from its command until /metrics showed it):\n\n")
+	fmt.Fprintf(md, "| during | answers | p50 | max |\n|---|---|---|---|\n")
+	for _, k := range append([]string{"no change in progress"}, changeKinds...) {
+		ds := by[k]
+		fmt.Fprintf(md, "| %s | %d | %v | %v |\n", k, len(ds), quantile(ds, 0.5).Round(time.Microsecond), quantile(ds, 1).Round(time.Microsecond))
+	}
+}
+
 // verdict says met or missed.
 func verdict(ok bool) string {
 	if ok {
@@ -309,6 +358,7 @@ func (o *operator) reportOps(md *strings.Builder, archiveMax, archiveLimit int64
 		quantile(o.reflect, 0.5).Round(time.Millisecond), reflMax.Round(time.Millisecond), reflectLimit, verdict(reflMax <= reflectLimit && len(o.reflect) > 0))
 	fmt.Fprintf(md, "| archive size, largest of the minutes / its limit | %.1f / %.1f MiB | within: %s |\n", float64(archiveMax)/(1<<20), float64(archiveLimit)/(1<<20), verdict(archiveMax <= archiveLimit))
 	fmt.Fprintf(md, "| failures (a command failed, a change never shown) | %d | 0: %s |\n", len(o.failures), verdict(len(o.failures) == 0))
+	o.reportOverlap(md)
 	for i, f := range o.failures {
 		if i == 10 {
 			fmt.Fprintf(md, "\n... %d more\n", len(o.failures)-10)

@@ -8,14 +8,14 @@ import (
 )
 
 // writeSeries writes the soak's samples as base.csv and their plot as
-// base.svg (one image a run: RSS, the archive against its limit, the
+// base.svg (one image a run: RSS, BPF kernel memory, the archive against its limit, the
 // slowest control API answer against the 100 ms bound, over time).
 func writeSeries(base string, samples []sample) {
 	var csv strings.Builder
-	csv.WriteString("t_s,rss_kb,agent_cpu_s,archive_bytes,archive_limit_bytes,api_max_ms,churn_exited,lost_notices,targets\n")
+	csv.WriteString("t_s,rss_kb,bpf_memory_bytes,agent_cpu_s,archive_bytes,archive_limit_bytes,api_max_ms,churn_exited,lost_notices,targets\n")
 	for _, s := range samples {
-		fmt.Fprintf(&csv, "%.0f,%d,%.3f,%d,%d,%.3f,%.0f,%.0f,%.0f\n", s.at.Seconds(), s.p.rssKB, s.p.cpu.Seconds(), s.archive,
-			soakArchiveMB<<20, float64(s.apiMax)/float64(time.Millisecond),
+		fmt.Fprintf(&csv, "%.0f,%d,%.0f,%.3f,%d,%d,%.3f,%.0f,%.0f,%.0f\n", s.at.Seconds(), s.p.rssKB, s.m["rtscope_bpf_memory_bytes"],
+			s.p.cpu.Seconds(), s.archive, soakArchiveMB<<20, float64(s.apiMax)/float64(time.Millisecond),
 			s.m[`rtscope_tasks_exited_total{target="churn"}`], s.m[`rtscope_lost_total{kind="notices"}`], s.m["rtscope_targets"])
 	}
 	if err := os.WriteFile(base+".csv", []byte(csv.String()), 0o644); err != nil {
@@ -23,6 +23,7 @@ func writeSeries(base string, samples []sample) {
 	}
 	panels := []panel{
 		{title: "agent RSS, MiB", y: func(s sample) float64 { return float64(s.p.rssKB) / 1024 }},
+		{title: "kernel memory of the engine's BPF maps and programs, MiB", y: func(s sample) float64 { return s.m["rtscope_bpf_memory_bytes"] / (1 << 20) }},
 		{title: fmt.Sprintf("archive, MiB (limit %d)", soakArchiveMB), y: func(s sample) float64 { return float64(s.archive) / (1 << 20) }, limit: soakArchiveMB},
 		{title: "slowest control API answer in 10 s, ms (bound 100)", y: func(s sample) float64 { return float64(s.apiMax) / float64(time.Millisecond) }, limit: 100},
 	}

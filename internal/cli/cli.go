@@ -155,6 +155,11 @@ func Main(args []string) int {
 		return 1
 	}
 	defer stop()
+	defer func() {
+		if err := writeHeapProfile(os.Getenv(MemProfileEnv)); err != nil {
+			fmt.Fprintf(os.Stderr, "rtscope: %v\n", err)
+		}
+	}()
 	c, err := root.ExecuteC()
 	var st exitStatus
 	switch {

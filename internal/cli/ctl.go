@@ -17,9 +17,13 @@ func init() { RegisterCmd(newCtlCmd) }
 
 const ctlLong = `Control a running rtscope serve through its unix socket (root only: the
 socket is mode 0600 in a directory only root can write). Every command
-prints the agent's state as JSON (targets, SLOs, tracked tasks). A removed target's tasks stay tracked until
-they exit, so that no counter goes back; SLO changes apply at once to the
-tasks tracked already (their counts so far are kept) and to later ones.`
+prints the agent's state as JSON (targets, SLOs, tracked tasks). A removed
+target's tasks stop being tracked at once, as if they exited (their counts
+stay, so that no counter goes back; with the classic engine they stay
+tracked until they exit); SLO changes apply at once to the tasks tracked
+already (their counts so far are kept) and to later ones. The state never
+waits for the agent's work: its tracked tasks are those of the agent's
+last tick (serve --tick) or of the change just made.`
 
 const ctlCommands = `Commands:
   list                         targets, SLOs and tracked tasks

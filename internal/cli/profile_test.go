@@ -5,8 +5,37 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
+
+// TestHeapProfileWritten: the heap profile named by MemProfileEnv is a
+// whole pprof profile (a gzip stream naming inuse_space) under the name
+// with "%p" made this process's id; a file that cannot be created is an
+// error.
+func TestHeapProfileWritten(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeHeapProfile(filepath.Join(dir, "heap-%p.prof")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "heap-"+strconv.Itoa(os.Getpid())+".prof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("not a pprof profile: %v", err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil || !strings.Contains(string(b), "inuse_space") {
+		t.Fatalf("not a heap profile (%d bytes): %v", len(b), err)
+	}
+	if err := writeHeapProfile(filepath.Join(dir, "no", "such", "dir")); err == nil {
+		t.Error("an uncreatable profile file was accepted")
+	}
+}
 
 // TestCPUProfileWritten: the profile named by CPUProfileEnv is complete
 // (a whole gzip stream, as pprof writes it) once stop returns: at the

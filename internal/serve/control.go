@@ -24,10 +24,16 @@ import (
 // counts and violations so far are kept.
 //
 // Concurrency: its methods are safe for concurrent use (the HTTP API's
-// goroutines, the SIGHUP handler); they are serialised by a mutex, and
-// every engine change runs on the watch session's goroutine through
-// watch.Agent.Control, the one goroutine that uses the engine. A method
-// waits for its change to be made, or fails once the session has ended.
+// goroutines, the SIGHUP handler, the /metrics scrape). Changes are
+// serialised by mu, and every engine change runs on the watch session's
+// goroutine through watch.Agent.Control, the one goroutine that uses the
+// engine; a change waits for it to be made, or fails once the session has
+// ended. State and Targets never wait for the session or for a change:
+// they read the view, which the session publishes (Observe at each tick,
+// and each change once made) under vmu, a lock held only to copy. Reading
+// every task's statistics for GET /v1/targets on the session goroutine
+// held the answer behind the session's work: 0.23-1.6 s while a ctl add
+// ran (bench/results/2026-11-28-soak.md).
 type Control struct {
 	mu      sync.Mutex
 	run     chan func(*engine.Engine)
@@ -39,14 +45,21 @@ type Control struct {
 	def     [metric.Count]uint64    // default bounds now
 	next    uint32                  // index of the next target spec
 	index   map[TargetConfig]uint32 // each target's index (rts_target.index)
+
+	vmu      sync.Mutex
+	view     State         // what State answers; its slices are replaced, never modified
+	seen     chan struct{} // closed once the session published the tasks tracked
+	seenOnce sync.Once
 }
 
 // NewControl returns the control of an agent started with the targets and
 // SLOs of its flags and of the configuration file path ("" for none), file
 // its parsed content (nil for none).
 func NewControl(flags Config, path string, file *Config) *Control {
-	c := &Control{run: make(chan func(*engine.Engine)), done: make(chan struct{}), flags: flags, path: path}
+	c := &Control{run: make(chan func(*engine.Engine)), done: make(chan struct{}), seen: make(chan struct{}),
+		flags: flags, path: path}
 	c.targets, c.slos = combine(flags, file)
+	c.view = State{Targets: slices.Clone(c.targets), SLO: slices.Clone(c.slos), Tracked: []Tracked{}}
 	c.def = buildSLO(c.slos).Default
 	c.next = uint32(len(c.targets))
 	// watch.Register numbers the targets of Spec by kind: tids, pids,
@@ -177,37 +190,76 @@ func (t TargetConfig) Check() error {
 	return nil
 }
 
-// State returns the targets, the SLOs and the tasks tracked now.
+// State returns the targets and SLOs as of the last change made, and the
+// tasks tracked as of the session's last tick (at most a tick old) or
+// change, whichever came last. It waits only for the session's first
+// tick after its start, and fails once the session has ended.
 func (c *Control) State() (*State, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := &State{Targets: slices.Clone(c.targets), SLO: slices.Clone(c.slos), Tracked: []Tracked{}}
-	err := c.do(func(e *engine.Engine) error {
-		if e.Features.SLOReapply != nil {
-			st.SLONote = e.Features.SLOReapply.Error()
-		}
-		all, err := e.AllStats()
-		for _, s := range all {
-			if s.Exited == 0 {
-				st.Tracked = append(st.Tracked, Tracked{TID: s.Tid, PID: s.Pid, Comm: engine.CommString(s.Comm)})
-			}
-		}
-		return err
-	})
+	select {
+	case <-c.seen:
+	case <-c.done:
+		return nil, errEnded
+	}
+	select {
+	case <-c.done:
+		return nil, errEnded
+	default:
+	}
+	c.vmu.Lock()
+	st := c.view // its slices are never modified: sharing them is safe
+	c.vmu.Unlock()
 	if st.Targets == nil {
 		st.Targets = []TargetConfig{}
 	}
 	if st.SLO == nil {
 		st.SLO = []string{}
 	}
-	return st, err
+	return &st, nil
 }
 
-// Targets returns how many targets are watched now.
+// Targets returns how many targets are watched now (as of the last change
+// made: a scrape does not wait for one being made).
 func (c *Control) Targets() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.targets)
+	c.vmu.Lock()
+	defer c.vmu.Unlock()
+	return len(c.view.Targets)
+}
+
+// Observe publishes the tasks tracked now for State, from the statistics
+// of the live tasks the session read anyway (watch.Observer.Tick): no
+// read of its own. Called on the session's goroutine.
+func (c *Control) Observe(e *engine.Engine, live []*engine.TaskStats) {
+	tracked := []Tracked{}
+	for _, s := range live {
+		if s.Exited == 0 {
+			tracked = append(tracked, Tracked{TID: s.Tid, PID: s.Pid, Comm: engine.CommString(s.Comm)})
+		}
+	}
+	note := ""
+	if e.Features.SLOReapply != nil {
+		note = e.Features.SLOReapply.Error()
+	}
+	c.vmu.Lock()
+	c.view.Tracked, c.view.SLONote = tracked, note
+	c.vmu.Unlock()
+	c.seenOnce.Do(func() { close(c.seen) })
+}
+
+// publish makes a change made visible to State: its targets and SLOs, and,
+// when targets changed, the tasks tracked now (read on the session's
+// goroutine, as the change itself: a removed target's tasks are gone from
+// the answer to its own request; if that read fails, the next tick
+// publishes them). Called on the session's goroutine.
+func (c *Control) publish(e *engine.Engine, targets []TargetConfig, slos []string, retargeted bool) {
+	c.vmu.Lock()
+	c.view.Targets, c.view.SLO = slices.Clone(targets), slices.Clone(slos)
+	c.vmu.Unlock()
+	if !retargeted {
+		return
+	}
+	if all, err := e.AllStats(); err == nil {
+		c.Observe(e, all)
+	}
 }
 
 // AddTarget starts watching t: the tasks it names now and later.
@@ -303,7 +355,15 @@ func (c *Control) apply(targets []TargetConfig, slos []string) error {
 		added: missing(targets, c.targets), removed: missing(c.targets, targets),
 		next: c.next, index: maps.Clone(c.index),
 	}
-	if err := c.do(ch.make); err != nil {
+	retargeted := len(ch.added) > 0 || len(ch.removed) > 0
+	err := c.do(func(e *engine.Engine) error {
+		if err := ch.make(e); err != nil {
+			return err
+		}
+		c.publish(e, targets, slos, retargeted)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	c.targets, c.slos, c.next, c.index = targets, slos, ch.next, ch.index

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
@@ -86,8 +87,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	var obs watch.Observer = x
+	if o.Control != nil {
+		obs = controlled{Observer: obs, control: o.Control}
+	}
 	if o.Archive != nil {
-		obs = archiving{Exporter: x, archive: o.Archive}
+		obs = archiving{Observer: obs, archive: o.Archive}
 		defer o.Archive.Close() // after the session: it adds no more
 	}
 	serveErr := make(chan error, 2) // /metrics and the API
@@ -160,7 +164,7 @@ func metricsServer(x *Exporter, c *Control) *http.Server {
 // archiving observes the agent's watch with the exporter, and its windows
 // with the archive (watch.WindowObserver).
 type archiving struct {
-	*Exporter
+	watch.Observer
 	archive *Archive
 }
 
@@ -169,7 +173,22 @@ func (a archiving) Window(worst bool, t *report.Task, m metric.ID, value uint64,
 	a.archive.Add(worst, t, m, value, get)
 }
 
+// controlled observes the agent's watch with the exporter, and hands each
+// tick's live tasks to the control too (Control.Observe), which answers
+// GET /v1/targets from them without a read of its own.
+type controlled struct {
+	watch.Observer
+	control *Control
+}
+
+// Tick publishes the tasks tracked, then ticks the exporter.
+func (c controlled) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost uint64) {
+	c.control.Observe(e, live)
+	c.Observer.Tick(e, live, windowsLost)
+}
+
 var (
 	_ watch.Observer       = (*Exporter)(nil)
+	_ watch.Observer       = controlled{}
 	_ watch.WindowObserver = archiving{}
 )

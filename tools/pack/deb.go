@@ -102,6 +102,10 @@ func debContents(o options, stage string) (files.Contents, error) {
 	if err := writeChangelog(changelog, o); err != nil {
 		return nil, err
 	}
+	copyright := filepath.Join(stage, "copyright")
+	if err := writeCopyright(copyright, o); err != nil {
+		return nil, err
+	}
 	overrides := filepath.Join(stage, "lintian-overrides")
 	if err := os.WriteFile(overrides, []byte(lintianOverrides), 0o644); err != nil {
 		return nil, err
@@ -109,6 +113,7 @@ func debContents(o options, stage string) (files.Contents, error) {
 	c := files.Contents{
 		file(o.bin, "/usr/bin/rtscope", 0o755),
 		file(changelog, "/usr/share/doc/rtscope/changelog.gz", 0o644),
+		file(copyright, "/usr/share/doc/rtscope/copyright", 0o644),
 		file(overrides, "/usr/share/lintian/overrides/rtscope", 0o644),
 		file(filepath.Join(stage, "rtscope.service"), unitPath, 0o644),
 		{Source: filepath.Join(o.root, "contrib/serve.yaml"), Destination: "/etc/rtscope/serve.yaml", Type: files.TypeConfig,
