@@ -34,7 +34,11 @@ const verifierBudget = 150_000
 // the IRQ, softirq and timer entries there, took the classic one to 722,799
 // (on_sched_switch 507,611) with the IPI hooks; 850,000 since the DEADLINE
 // job functions, inlined too, took the tp_btf one to 768,044
-// (on_sched_switch 633,323 of the million), 822,461 with rts_dl_waits.
+// (on_sched_switch 633,323 of the million), 822,461 with rts_dl_waits,
+// 872,442 (on_sched_switch 737,765) with the noise windows, the same count
+// as CI's on this kernel; 826,920 (692,243) with retry_track a subprogram.
+// The count is deterministic for one kernel and object: the margin is for
+// other kernels.
 const verifierBudgetInlined = 850_000
 
 var (
@@ -160,46 +164,23 @@ func verifierCost(t *testing.T, spec *ebpf.CollectionSpec, vars map[string]any, 
 // QEMU rt guest (Debian 6.1) refused on_sched_switch at 544 bytes.
 const stackBudget = 448
 
-var verifierStackDepth = regexp.MustCompile(`stack depth ([0-9+]+)`)
-
-// TestVerifierStack loads each program of both engines, in both variants,
-// with the verifier's statistics, and checks that the deepest chain of
-// calls, from the stack depth the verifier found for each function, stays
-// within stackBudget.
+// TestVerifierStack checks that the deepest chain of calls of every
+// program of both engines, in both variants, stays within stackBudget, as
+// Linux 6.1 adds it up, from the objects themselves (stackDepths): what the
+// verifier of a newer kernel finds depends on the code it proves dead.
 func TestVerifierStack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root to load BPF (CI runs as root)")
-	}
-	syms, _ := ksym.Kernel()
-	vars := map[string]any{"hrtimer_wakeup_fn": syms.Addr("hrtimer_wakeup")}
-	newSleepTable(syms).vars(vars)
-	offs, err := classicOffsets(tpformat.ReadFormat)
-	if err != nil {
-		offs, err = classicOffsets(readCaptured(nil))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, v := range []struct {
 		name string
 		load func() (*ebpf.CollectionSpec, error)
 	}{{"btf", loadBpf}, {"btf inlined", loadBpfinline}, {"classic", loadClassic}, {"classic inlined", loadClassicinline}} {
-		name := v.name
-		t.Run(name, func(t *testing.T) {
+		t.Run(v.name, func(t *testing.T) {
 			spec, err := v.load()
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := maps.Clone(vars)
-			if name == "classic" || name == "classic inlined" {
-				for k, v := range offs {
-					all[k] = v
-				}
-			}
-			logs := verifierLogs(t, spec, all)
-			for _, n := range slices.Sorted(maps.Keys(logs)) {
+			for _, n := range slices.Sorted(maps.Keys(spec.Programs)) {
 				depth, chain := deepestStack(spec.Programs[n].Instructions)
-				t.Logf("%-28s %3d bytes: %s (verifier: %s)", n, depth, strings.Join(chain, " > "), verifierStackDepth.FindString(logs[n]))
+				t.Logf("%-32s %3d bytes: %s", n, depth, strings.Join(chain, " > "))
 				if depth > stackBudget {
 					t.Errorf("%s: its calls %s take %d bytes of stack, more than %d (Linux 6.1 refuses over 512)", n, strings.Join(chain, " > "), depth, stackBudget)
 				}
