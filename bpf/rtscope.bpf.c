@@ -210,17 +210,20 @@ static __always_inline struct rts_task_state *track(struct task_struct *t, __u32
  * Track t now if its tracking was deferred (defer_track). Called at its
  * switch-in: it starts being measured from its next event.
  */
-static __always_inline void retry_track(struct task_struct *t)
+static __noinline int retry_track(struct task_struct *t)
 {
+	if (!t)
+		return 0;
 	__u32 tid = BPF_CORE_READ(t, pid);
 	struct rts_target *r = bpf_map_lookup_elem(&track_retry, &tid);
 	if (!r)
-		return;
+		return 0;
 	struct rts_target w = *r;
 	/* Dequeue first: a second failure queues it again. */
 	if (bpf_map_delete_elem(&track_retry, &tid) == 0)
 		__sync_fetch_and_sub(&track_retry_pending, 1);
 	track(t, w.index, w.flags);
+	return 0;
 }
 
 /* A task queued for tracking exits: drop it (its tid may be reused). */

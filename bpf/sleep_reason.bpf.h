@@ -68,6 +68,19 @@ struct rts_sleep_frames {
 	__u64 f[RTS_SLEEP_FRAMES];
 };
 
+/*
+ * The frames of the sleep being classified, per CPU (sched_switch does not
+ * nest on a CPU): on on_sched_switch's stack, their 128 bytes took the
+ * combined stack of its deepest chain of calls past Linux 6.1's 512
+ * (TestVerifierStack).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rts_sleep_frames);
+} sleep_frames SEC(".maps");
+
 RTS_VERIFIED_ONCE __u32 rts_sleep_reason_of(const struct rts_sleep_frames *frames, int n, __u64 *site)
 {
 	if (!frames || !site)
@@ -123,14 +136,17 @@ RTS_VERIFIED_ONCE __u32 rts_sleep_reason_of(const struct rts_sleep_frames *frame
  */
 static __always_inline void rts_sleep_classify(void *ctx, struct rts_event *e)
 {
+	__u32 zero = 0;
 	if (!sleep_fn_count)
 		return;
-	struct rts_sleep_frames frames;
-	long n = bpf_get_stack(ctx, frames.f, sizeof(frames.f), 0);
+	struct rts_sleep_frames *frames = bpf_map_lookup_elem(&sleep_frames, &zero);
+	if (!frames)
+		return;
+	long n = bpf_get_stack(ctx, frames->f, sizeof(frames->f), 0);
 	if (n <= 0)
 		return;
 	__u64 site = 0;
-	e->flags = (__u8)rts_sleep_reason_of(&frames, (int)(n / 8), &site);
+	e->flags = (__u8)rts_sleep_reason_of(frames, (int)(n / 8), &site);
 	e->y = site;
 }
 
