@@ -31,6 +31,10 @@ type Subject struct {
 	// sleeps mostly relative): it has no deadline to miss, and a long cycle
 	// stretches its period instead of overrunning it.
 	SleepsRelative bool
+	// ArmsFromWakeup: its loop arms absolute deadlines, but the engine
+	// counted no overrun in many releases: each deadline is computed from
+	// its wakeup (now + sleep), so a long cycle stretches its period too.
+	ArmsFromWakeup bool
 	// TimerSlackNs is the task's timer slack (/proc/TID/timerslack_ns),
 	// 0 when unknown: a SCHED_OTHER task's timer may fire that late.
 	TimerSlackNs uint64

@@ -1062,6 +1062,39 @@ func TestIterationStretchedRelativeSleep(t *testing.T) {
 	}
 }
 
+// A loop that arms absolute deadlines from its wakeup (now + sleep: no
+// overrun ever counted) stretches its period too: its long iteration and
+// its long period are never "overrun" (task-M of priority-inversion, which
+// the consistency checker caught against its zero overrun count).
+func TestStretchedArmsFromWakeup(t *testing.T) {
+	s := subject(control, "iteration")
+	s.NominalPeriod = uint64(us1(1000))
+	s.ArmsFromWakeup = true
+	r := explain(neverSleepingIteration(), s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "a stretched iteration", "arms each deadline from its wakeup")
+	if strings.Contains(r.Verdict, "overrun:") {
+		t.Errorf("an iteration verdict names an overrun: %s", r.Verdict)
+	}
+	tr := window("period", control, us1(2500),
+		wakeTimer(0, 1, control, 0),
+		sw(us1(5), 1, idle, "R", control),
+		sleep(us1(2300), 1, control, "timer sleep (nanosleep)"),
+		sw(us1(2300), 1, control, "S", idle),
+		timerIn(us1(2495), 1, "hrtimer_wakeup", us1(2490)),
+		wakeTimer(us1(2500), 1, control, us1(2490)),
+	)
+	s = subject(control, "period")
+	s.NominalPeriod = uint64(us1(1000))
+	s.ArmsFromWakeup = true
+	r = explain(tr, s, "none")
+	checkSums(t, r)
+	wantCause(t, r, "execution", "a stretched period", "arms each deadline from its wakeup")
+	if strings.Contains(r.Verdict, "an overrun") {
+		t.Errorf("a period verdict names an overrun: %s", r.Verdict)
+	}
+}
+
 // A loop that never sleeps: its iteration opens and closes with the arming
 // of a deadline already past, the past deadline's timer wakes it while it
 // runs (no state change), and no switch happens on its CPU. Its work took

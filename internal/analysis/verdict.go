@@ -297,6 +297,14 @@ func periodByReleases(res *Result, s Subject, execNs, periodSleep uint64, dom *g
 		res.Verdict = fmt.Sprintf("%s: a stretched period: its cycle took %s, and it sleeps relative to its wakeup (no deadline to miss: the period grows with the cycle; sleep to an absolute time, TIMER_ABSTIME, to keep it): %s",
 			pre, us(busy), ownAndLargest(execNs, dom))
 		return true
+	case busy > p && s.ArmsFromWakeup:
+		// Its timers are absolute, yet no overrun was ever counted: each
+		// deadline is its wakeup plus a sleep (task-M of
+		// priority-inversion, called an overrun its counters never had).
+		res.Cause = CauseExecution
+		res.Verdict = fmt.Sprintf("%s: a stretched period: its cycle took %s, and it arms each deadline from its wakeup (no overrun counted: the period grows with the cycle; add the period to the previous deadline to keep it): %s",
+			pre, us(busy), ownAndLargest(execNs, dom))
+		return true
 	case busy > p:
 		res.Cause = CauseOverrun
 		res.Verdict = fmt.Sprintf("%s: an overrun: its cycle took %s (before it slept until its next period), longer than its period: %s",
@@ -353,8 +361,11 @@ func iterationVerdict(res *Result, tl *timelines, s Subject, segs []taskSeg, exe
 		// Its sleeps are relative: no deadline, the period stretches.
 		pre = fmt.Sprintf("a stretched iteration: the loop's work took %s of its %s period (running %s), and it sleeps relative to its wakeup (no deadline to miss: the period grows; sleep to an absolute time, TIMER_ABSTIME, to keep it)",
 			us(work), us(p), running)
+	} else if s.ArmsFromWakeup {
+		pre = fmt.Sprintf("a stretched iteration: the loop's work took %s of its %s period (running %s), and it arms each deadline from its wakeup (no overrun counted: the period grows; add the period to the previous deadline to keep it)",
+			us(work), us(p), running)
 	}
-	if s.SleepsRelative && (dom == nil || (execNs*2 >= work && dom.ns*4 < work)) {
+	if (s.SleepsRelative || s.ArmsFromWakeup) && (dom == nil || (execNs*2 >= work && dom.ns*4 < work)) {
 		res.Cause = CauseExecution
 		res.Verdict = pre
 		return

@@ -58,6 +58,7 @@ func SubjectOf(t *report.Task, m string) analysis.Subject {
 	// the start-up's; a tenth or more of its timer releases is its loop.
 	rel := t.Hygiene["relative_timer_sleeps"]
 	s.SleepsRelative = rel > 1 && rel*10 >= t.Counters.TimerReleases
+	s.ArmsFromWakeup = !s.SleepsRelative && t.Counters.Overruns == 0 && t.Counters.TimerReleases >= 10
 	return s
 }
 
