@@ -155,7 +155,13 @@ func Main(args []string) int {
 		return 1
 	}
 	defer stop()
+	stopHeap, err := startHeapProfiles(os.Getenv(MemProfileEnv), os.Getenv(MemProfileEveryEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rtscope: %v\n", err)
+		return 1
+	}
 	defer func() {
+		stopHeap()
 		if err := writeHeapProfile(os.Getenv(MemProfileEnv)); err != nil {
 			fmt.Fprintf(os.Stderr, "rtscope: %v\n", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHeapProfileWritten: the heap profile named by MemProfileEnv is a
@@ -62,5 +63,42 @@ func TestCPUProfileWritten(t *testing.T) {
 	}
 	if _, err := startCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil {
 		t.Error("an uncreatable profile file was accepted")
+	}
+}
+
+// TestHeapProfilesEvery: with MemProfileEveryEnv, heap profiles are
+// written to FILE.1, FILE.2, ... while the command runs, none after it
+// stops; an interval that is not a positive duration is an error.
+func TestHeapProfilesEvery(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "heap-%p.prof")
+	stop, err := startHeapProfiles(path, "5ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(dir, "heap-"+strconv.Itoa(os.Getpid())+".prof.2")
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(second); err == nil {
+			break
+		}
+	}
+	stop()
+	files, _ := filepath.Glob(filepath.Join(dir, "heap-*.prof.*"))
+	if len(files) < 2 {
+		t.Fatalf("profiles written: %q, want .1 and .2 at least", files)
+	}
+	time.Sleep(20 * time.Millisecond) // four intervals: none may come after stop
+	if after, _ := filepath.Glob(filepath.Join(dir, "heap-*.prof.*")); len(after) != len(files) {
+		t.Errorf("%d profiles after stop, %d before", len(after), len(files))
+	}
+	for _, bad := range []string{"1", "-1s", "0s", "soon"} {
+		if _, err := startHeapProfiles(path, bad); err == nil {
+			t.Errorf("interval %q accepted", bad)
+		}
+	}
+	if stop, err := startHeapProfiles("", "1s"); err != nil {
+		t.Errorf("no profile file: %v", err)
+	} else {
+		stop()
 	}
 }

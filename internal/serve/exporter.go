@@ -159,9 +159,11 @@ type Exporter struct {
 	started time.Time
 	label   map[uint64]string // tracking id -> seriesKey, fixed at first sight
 	// place of a task, read when it started (Start) and kept until its
-	// label is fixed; placeOf reads it (nil: no unit and pod labels)
-	places  map[uint64]target.Place
+	// label is fixed, or it was in no Tick since the one before its start
+	// (placesDue); placeOf reads it (nil: no unit and pod labels)
+	places  map[uint64]startPlace
 	placeOf func(tid uint32) (target.Place, error)
+	ticks   uint64 // Ticks so far
 	live    map[uint64]*engine.TaskStats
 	done    map[string]*agg // exited tasks, by label
 	names   map[string]bool // labels given out (MaxTargets)
@@ -195,7 +197,7 @@ func MetricName(m metric.ID) string {
 
 // NewExporter returns an empty exporter.
 func NewExporter() *Exporter {
-	x := &Exporter{started: time.Now(), label: map[uint64]string{}, places: map[uint64]target.Place{}, live: map[uint64]*engine.TaskStats{},
+	x := &Exporter{started: time.Now(), label: map[uint64]string{}, places: map[uint64]startPlace{}, live: map[uint64]*engine.TaskStats{},
 		done: map[string]*agg{}, names: map[string]bool{}, explained: map[causeKey]uint64{},
 		notAnalysed: map[causeKey]uint64{}, pending: map[pendingKey]uint64{}, gone: map[uint64]string{},
 		ipi: newIPIExport()}
@@ -251,7 +253,27 @@ func (x *Exporter) Start(id uint64, tid uint32) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, fixed := x.label[id]; !fixed {
-		x.places[id] = p
+		x.places[id] = startPlace{p, x.ticks}
+	}
+}
+
+// startPlace is a task's place read at its start, and the Ticks before it.
+type startPlace struct {
+	target.Place
+	ticks uint64
+}
+
+// placesDue drops the places of tasks started before the last Tick and in
+// none since (nor exited, which fixes a label): gone before any statistics
+// were read, their exit unseen (a notice lost), they would never fix a
+// label, and under task churn the map grew with every one of them.
+// Called with mu held, after setLive.
+func (x *Exporter) placesDue() {
+	x.ticks++
+	for id, p := range x.places {
+		if p.ticks+2 <= x.ticks {
+			delete(x.places, id)
+		}
 	}
 }
 
@@ -265,7 +287,8 @@ func (x *Exporter) labelOf(st *engine.TaskStats) string {
 	if comm == "" {
 		return seriesKey("unknown", target.Place{}) // not fixed: the name comes with its statistics
 	}
-	p, ok := x.places[st.Id]
+	sp, ok := x.places[st.Id]
+	p := sp.Place
 	if !ok && x.placeOf != nil {
 		p, _ = x.placeOf(st.Tid) // a task gone already has no place
 	}
@@ -298,6 +321,7 @@ func (x *Exporter) Tick(e *engine.Engine, live []*engine.TaskStats, windowsLost 
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.setLive(live)
+	x.placesDue()
 	x.publish()
 	x.tickIPIs(ipis, ipiErr == nil)
 	x.counters = counters[:]
@@ -314,6 +338,7 @@ func (x *Exporter) tick(live []*engine.TaskStats) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.setLive(live)
+	x.placesDue()
 	x.publish()
 }
 

@@ -428,3 +428,46 @@ func TestTargetHealth(t *testing.T) {
 		t.Errorf("an exited task's failure forgotten: %s", h)
 	}
 }
+
+// TestChurnLeavesExporterBounded: 10,000 short tasks through the
+// exporter's paths (start, then an exit seen; gone from the live tasks
+// with the exit unseen; never read at all: the exit notice lost) leave
+// no per-task state behind, and one series a name.
+func TestChurnLeavesExporterBounded(t *testing.T) {
+	x := NewExporter()
+	x.SetPlaces(func(tid uint32) (target.Place, error) { return target.CgroupPlace("/system.slice/churn.service"), nil })
+	const tasks, perTick = 10000, 20
+	var live []*engine.TaskStats
+	seen := uint64(0) // exited or in a tick: counted in the totals
+	for id := uint64(1); id <= tasks; id++ {
+		x.Start(id, uint32(id))
+		st := task(id, "churn", 1000)
+		st.Tid = uint32(id)
+		switch id % 3 {
+		case 0:
+			x.Exit(st)
+			seen++
+		case 1:
+			live = append(live, st) // in one tick's live tasks, gone from the next
+			seen++
+		}
+		if id%perTick == 0 {
+			x.tick(live)
+			live = live[:0]
+		}
+	}
+	x.tick(nil)
+	x.tick(nil)
+	if n := len(x.label) + len(x.places) + len(x.live) + len(x.gone) + len(x.pending); n != 0 {
+		t.Errorf("per-task state after %d tasks: %d labels, %d places, %d live, %d gone, %d pending",
+			tasks, len(x.label), len(x.places), len(x.live), len(x.gone), len(x.pending))
+	}
+	if len(x.names) != 1 || len(x.done) != 1 {
+		t.Errorf("%d names, %d totals, want one each", len(x.names), len(x.done))
+	}
+	if a := x.done[seriesKey("churn", target.CgroupPlace("/system.slice/churn.service"))]; a == nil {
+		t.Error("no total under the place's series")
+	} else if a.exited != seen {
+		t.Errorf("exited counted: %d, want %d (the tasks seen)", a.exited, seen)
+	}
+}
