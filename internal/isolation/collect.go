@@ -31,6 +31,9 @@ type Options struct {
 	// Ready, when set, is called once the hooks are attached (tests read
 	// /proc/interrupts there).
 	Ready func()
+	// Ending, when set, is called before the hooks are detached
+	// (detaching patches kernel text: IPIs to every CPU).
+	Ending func()
 }
 
 // probe is a BPF object loaded and attached.
@@ -147,6 +150,9 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(o.Duration):
+	}
+	if o.Ending != nil {
+		o.Ending()
 	}
 	p.detach()
 	s := &Snapshot{DurationNs: uint64(time.Since(start)), CPUs: o.CPUs, Allow: o.Allow, Missing: p.missing}

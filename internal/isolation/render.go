@@ -57,7 +57,7 @@ func printCPU(w io.Writer, c *CPUResult) {
 	fmt.Fprintf(w, "\nCPU %d (%s)\n", c.CPU, cpuSetting(c))
 	switch {
 	case len(c.Workload) > 0 && c.Guessed:
-		fmt.Fprintf(w, "  workload: %s (the task that ran longest; name it with --allow)\n", strings.Join(c.Workload, ", "))
+		fmt.Fprintf(w, "  workload: %s (named as the task that ran longest; name it with --allow)\n", strings.Join(c.Workload, ", "))
 	case len(c.Workload) > 0:
 		fmt.Fprintf(w, "  workload: %s (--allow)\n", strings.Join(c.Workload, ", "))
 	}
