@@ -1,0 +1,109 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtscope/rtscope/internal/isolation"
+)
+
+// isolationOfScenario runs scenario name in a child process and watches
+// its CPU with rtscope isolation for watchFor, from a second into its
+// run; cal is the CPU's /proc/interrupts CAL count over the watch.
+func isolationOfScenario(t *testing.T, name string, watchFor time.Duration) (snap *isolation.Snapshot, victim int, cal uint64) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (CI runs as root)")
+	}
+	s, _ := Get(name)
+	_, victim, err := s.Resolve(Config{CPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(exe, childArg, name, "--duration", (watchFor + 2*time.Second).String())
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := child.Wait(); err != nil {
+			t.Errorf("scenario %s: %v", name, err)
+		}
+	}()
+	waitThreads(t, child.Process.Pid, s.Threads())
+	var before, after uint64
+	snap, err = isolation.Collect(context.Background(), isolation.Options{CPUs: []int{victim}, Duration: watchFor,
+		Ready: func() { before = procCallIPIs(t, victim) }, Ending: func() { after = procCallIPIs(t, victim) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, victim, after - before
+}
+
+// waitThreads waits until process pid runs threads named names (the
+// child may first wait for another scenario on its CPU to end), and a
+// little more for them to be pinned and running.
+func waitThreads(t *testing.T, pid int, names []string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		seen := map[string]bool{}
+		for _, e := range ents {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, e.Name()))
+			seen[strings.TrimSpace(string(b))] = true
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return !seen[n] }) {
+			time.Sleep(200 * time.Millisecond)
+			return
+		}
+	}
+	t.Fatalf("the scenario's threads %v did not start in 2 minutes", names)
+}
+
+// The intruder's membarrier calls reach the control loop's CPU as
+// function-call IPIs (ipi_mb): of the call-function IPIs /proc/interrupts
+// counts there while rtscope isolation watches it, 90% at least are
+// attributed to the intruder; and the refresh_vm_stats work run on that
+// CPU was queued there by the refresher, 90% of it at least.
+func TestSignatureRemoteWork(t *testing.T) {
+	twice(t, func() error {
+		snap, victim, seen := isolationOfScenario(t, "remote-work", 4*time.Second)
+		var mine uint64
+		for _, r := range snap.IPIs {
+			if r.CPU == victim && r.Comm == "intruder" && r.Kind == "function call" {
+				mine += r.Count
+			}
+		}
+		t.Logf("CPU %d: /proc/interrupts CAL +%d, %d function calls attributed to the intruder", victim, seen, mine)
+		if seen < minIPIs() || mine*10 < seen*9 {
+			return fmt.Errorf("%d of the %d call-function IPIs CPU %d took are attributed to the intruder; want 90%% of %d at least",
+				mine, seen, victim, minIPIs())
+		}
+		var ran, queued uint64
+		for _, w := range snap.Works {
+			if w.CPU == victim && w.Func == "refresh_vm_stats" {
+				ran += w.Count
+			}
+		}
+		for _, q := range snap.Queued {
+			if q.CPU == victim && q.Func == "refresh_vm_stats" && q.Comm == "refresher" {
+				queued += q.Count
+			}
+		}
+		t.Logf("CPU %d: refresh_vm_stats ran %d times, %d queued by the refresher", victim, ran, queued)
+		if ran < 50 || queued*10 < ran*9 {
+			return fmt.Errorf("refresh_vm_stats ran %d times on CPU %d, %d queued by the refresher; want 90%% of 50 at least", ran, victim, queued)
+		}
+		return nil
+	})
+}
