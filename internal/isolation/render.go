@@ -55,11 +55,15 @@ func Print(w io.Writer, r *Result) {
 
 func printCPU(w io.Writer, c *CPUResult) {
 	fmt.Fprintf(w, "\nCPU %d (%s)\n", c.CPU, cpuSetting(c))
+	wl := c.Workload
+	if len(wl) > 3 {
+		wl = append(wl[:3:3], fmt.Sprintf("%d more", len(c.Workload)-3))
+	}
 	switch {
-	case len(c.Workload) > 0 && c.Guessed:
-		fmt.Fprintf(w, "  workload: %s (named as the task that ran longest; name it with --allow)\n", strings.Join(c.Workload, ", "))
-	case len(c.Workload) > 0:
-		fmt.Fprintf(w, "  workload: %s (--allow)\n", strings.Join(c.Workload, ", "))
+	case len(wl) > 0 && c.Guessed:
+		fmt.Fprintf(w, "  workload: %s (named as the task that ran longest; name it with --allow)\n", strings.Join(wl, ", "))
+	case len(wl) > 0:
+		fmt.Fprintf(w, "  workload: %s (--allow)\n", strings.Join(wl, ", "))
 	}
 	if len(c.Intrusions) > 0 {
 		fmt.Fprintf(w, "  %-8s %-44s %-32s %8s %10s %9s\n", "cause", "what", "sender", "count", "total us", "worst us")

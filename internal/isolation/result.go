@@ -204,6 +204,8 @@ func taskIntrusions(s *Snapshot, cpu int, fx fixes) (out []Intrusion, workload [
 			}
 		}
 	}
+	procs := map[uint32]int{} // a user process's row in out
+	threads := map[uint32]int{}
 	for _, r := range rows {
 		if allowed[r.Comm] {
 			workload = append(workload, who(r.Comm, r.TID))
@@ -215,6 +217,16 @@ func taskIntrusions(s *Snapshot, cpu int, fx fixes) (out []Intrusion, workload [
 			what = "per-CPU kernel thread"
 		case r.Kthread:
 			what = "kernel thread"
+		}
+		// A process's threads are one row: its remedy moves them all.
+		if i, ok := procs[r.PID]; ok && !r.Kthread {
+			out[i].add(r.Time)
+			threads[r.PID]++
+			out[i].Sender = fmt.Sprintf("%s/%d, %d threads", strings.SplitN(out[i].Sender, "/", 2)[0], r.PID, threads[r.PID])
+			continue
+		}
+		if !r.Kthread {
+			procs[r.PID], threads[r.PID] = len(out), 1
 		}
 		out = append(out, Intrusion{Cause: CauseTask, What: what, Sender: who(r.Comm, r.TID), Time: r.Time, Remedy: fx.task(r)})
 	}
