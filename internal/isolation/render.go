@@ -102,7 +102,7 @@ func printCPU(w io.Writer, c *CPUResult) {
 			fmt.Fprintf(w, "    kept %d times by %s: %s\n", t.Deps[d], d, tickWhy(d))
 		}
 	}
-	fmt.Fprintf(w, "  hypervisor steal: %s us (the vCPU did not run: not counted above)\n", units.Us(c.StealNs))
+	fmt.Fprintf(w, "  hypervisor steal: %s us (/proc/stat, in 10 ms steps; the vCPU did not run: not counted above)\n", units.Us(c.StealNs))
 }
 
 func cpuSetting(c *CPUResult) string {
