@@ -2,10 +2,10 @@
 /*
  * rtscope isolation: what runs on watched CPUs besides their workload, and
  * who sent it (docs/isolation.md). Thin tp_btf stubs over the bodies of
- * isolation.bpf.h, and ipi.bpf.h's IPI hooks as the engine has them: the
+ * isolation.bpf.h, and ipi.bpf.h's IPI bodies as the engine has them: the
  * send slots and the receive vectors, the receiver always "none" (no task
- * is tracked here; rts_eng_current returns none), so ipi_pairs counts the
- * IPIs by (sender, CPU, kind). The engine's maps come with ipi.bpf.h
+ * is tracked here), so ipi_pairs counts the IPIs by (sender, CPU, kind),
+ * on the watched CPUs only. The engine's maps come with ipi.bpf.h
  * (maps.bpf.h); user space shrinks the ones nothing here writes, and
  * turns the flight recorder off (trace_enabled).
  */
@@ -17,7 +17,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* No tracked task: IPIs are received by "none" (ipi.bpf.h's receiver 0). */
+/* No tracked task (ipi.bpf.h's rts_ipi_running, unused here, needs it). */
 static __always_inline struct rts_task_state *rts_eng_current(void)
 {
 	return 0;
@@ -105,11 +105,17 @@ int on_iso_tick_stop(__u64 *ctx)
 	return iso_tick_stop_body(bpf_get_smp_processor_id(), (__u32)ctx[0], (__u32)ctx[1]);
 }
 
-/* IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them. */
+/*
+ * IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them, but for the
+ * watched CPUs only: a send to another CPU, and a receipt there, return at
+ * once (ipi_pairs, a shared hash, is then not filled with other CPUs' pairs).
+ */
 SEC("tp_btf/csd_queue_cpu")
 int on_csd_queue_cpu(__u64 *ctx)
 {
 	__u64 func = 0;
+	if (!iso_watched((__u32)ctx[0]))
+		return 0;
 	bpf_probe_read_kernel(&func, sizeof(func), &ctx[2]);
 	return rts_csd_queue_body((__u32)ctx[0], ctx[1], func);
 }
@@ -117,10 +123,34 @@ int on_csd_queue_cpu(__u64 *ctx)
 SEC("tp_btf/ipi_send_cpu")
 int BPF_PROG(on_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
 {
+	if (!iso_watched(cpu))
+		return 0;
 	return rts_ipi_send_cpu_body(cpu, callsite, (__u64)callback);
 }
 
-RTS_IPI_RECEIVERS("tp_btf/")
+/* A receipt on a watched CPU (the receiver: none, no task is tracked here). */
+static __always_inline int iso_ipi_entry(__u32 slot)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_entry_body(slot, 0, bpf_ktime_get_ns());
+}
+
+static __always_inline int iso_ipi_exit(void)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_exit_body(bpf_ktime_get_ns());
+}
+
+RTS_IPI_RECEIVER("tp_btf/", call_function_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tp_btf/", call_function_single_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tp_btf/", reschedule_entry, iso_ipi_entry(RTS_IPI_SLOT_RESCHED))
+RTS_IPI_RECEIVER("tp_btf/", irq_work_entry, iso_ipi_entry(RTS_IPI_SLOT_IRQ_WORK))
+RTS_IPI_RECEIVER("tp_btf/", call_function_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", call_function_single_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", reschedule_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", irq_work_exit, iso_ipi_exit())
 
 struct iso_cpu *iso_btf_cpu __attribute__((unused));
 struct iso_task *iso_btf_task __attribute__((unused));
