@@ -42,7 +42,7 @@ func DefaultCPUs() ([]int, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no CPU is isolated (isolcpus=) or nohz_full here; name the CPUs to watch with -c, e.g. -c 1", errNoCPUs)
+		return nil, fmt.Errorf("%w: none is isolated (isolcpus=) or nohz_full here; name the CPUs to watch with -c, as in -c 1", errNoCPUs)
 	}
 	sort.Ints(out)
 	return out, nil
