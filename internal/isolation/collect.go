@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type Options struct {
 	// Ending, when set, is called before the hooks are detached
 	// (detaching patches kernel text: IPIs to every CPU).
 	Ending func()
+	// OwnIPIs keeps the IPIs this process sends (tests whose intruder is
+	// one of their threads); rtscope's own are left out.
+	OwnIPIs bool
 }
 
 // probe is a BPF object loaded and attached.
@@ -156,6 +160,9 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 	}
 	p.detach()
 	s := &Snapshot{DurationNs: uint64(time.Since(start)), CPUs: o.CPUs, Allow: o.Allow, Missing: p.missing}
+	if !o.OwnIPIs {
+		s.self = uint32(os.Getpid())
+	}
 	stealAfter, err := readSteal()
 	if err != nil {
 		return nil, err

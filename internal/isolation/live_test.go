@@ -83,7 +83,7 @@ func TestLiveIPIAttribution(t *testing.T) {
 		_ = unix.Mprotect(page, unix.PROT_READ|unix.PROT_WRITE)
 	})
 	var before, after uint64
-	snap, err := Collect(context.Background(), Options{CPUs: []int{1}, Duration: 3 * time.Second,
+	snap, err := Collect(context.Background(), Options{CPUs: []int{1}, Duration: 3 * time.Second, OwnIPIs: true,
 		Ready: func() { before = procCallIPIs(t, 1) }, Ending: func() { after = procCallIPIs(t, 1) }})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package isolation
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
 
@@ -82,9 +81,7 @@ func readIPIs(coll *ebpf.Collection, s *Snapshot, watched map[int]bool, syms *ks
 	var v isoRtsIpiPair
 	it := coll.Maps["ipi_pairs"].Iterate()
 	for it.Next(&k, &v) {
-		// rtscope's own: attaching and detaching its programs patches
-		// kernel text, which calls every CPU (do_sync_core, 114 a run).
-		if !watched[int(k.Cpu)] || k.Sender == 0 || v.Tgid == uint32(os.Getpid()) {
+		if !watched[int(k.Cpu)] || k.Sender == 0 || v.Tgid == s.self {
 			continue
 		}
 		r := IPIRow{CPU: int(k.Cpu), Kind: kindNames[isoRtsIpiKind(k.Kind)], SenderTID: k.Sender, SenderPID: v.Tgid,

@@ -20,6 +20,10 @@ type Snapshot struct {
 	Lost       uint64       `json:"lost,omitempty"` // entries a full map refused
 	// Missing: the tracepoints this kernel lacks, whose hooks were not attached.
 	Missing []string `json:"missing,omitempty"`
+	// self: the process whose IPIs are left out (rtscope: attaching and
+	// detaching its programs patches kernel text, which calls every CPU,
+	// do_sync_core, 114 times on CPU 1 in an ipi-storm run); 0: none.
+	self uint32
 }
 
 // Time is a count of events, their total and their worst duration.
