@@ -117,3 +117,13 @@ func TestIRQRemedy(t *testing.T) {
 		t.Errorf("managed: %s", got)
 	}
 }
+
+// A function call's remedy is its function's when the table has one, else its kind's.
+func TestCallRemedy(t *testing.T) {
+	fx := fixes{cpu: 1, housekeeping: "0"}
+	mb := fx.ipi(IPIRow{Kind: "function call", Func: "ipi_mb", SenderTID: 7, Comm: "intruder"})
+	other := fx.ipi(IPIRow{Kind: "function call", Func: "some_func", Callsite: "caller", SenderTID: 7, Comm: "x"})
+	if !strings.Contains(mb, "intruder/7 calls membarrier") || !strings.Contains(other, "x/7 runs some_func on CPU 1 (smp_call_function from caller)") {
+		t.Errorf("ipi_mb: %s\nother: %s", mb, other)
+	}
+}

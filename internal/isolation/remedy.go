@@ -5,12 +5,14 @@ import (
 	"strings"
 )
 
+const ipiTLB = "{sender} changes the memory mappings (mprotect, munmap, madvise, page migration) of a process " +
+	"that also runs on CPU {cpu}: move it out of that process, or pre-fault and lock the memory (mlockall) before the real-time phase"
+
 // The remedies, as data: a sentence per cause and kind, its {fields}
 // filled in by fixes.fill.
 var (
 	ipiRemedies = map[string]string{
-		"TLB shootdown": "{sender} changes the memory mappings (mprotect, munmap, madvise, page migration) of a process " +
-			"that also runs on CPU {cpu}: move it out of that process, or pre-fault and lock the memory (mlockall) before the real-time phase",
+		"TLB shootdown": ipiTLB,
 		"function call": "{sender} runs {func} on CPU {cpu} (smp_call_function from {callsite}): keep CPU {cpu} out of that caller's CPU mask, " +
 			"or stop it during the real-time phase",
 		"reschedule": "{sender} wakes or moves a task onto CPU {cpu}: expected when it wakes the workload; " +
@@ -19,6 +21,15 @@ var (
 		"remote wakeup": "{sender} wakes a task of CPU {cpu} through its wake list: expected when it wakes the workload; " +
 			"else keep the woken task off the CPU",
 		"": "received with no send seen: sent before the hooks were attached, or from a path ipi:ipi_send_cpu/csd:csd_queue_cpu do not show",
+	}
+	// By the function a function-call IPI runs, where it says more than the kind.
+	callRemedies = map[string]string{
+		"ipi_mb": "{sender} calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which interrupts every CPU running its process: " +
+			"move the caller to another process, or use MEMBARRIER_CMD_GLOBAL (no IPI, slower)",
+		"nohz_csd_func":    "the scheduler on CPU {scpu} kicks CPU {cpu} to balance load while idle: take CPU {cpu} out of the scheduling domains (isolcpus=domain,{cpu})",
+		"do_sync_core":     "{sender} patches kernel text (BPF programs, ftrace, static keys) and every CPU must resynchronise: do it before the real-time phase",
+		"flush_tlb_func":   ipiTLB,
+		"do_flush_tlb_all": "{sender} flushes the kernel's TLB on every CPU (vmalloc, module or BPF memory freed): avoid loading and unloading during the real-time phase",
 	}
 	softirqRemedies = map[string]string{
 		"TIMER":    "timer-wheel timers expire on CPU {cpu}: nohz_full={cpu} stops its tick; find who arms timers there (timer:timer_start)",
@@ -69,7 +80,12 @@ func (f fixes) ipi(r IPIRow) string {
 	if r.SenderTID == 0 {
 		return ipiRemedies[""]
 	}
-	return f.fill(ipiRemedies[r.Kind], "{sender}", who(r.Comm, r.SenderTID), "{func}", orDash(r.Func), "{callsite}", orDash(r.Callsite))
+	tmpl, ok := callRemedies[r.Func]
+	if !ok || r.Kind != "function call" {
+		tmpl = ipiRemedies[r.Kind]
+	}
+	return f.fill(tmpl, "{sender}", who(r.Comm, r.SenderTID), "{func}", orDash(r.Func), "{callsite}", orDash(r.Callsite),
+		"{scpu}", fmt.Sprint(r.SenderCPU))
 }
 
 // irq: the affinity to write, or why the IRQ came here anyway.
