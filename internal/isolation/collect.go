@@ -92,6 +92,7 @@ func open(cpus []int, syms *ksym.Table) (*probe, error) {
 	spec.Maps["ipi_slots"].MaxEntries = uint32(possible * 3)
 	spec.Maps["stacks"].MaxEntries = 1
 	spec.Maps["notices"].MaxEntries = 4096
+	capPerCPU(spec, possible)
 	if p.coll, err = ebpf.NewCollection(spec); err != nil {
 		return nil, fmt.Errorf("loading the isolation programs: %w", err)
 	}
@@ -104,6 +105,24 @@ func open(cpus []int, syms *ksym.Table) (*probe, error) {
 		p.links = append(p.links, l)
 	}
 	return p, nil
+}
+
+// perCPUBudget bounds the memory of each preallocated per-CPU hash: a
+// value a possible CPU an entry, iso_tasks' 4096 entries of 48 bytes took
+// 393 KiB on 2 CPUs, and would take 50 MiB on 256.
+const perCPUBudget = 16 << 20
+
+// capPerCPU shrinks the per-CPU hashes to perCPUBudget on a large machine
+// (a full map's refusals are counted: Snapshot.Lost).
+func capPerCPU(spec *ebpf.CollectionSpec, possible int) {
+	for _, m := range spec.Maps {
+		if m.Type != ebpf.PerCPUHash {
+			continue
+		}
+		if limit := uint32(perCPUBudget / (possible * int(m.ValueSize))); m.MaxEntries > limit {
+			m.MaxEntries = max(limit, 64)
+		}
+	}
 }
 
 // setVars sets the object's load-time constants: the watched CPUs, the

@@ -38,3 +38,21 @@ func TestListString(t *testing.T) {
 		t.Errorf("listString: %s", got)
 	}
 }
+
+// The per-CPU hashes keep their size on a small machine and shrink to the
+// budget on a large one.
+func TestCapPerCPU(t *testing.T) {
+	for _, c := range []struct {
+		possible int
+		want     uint32
+	}{{2, 4096}, {256, perCPUBudget / (256 * 48)}} {
+		spec, err := loadIso()
+		if err != nil {
+			t.Fatal(err)
+		}
+		capPerCPU(spec, c.possible)
+		if m := spec.Maps["iso_tasks"]; m.MaxEntries != c.want || m.ValueSize != 48 {
+			t.Errorf("%d CPUs: iso_tasks %d entries of %d bytes, want %d of 48", c.possible, m.MaxEntries, m.ValueSize, c.want)
+		}
+	}
+}
