@@ -108,8 +108,8 @@ func open(cpus []int, syms *ksym.Table) (*probe, error) {
 }
 
 // perCPUBudget bounds the memory of each preallocated per-CPU hash: a
-// value a possible CPU an entry, iso_tasks' 4096 entries of 48 bytes took
-// 393 KiB on 2 CPUs, and would take 50 MiB on 256.
+// value a possible CPU an entry, iso_tasks' 4096 entries of 56 bytes took
+// 458 KiB on 2 CPUs, and would take 59 MiB on 256.
 const perCPUBudget = 16 << 20
 
 // capPerCPU shrinks the per-CPU hashes to perCPUBudget on a large machine

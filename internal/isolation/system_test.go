@@ -45,14 +45,14 @@ func TestCapPerCPU(t *testing.T) {
 	for _, c := range []struct {
 		possible int
 		want     uint32
-	}{{2, 4096}, {256, perCPUBudget / (256 * 48)}} {
+	}{{2, 4096}, {256, perCPUBudget / (256 * 56)}} {
 		spec, err := loadIso()
 		if err != nil {
 			t.Fatal(err)
 		}
 		capPerCPU(spec, c.possible)
-		if m := spec.Maps["iso_tasks"]; m.MaxEntries != c.want || m.ValueSize != 48 {
-			t.Errorf("%d CPUs: iso_tasks %d entries of %d bytes, want %d of 48", c.possible, m.MaxEntries, m.ValueSize, c.want)
+		if m := spec.Maps["iso_tasks"]; m.MaxEntries != c.want || m.ValueSize != 56 {
+			t.Errorf("%d CPUs: iso_tasks %d entries of %d bytes, want %d of 56", c.possible, m.MaxEntries, m.ValueSize, c.want)
 		}
 	}
 }
