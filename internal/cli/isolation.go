@@ -29,7 +29,8 @@ dependency kept it; hypervisor steal, apart from the rest.
 
 Without -c it watches the isolated CPUs and the nohz_full ones
 (/sys/devices/system/cpu/isolated, nohz_full). rtscope's own threads are
-moved off the watched CPUs. Each CPU's report begins with its judgement:
+moved off the watched CPUs, and its own IPIs (attaching its programs
+patches kernel text) are left out. Each CPU's report begins with its judgement:
 how many kinds of intrusion, their total time (IPI, IRQ, softirq and task
 time; work runs inside its kworker's time) and the worst one. Times in
 microseconds. Needs root and the kernel's BTF. Described in
