@@ -59,6 +59,25 @@ func pinned(t *testing.T, cpu int, stop *atomic.Bool, fn func()) uint32 {
 	return uint32(<-tid)
 }
 
+// watchIntruder watches CPU 1 for 3 s: the call-function IPIs
+// /proc/interrupts counted there while the hooks were attached, and those
+// attributed to the intruder.
+func watchIntruder(t *testing.T, intruder uint32) (snap *Snapshot, seen, mine uint64) {
+	t.Helper()
+	var before, after uint64
+	snap, err := Collect(context.Background(), Options{CPUs: []int{1}, Duration: 3 * time.Second, OwnIPIs: true,
+		Ready: func() { before = procCallIPIs(t, 1) }, Ending: func() { after = procCallIPIs(t, 1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range snap.IPIs {
+		if r.CPU == 1 && r.SenderTID == intruder && (r.Kind == "TLB shootdown" || r.Kind == "function call") {
+			mine += r.Count
+		}
+	}
+	return snap, after - before, mine
+}
+
 // A thread on CPU 0 write-protects a page that a thread of the same
 // process on CPU 1 keeps reading: every protection change sends CPU 1 a
 // TLB shootdown. Of the call-function IPIs /proc/interrupts counts on
@@ -82,24 +101,22 @@ func TestLiveIPIAttribution(t *testing.T) {
 		_ = unix.Mprotect(page, unix.PROT_READ)
 		_ = unix.Mprotect(page, unix.PROT_READ|unix.PROT_WRITE)
 	})
-	var before, after uint64
-	snap, err := Collect(context.Background(), Options{CPUs: []int{1}, Duration: 3 * time.Second, OwnIPIs: true,
-		Ready: func() { before = procCallIPIs(t, 1) }, Ending: func() { after = procCallIPIs(t, 1) }})
-	if err != nil {
-		t.Fatal(err)
+	// Twice if the machine's other load kept the threads from making
+	// 1000 shootdowns: the share is judged over many events only.
+	var snap *Snapshot
+	for attempt := 1; ; attempt++ {
+		var seen, mine uint64
+		snap, seen, mine = watchIntruder(t, intruder)
+		t.Logf("CPU 1: /proc/interrupts CAL +%d, %d attributed to the intruder (tid %d)", seen, mine, intruder)
+		if seen < 1000 && attempt == 1 {
+			continue
+		}
+		if seen < 1000 || mine*10 < seen*9 {
+			t.Errorf("%d of %d call-function IPIs on CPU 1 attributed to the intruder; want 90%% of 1000 at least", mine, seen)
+		}
+		break
 	}
 	stop.Store(true)
-	seen := after - before
-	var mine uint64
-	for _, r := range snap.IPIs {
-		if r.CPU == 1 && r.SenderTID == intruder && (r.Kind == "TLB shootdown" || r.Kind == "function call") {
-			mine += r.Count
-		}
-	}
-	t.Logf("CPU 1: /proc/interrupts CAL +%d, %d attributed to the intruder (tid %d)", seen, mine, intruder)
-	if seen < 1000 || mine*10 < seen*9 {
-		t.Errorf("%d of %d call-function IPIs on CPU 1 attributed to the intruder; want 90%% of 1000 at least", mine, seen)
-	}
 	res := Analyze(snap)
 	if len(res.CPUs) != 1 || res.CPUs[0].Worst == nil {
 		t.Fatalf("no intrusion judged on CPU 1: %+v", res)
