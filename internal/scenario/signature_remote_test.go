@@ -74,17 +74,21 @@ func waitThreads(t *testing.T, pid int, names []string) {
 // function-call IPIs (ipi_mb): of the call-function IPIs /proc/interrupts
 // counts there while rtscope isolation watches it, 90% at least are
 // attributed to the intruder; and the refresh_vm_stats work run on that
-// CPU was queued there by the refresher, 90% of it at least.
+// CPU was queued there by the refresher, 90% of it at least. Without the
+// send tracepoints (before 6.3), the IPIs count with no sender.
 func TestSignatureRemoteWork(t *testing.T) {
 	twice(t, func() error {
 		snap, victim, seen := isolationOfScenario(t, "remote-work", 4*time.Second)
+		// Before 6.3 (the rt and std guests' 6.1) no send tracepoint: the
+		// IPIs are received with no sender, and the report says so.
+		noSends := slices.Contains(snap.Missing, "csd_queue_cpu")
 		var mine uint64
 		for _, r := range snap.IPIs {
-			if r.CPU == victim && r.Comm == "intruder" && r.Kind == "function call" {
+			if r.CPU == victim && r.Kind == "function call" && (r.Comm == "intruder" || noSends && r.SenderTID == 0) {
 				mine += r.Count
 			}
 		}
-		t.Logf("CPU %d: /proc/interrupts CAL +%d, %d function calls attributed to the intruder", victim, seen, mine)
+		t.Logf("CPU %d: /proc/interrupts CAL +%d, %d function calls attributed to the intruder (not watched: %v)", victim, seen, mine, snap.Missing)
 		if seen < minIPIs() || mine*10 < seen*9 {
 			return fmt.Errorf("%d of the %d call-function IPIs CPU %d took are attributed to the intruder; want 90%% of %d at least",
 				mine, seen, victim, minIPIs())
@@ -101,9 +105,19 @@ func TestSignatureRemoteWork(t *testing.T) {
 			}
 		}
 		t.Logf("CPU %d: refresh_vm_stats ran %d times, %d queued by the refresher", victim, ran, queued)
-		if ran < 50 || queued*10 < ran*9 {
-			return fmt.Errorf("refresh_vm_stats ran %d times on CPU %d, %d queued by the refresher; want 90%% of 50 at least", ran, victim, queued)
+		if ran < minRefreshes() || queued*10 < ran*9 {
+			return fmt.Errorf("refresh_vm_stats ran %d times on CPU %d, %d queued by the refresher; want 90%% of %d at least",
+				ran, victim, queued, minRefreshes())
 		}
 		return nil
 	})
+}
+
+// minRefreshes is how many refresh_vm_stats runs the loop's CPU must
+// take: 104 to 166 in 4 s here; an emulated guest is several times slower.
+func minRefreshes() uint64 {
+	if emulated {
+		return 10
+	}
+	return 50
 }
