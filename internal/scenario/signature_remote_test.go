@@ -89,10 +89,6 @@ func TestSignatureRemoteWork(t *testing.T) {
 			}
 		}
 		t.Logf("CPU %d: /proc/interrupts CAL +%d, %d function calls attributed to the intruder (not watched: %v)", victim, seen, mine, snap.Missing)
-		if seen < minIPIs() || mine*10 < seen*9 {
-			return fmt.Errorf("%d of the %d call-function IPIs CPU %d took are attributed to the intruder; want 90%% of %d at least",
-				mine, seen, victim, minIPIs())
-		}
 		var ran, queued uint64
 		for _, w := range snap.Works {
 			if w.CPU == victim && w.Func == "refresh_vm_stats" {
@@ -105,6 +101,11 @@ func TestSignatureRemoteWork(t *testing.T) {
 			}
 		}
 		t.Logf("CPU %d: refresh_vm_stats ran %d times, %d queued by the refresher", victim, ran, queued)
+		// Both logged before either is judged.
+		if seen < minMembarrierIPIs() || mine*10 < seen*9 {
+			return fmt.Errorf("%d of the %d call-function IPIs CPU %d took are attributed to the intruder; want 90%% of %d at least",
+				mine, seen, victim, minMembarrierIPIs())
+		}
 		if ran < minRefreshes() || queued*10 < ran*9 {
 			return fmt.Errorf("refresh_vm_stats ran %d times on CPU %d, %d queued by the refresher; want 90%% of %d at least",
 				ran, victim, queued, minRefreshes())
@@ -120,4 +121,15 @@ func minRefreshes() uint64 {
 		return 10
 	}
 	return 50
+}
+
+// minMembarrierIPIs is how many call-function IPIs the loop's CPU must
+// take: tens of thousands in 4 s here; the emulated rt guest's intruder
+// made 87 to 136 (vmtest rt, TCG, 2026-11-28: each call waits for the
+// emulated CPU 1 to answer), every one attributed.
+func minMembarrierIPIs() uint64 {
+	if emulated {
+		return 50
+	}
+	return 1000
 }
