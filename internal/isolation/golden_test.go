@@ -127,3 +127,17 @@ func TestCallRemedy(t *testing.T) {
 		t.Errorf("ipi_mb: %s\nother: %s", mb, other)
 	}
 }
+
+// The tick's line: stops, keeps, and each dependency that kept it, with what it means.
+func TestTickLines(t *testing.T) {
+	r := &Result{DurationNs: 1e9, CPUs: []CPUResult{{CPU: 3, NohzFull: true,
+		Tick: &TickRow{CPU: 3, Stopped: 1, Kept: 4, Deps: map[string]uint64{"SCHED": 3, "POSIX_TIMER": 1}}}}}
+	var b bytes.Buffer
+	Print(&b, r)
+	for _, want := range []string{"CPU 3: no intrusion in 1.0 s", "CPU 3 (nohz_full)", "tick: stopped once, kept running 4 times",
+		"kept once by POSIX_TIMER: a POSIX CPU-time timer", "kept 3 times by SCHED: more than one task was runnable"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

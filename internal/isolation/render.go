@@ -92,17 +92,24 @@ func printCPU(w io.Writer, c *CPUResult) {
 		fmt.Fprintf(w, "  and %d smaller ones: %d events, %s us in all, worst %s us (every one in --json)\n", len(rest), t.Count, units.Us(t.Ns), units.Us(t.MaxNs))
 	}
 	if t := c.Tick; t != nil {
-		fmt.Fprintf(w, "  tick: stopped %d times, kept running %d times\n", t.Stopped, t.Kept)
+		fmt.Fprintf(w, "  tick: stopped %s, kept running %s\n", times(t.Stopped), times(t.Kept))
 		deps := make([]string, 0, len(t.Deps))
 		for d := range t.Deps {
 			deps = append(deps, d)
 		}
 		sort.Strings(deps)
 		for _, d := range deps {
-			fmt.Fprintf(w, "    kept %d times by %s: %s\n", t.Deps[d], d, tickWhy(d))
+			fmt.Fprintf(w, "    kept %s by %s: %s\n", times(t.Deps[d]), d, tickWhy(d))
 		}
 	}
 	fmt.Fprintf(w, "  hypervisor steal: %s us (/proc/stat, in 10 ms steps; the vCPU did not run: not counted above)\n", units.Us(c.StealNs))
+}
+
+func times(n uint64) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 func cpuSetting(c *CPUResult) string {
