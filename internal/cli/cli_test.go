@@ -126,13 +126,13 @@ func TestSelfParsedCommand(t *testing.T) {
 
 // TestVersion: rtscope version starts with what --version prints, then
 // names the commit, the build date, Go, both engines and a hash for each
-// of the six BPF objects; --json says the same.
+// of the seven BPF objects; --json says the same.
 func TestVersion(t *testing.T) {
 	code, out, stderr := mainOutput(t, "version")
 	if code != 0 || stderr != "" || !strings.HasPrefix(out, "rtscope "+Version+"\n") {
 		t.Fatalf("rtscope version: status %d, stderr %q, stdout %q", code, stderr, out)
 	}
-	for _, want := range []string{"commit ", "built ", "go ", "engines     btf, classic", "classic.bpf.o", "timerlat.bpf.o", "inject.bpf.o"} {
+	for _, want := range []string{"commit ", "built ", "go ", "engines     btf, classic", "classic.bpf.o", "timerlat.bpf.o", "isolation.bpf.o", "inject.bpf.o"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rtscope version lacks %q:\n%s", want, out)
 		}
@@ -149,7 +149,7 @@ func TestVersion(t *testing.T) {
 		}
 		seen[o.SHA256] = true
 	}
-	if b.Schema != "rtscope.version/v1" || b.Version != Version || len(b.Objects) != 6 || len(b.Engines) != 2 || b.Go == "" {
+	if b.Schema != "rtscope.version/v1" || b.Version != Version || len(b.Objects) != 7 || len(b.Engines) != 2 || b.Go == "" {
 		t.Errorf("rtscope version --json: %+v", b)
 	}
 }

@@ -10,7 +10,7 @@ func TestCatalogue(t *testing.T) {
 	want := []string{"healthy-loop", "misconfigured-priority", "hidden-blocking", "event-driven-blocking",
 		"priority-inversion", "rt-hog", "irq-noise", "preempt-off", "overrunning-loop",
 		"healthy-deadline", "deadline-overrun", // builtin_deadline.go's init runs before builtin_io.go's
-		"page-faults", "pipe-write", "ipi-storm", "busy-poll-noise", "rt-throttling"}
+		"page-faults", "pipe-write", "ipi-storm", "busy-poll-noise", "remote-work", "rt-throttling"}
 	if got := strings.Join(Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("scenarios %s, want %s", got, strings.Join(want, ","))
 	}

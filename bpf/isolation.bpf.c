@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rtscope isolation: what runs on watched CPUs besides their workload, and
+ * who sent it (docs/isolation.md). Thin tp_btf stubs over the bodies of
+ * isolation.bpf.h, and ipi.bpf.h's IPI bodies as the engine has them: the
+ * send slots and the receive vectors, the receiver always "none" (no task
+ * is tracked here), so ipi_pairs counts the IPIs by (sender, CPU, kind),
+ * on the watched CPUs only. The engine's maps come with ipi.bpf.h
+ * (maps.bpf.h); user space shrinks the ones nothing here writes, and
+ * turns the flight recorder off (trace_enabled).
+ */
+#include "headers/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* No tracked task (ipi.bpf.h's rts_ipi_running, unused here, needs it). */
+static __always_inline struct rts_task_state *rts_eng_current(void)
+{
+	return 0;
+}
+
+#include "ipi.bpf.h"
+#include "isolation.bpf.h"
+
+/* The workqueue's private types, as much as is read (CO-RE). */
+struct worker_pool {
+	int cpu;
+} __attribute__((preserve_access_index));
+struct pool_workqueue {
+	struct worker_pool *pool;
+} __attribute__((preserve_access_index));
+struct work_struct {
+	void *func;
+} __attribute__((preserve_access_index));
+
+SEC("tp_btf/irq_handler_entry")
+int on_iso_irq_entry(__u64 *ctx)
+{
+	return iso_irq_entry_body(bpf_get_smp_processor_id(), (__u32)ctx[0], bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/irq_handler_exit")
+int on_iso_irq_exit(__u64 *ctx)
+{
+	return iso_irq_exit_body(bpf_get_smp_processor_id(), (__u32)ctx[0], bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/softirq_entry")
+int on_iso_softirq_entry(__u64 *ctx)
+{
+	return iso_softirq_entry_body(bpf_get_smp_processor_id(), (__u32)ctx[0], bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/softirq_exit")
+int on_iso_softirq_exit(__u64 *ctx)
+{
+	return iso_softirq_exit_body(bpf_get_smp_processor_id(), (__u32)ctx[0], bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/softirq_raise")
+int on_iso_softirq_raise(__u64 *ctx)
+{
+	return iso_softirq_raise_body(bpf_get_smp_processor_id(), (__u32)ctx[0]);
+}
+
+SEC("tp_btf/workqueue_queue_work")
+int BPF_PROG(on_iso_queue_work, int req_cpu, struct pool_workqueue *pwq, struct work_struct *work)
+{
+	int target = BPF_CORE_READ(pwq, pool, cpu);
+	return iso_queue_work_body(bpf_get_smp_processor_id(), target, (__u64)BPF_CORE_READ(work, func),
+				   bpf_get_current_pid_tgid());
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(on_iso_work_start, struct work_struct *work)
+{
+	return iso_work_start_body(bpf_get_smp_processor_id(), (__u64)BPF_CORE_READ(work, func), bpf_ktime_get_ns());
+}
+
+/* function is a function pointer: read as a plain word (see on_csd_queue_cpu). */
+SEC("tp_btf/workqueue_execute_end")
+int on_iso_work_end(__u64 *ctx)
+{
+	__u64 fn = 0;
+	bpf_probe_read_kernel(&fn, sizeof(fn), &ctx[1]);
+	return iso_work_end_body(bpf_get_smp_processor_id(), fn, bpf_ktime_get_ns());
+}
+
+#define ISO_PF_KTHREAD 0x00200000
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_iso_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return iso_switch_body(bpf_get_smp_processor_id(), prev->pid, prev->tgid, prev->comm,
+			       (prev->flags & ISO_PF_KTHREAD) != 0, prev->nr_cpus_allowed, bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/tick_stop")
+int on_iso_tick_stop(__u64 *ctx)
+{
+	return iso_tick_stop_body(bpf_get_smp_processor_id(), (__u32)ctx[0], (__u32)ctx[1]);
+}
+
+/*
+ * IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them, but for the
+ * watched CPUs only: a send to another CPU, and a receipt there, return at
+ * once (ipi_pairs, a shared hash, is then not filled with other CPUs' pairs).
+ */
+SEC("tp_btf/csd_queue_cpu")
+int on_csd_queue_cpu(__u64 *ctx)
+{
+	__u64 func = 0;
+	if (!iso_watched((__u32)ctx[0]))
+		return 0;
+	bpf_probe_read_kernel(&func, sizeof(func), &ctx[2]);
+	return rts_csd_queue_body((__u32)ctx[0], ctx[1], func);
+}
+
+SEC("tp_btf/ipi_send_cpu")
+int BPF_PROG(on_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
+{
+	if (!iso_watched(cpu))
+		return 0;
+	return rts_ipi_send_cpu_body(cpu, callsite, (__u64)callback);
+}
+
+/* A receipt on a watched CPU (the receiver: none, no task is tracked here). */
+static __always_inline int iso_ipi_entry(__u32 slot)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_entry_body(slot, 0, bpf_ktime_get_ns());
+}
+
+static __always_inline int iso_ipi_exit(void)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_exit_body(bpf_ktime_get_ns());
+}
+
+RTS_IPI_RECEIVER("tp_btf/", call_function_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tp_btf/", call_function_single_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tp_btf/", reschedule_entry, iso_ipi_entry(RTS_IPI_SLOT_RESCHED))
+RTS_IPI_RECEIVER("tp_btf/", irq_work_entry, iso_ipi_entry(RTS_IPI_SLOT_IRQ_WORK))
+RTS_IPI_RECEIVER("tp_btf/", call_function_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", call_function_single_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", reschedule_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tp_btf/", irq_work_exit, iso_ipi_exit())
+
+struct iso_cpu *iso_btf_cpu __attribute__((unused));
+struct iso_task *iso_btf_task __attribute__((unused));
+struct iso_queue_key *iso_btf_queue_key __attribute__((unused));
+struct iso_queued *iso_btf_queued __attribute__((unused));
+struct iso_time *iso_btf_time __attribute__((unused));
+struct rts_ipi_cpu *iso_btf_ipi_cpu __attribute__((unused));
+struct rts_ipi_key *iso_btf_ipi_key __attribute__((unused));
+struct rts_ipi_pair *iso_btf_ipi_pair __attribute__((unused));
+enum rts_ipi_kind *iso_btf_ipi_kind __attribute__((unused));

@@ -1,0 +1,209 @@
+package isolation
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+// twin is the hook bodies of isolation.bpf.h loaded as raw_tp programs
+// (isolation_test.bpf.c), CPU 1 watched. BPF_PROG_TEST_RUN runs them on
+// the test's CPU, whose per-CPU slot they write: the readers sum over CPUs.
+type twin struct {
+	t    *testing.T
+	objs isotwinObjects
+}
+
+func newTwin(t *testing.T) *twin {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root to load BPF programs (CI runs as root)")
+	}
+	spec, err := loadIsotwin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mask [maxCPUs / 64]uint64
+	mask[0] = 1 << 1
+	if err := spec.Variables["iso_cpus"].Set(mask); err != nil {
+		t.Fatal(err)
+	}
+	tw := &twin{t: t}
+	if err := spec.LoadAndAssign(&tw.objs, nil); err != nil {
+		t.Fatalf("loading twins: %v", err)
+	}
+	t.Cleanup(func() { tw.objs.Close() })
+	return tw
+}
+
+func (tw *twin) run(p *ebpf.Program, args ...uint64) {
+	tw.t.Helper()
+	if _, err := p.Run(&ebpf.RunOptions{Context: args}); err != nil {
+		tw.t.Fatalf("test run: %v", err)
+	}
+}
+
+// cpuState is the per-CPU state summed over CPUs (the counts only).
+func (tw *twin) cpuState() isoIsoCpu {
+	tw.t.Helper()
+	var per []isoIsoCpu
+	if err := tw.objs.IsoCpusState.Lookup(uint32(0), &per); err != nil {
+		tw.t.Fatal(err)
+	}
+	var sum isoIsoCpu
+	for _, c := range per {
+		for v := range c.Softirqs {
+			sum.Softirqs[v].Count += c.Softirqs[v].Count
+			sum.Softirqs[v].Ns += c.Softirqs[v].Ns
+			sum.SoftirqRaised[v] += c.SoftirqRaised[v]
+		}
+		sum.TickStopped += c.TickStopped
+		sum.TickKept += c.TickKept
+		for b := range c.TickDeps {
+			sum.TickDeps[b] += c.TickDeps[b]
+		}
+	}
+	return sum
+}
+
+// timeOf sums a per-CPU hash of iso_time's value at key (zero when absent).
+func timeOf[K any](t *testing.T, m *ebpf.Map, key K) isoIsoTime {
+	t.Helper()
+	var per []isoIsoTime
+	var sum isoIsoTime
+	if err := m.Lookup(key, &per); err != nil {
+		return sum
+	}
+	for _, v := range per {
+		sum.Count += v.Count
+		sum.Ns += v.Ns
+		sum.MaxNs = max(sum.MaxNs, v.MaxNs)
+	}
+	return sum
+}
+
+// A hard IRQ counts on a watched CPU only, entry to exit, by irq number;
+// an exit of another irq than the one entered counts nothing.
+func TestTwinIRQ(t *testing.T) {
+	tw := newTwin(t)
+	p := tw.objs
+	tw.run(p.TestIrqEntry, 1, 24, 1000)
+	tw.run(p.TestIrqExit, 1, 24, 1600)
+	tw.run(p.TestIrqEntry, 1, 24, 2000)
+	tw.run(p.TestIrqExit, 1, 24, 2100)
+	tw.run(p.TestIrqEntry, 0, 25, 3000) // CPU 0: not watched
+	tw.run(p.TestIrqExit, 0, 25, 9000)
+	tw.run(p.TestIrqEntry, 1, 26, 3000)
+	tw.run(p.TestIrqExit, 1, 27, 9000) // not the irq entered
+	if got := timeOf(t, p.IsoIrqs, uint32(24)); got != (isoIsoTime{Count: 2, Ns: 700, MaxNs: 600}) {
+		t.Errorf("irq 24: %+v, want 2 handlers, 700 ns, worst 600", got)
+	}
+	for _, irq := range []uint32{25, 26, 27} {
+		if got := timeOf(t, p.IsoIrqs, irq); got.Count != 0 {
+			t.Errorf("irq %d counted %+v, want nothing", irq, got)
+		}
+	}
+}
+
+// Softirqs count by vector on a watched CPU, and their raises.
+func TestTwinSoftirq(t *testing.T) {
+	tw := newTwin(t)
+	p := tw.objs
+	tw.run(p.TestSoftirqRaise, 1, 9)
+	tw.run(p.TestSoftirqEntry, 1, 9, 100)
+	tw.run(p.TestSoftirqExit, 1, 9, 350)
+	tw.run(p.TestSoftirqEntry, 0, 1, 100)
+	tw.run(p.TestSoftirqExit, 0, 1, 350)
+	tw.run(p.TestSoftirqEntry, 1, 12, 100) // beyond NR_SOFTIRQS
+	tw.run(p.TestSoftirqExit, 1, 12, 350)
+	c := tw.cpuState()
+	if c.Softirqs[9].Count != 1 || c.Softirqs[9].Ns != 250 || c.SoftirqRaised[9] != 1 {
+		t.Errorf("RCU: %+v raised %d, want 1 run of 250 ns raised once", c.Softirqs[9], c.SoftirqRaised[9])
+	}
+	if c.Softirqs[1].Count != 0 {
+		t.Errorf("TIMER on CPU 0 (not watched) counted: %+v", c.Softirqs[1])
+	}
+}
+
+// Work queued onto a watched CPU is counted by (function, queueing task);
+// onto another CPU or an unbound pool (-1), not. Work run there is timed.
+func TestTwinWork(t *testing.T) {
+	tw := newTwin(t)
+	p := tw.objs
+	tw.run(p.TestQueueWork, 0, 1, 0xabc)
+	tw.run(p.TestQueueWork, 0, 1, 0xabc)
+	tw.run(p.TestQueueWork, 0, 0, 0xdef)
+	tw.run(p.TestQueueWork, 0, ^uint64(0), 0xdef)
+	var k isoIsoQueueKey
+	var per []isoIsoQueued
+	n, it := 0, p.IsoQueue.Iterate()
+	for it.Next(&k, &per) {
+		var count uint64
+		for _, q := range per {
+			count += q.Count
+		}
+		n++
+		if k.Fn != 0xabc || k.Cpu != 1 || count != 2 {
+			t.Errorf("queued %+v: %d times, want 0xabc onto CPU 1 twice", k, count)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d queue entries, want 1", n)
+	}
+	tw.run(p.TestWorkStart, 1, 0xabc, 1000)
+	tw.run(p.TestWorkEnd, 1, 0xabc, 1400)
+	if got := timeOf(t, p.IsoWorks, uint64(0xabc)); got != (isoIsoTime{Count: 1, Ns: 400, MaxNs: 400}) {
+		t.Errorf("work 0xabc: %+v, want one run of 400 ns", got)
+	}
+}
+
+// A task's run time on a watched CPU is from the switch before to its
+// switch-out; the idle task (0) and the first switch seen count nothing.
+func TestTwinSwitch(t *testing.T) {
+	tw := newTwin(t)
+	p := tw.objs
+	tw.run(p.TestSwitch, 1, 42, 0, 4, 1000) // first seen: no start
+	tw.run(p.TestSwitch, 1, 0, 0, 1, 1500)  // idle
+	tw.run(p.TestSwitch, 1, 43, 1, 1, 1800)
+	tw.run(p.TestSwitch, 1, 42, 0, 4, 2800)
+	tw.run(p.TestSwitch, 0, 42, 0, 4, 9000) // CPU 0: not watched
+	var per []isoIsoTask
+	if err := p.IsoTasks.Lookup(uint32(43), &per); err != nil {
+		t.Fatal(err)
+	}
+	var run isoIsoTime
+	var kthread, nr uint32
+	for _, v := range per {
+		if v.Run.Count > 0 {
+			run, kthread, nr = v.Run, v.Kthread, v.NrCpus
+		}
+	}
+	if run != (isoIsoTime{Count: 1, Ns: 300, MaxNs: 300}) || kthread != 1 || nr != 1 {
+		t.Errorf("task 43: %+v kthread %d on %d CPUs, want 300 ns, a per-CPU kernel thread", run, kthread, nr)
+	}
+	if err := p.IsoTasks.Lookup(uint32(42), &per); err != nil {
+		t.Fatal(err)
+	}
+	var ns uint64
+	for _, v := range per {
+		ns += v.Run.Ns
+	}
+	if ns != 1000 {
+		t.Errorf("task 42 ran %d ns, want 1000 (1800 -> 2800 on CPU 1)", ns)
+	}
+}
+
+// tick_stop failures count by dependency bit; successes apart.
+func TestTwinTick(t *testing.T) {
+	tw := newTwin(t)
+	p := tw.objs
+	tw.run(p.TestTickStop, 1, 1, 0)
+	tw.run(p.TestTickStop, 1, 0, 1<<2)
+	tw.run(p.TestTickStop, 1, 0, 1<<2|1<<4)
+	tw.run(p.TestTickStop, 0, 0, 1<<2)
+	c := tw.cpuState()
+	if c.TickStopped != 1 || c.TickKept != 2 || c.TickDeps[2] != 2 || c.TickDeps[4] != 1 {
+		t.Errorf("tick: stopped %d kept %d deps %v, want 1, 2, SCHED 2 RCU 1", c.TickStopped, c.TickKept, c.TickDeps)
+	}
+}
