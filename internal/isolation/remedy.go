@@ -34,12 +34,12 @@ var (
 	softirqRemedies = map[string]string{
 		"TIMER":    "timer-wheel timers expire on CPU {cpu}: nohz_full={cpu} stops its tick; find who arms timers there (timer:timer_start)",
 		"HRTIMER":  "soft hrtimers expire on CPU {cpu}: find who arms them there (timer:hrtimer_start)",
-		"NET_RX":   "network receive runs on CPU {cpu}: move the NIC's IRQs and RPS (/sys/class/net/*/queues/rx-*/rps_cpus) to CPUs {hk}",
-		"NET_TX":   "network transmit completes on CPU {cpu}: move the NIC's IRQs and XPS to CPUs {hk}",
-		"BLOCK":    "block I/O completes on CPU {cpu}: move the device's IRQs to CPUs {hk}",
-		"IRQ_POLL": "a driver polls its completions on CPU {cpu}: move the device's IRQs to CPUs {hk}",
-		"TASKLET":  "a driver's tasklets run on CPU {cpu}: move the device's IRQs to CPUs {hk}",
-		"HI":       "a driver's high-priority tasklets run on CPU {cpu}: move the device's IRQs to CPUs {hk}",
+		"NET_RX":   "network receive runs on CPU {cpu}: move the NIC's IRQs and RPS (/sys/class/net/*/queues/rx-*/rps_cpus) to {hkcpus}",
+		"NET_TX":   "network transmit completes on CPU {cpu}: move the NIC's IRQs and XPS to {hkcpus}",
+		"BLOCK":    "block I/O completes on CPU {cpu}: move the device's IRQs to {hkcpus}",
+		"IRQ_POLL": "a driver polls its completions on CPU {cpu}: move the device's IRQs to {hkcpus}",
+		"TASKLET":  "a driver's tasklets run on CPU {cpu}: move the device's IRQs to {hkcpus}",
+		"HI":       "a driver's high-priority tasklets run on CPU {cpu}: move the device's IRQs to {hkcpus}",
 		"SCHED":    "the scheduler balances load on CPU {cpu}: take it out of the scheduling domains (isolcpus=domain,{cpu} or an isolated cpuset partition)",
 		"RCU":      "RCU callbacks run on CPU {cpu}: boot with rcu_nocbs={cpu} (and nohz_full={cpu})",
 	}
@@ -48,7 +48,7 @@ var (
 		// With its queueing seen: per-CPU work queued onto the CPU.
 		"queued": "work queued onto CPU {cpu} by the senders: stop them during the real-time phase, or make them queue it elsewhere",
 		// None seen: unbound work (its pool has no CPU), or per-CPU work queued before the run.
-		"": "no queueing onto CPU {cpu} seen: unbound work stays on CPUs {hk} with echo {hk} > /sys/devices/virtual/workqueue/cpumask; else per-CPU work queued before the run",
+		"": "no queueing onto CPU {cpu} seen: unbound work stays on {hkcpus} with echo {hk} > /sys/devices/virtual/workqueue/cpumask; else per-CPU work queued before the run",
 	}
 	taskRemedies = map[string]string{
 		"task":                  "taskset -a -p -c {hk} {pid}, or a cpuset without CPU {cpu}",
@@ -72,7 +72,11 @@ type fixes struct {
 }
 
 func (f fixes) fill(tmpl string, kv ...string) string {
-	kv = append(kv, "{cpu}", fmt.Sprint(f.cpu), "{hk}", f.housekeeping)
+	hk := "CPU " + f.housekeeping // "CPU 0", "CPUs 0,2-3"
+	if strings.ContainsAny(f.housekeeping, ",-") {
+		hk = "CPUs " + f.housekeeping
+	}
+	kv = append(kv, "{cpu}", fmt.Sprint(f.cpu), "{hk}", f.housekeeping, "{hkcpus}", hk)
 	return strings.NewReplacer(kv...).Replace(tmpl)
 }
 
