@@ -8,7 +8,7 @@
 # refresher. x86 guests only: the receipts are x86's irq_vectors tracepoints.
 # guests: rt std
 # tcg: single
-# timeout: 200
+# timeout: 300
 cd /tmp || exit 1
 RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 180s -test.run '^TestSignatureRemoteWork$' >/tmp/isolation.out 2>&1
 rc=$?
