@@ -10,7 +10,7 @@
 # tcg: single
 # timeout: 300
 cd /tmp || exit 1
-RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 180s -test.run '^TestSignatureRemoteWork$' >/tmp/isolation.out 2>&1
+RTSCOPE_TEST_EMULATED=1 scenario.test -test.v -test.timeout 280s -test.run '^TestSignatureRemoteWork$' >/tmp/isolation.out 2>&1
 rc=$?
 grep -E '^(=== RUN|--- |ok|FAIL|PASS)|CPU [0-9]+: |attempt' /tmp/isolation.out | cut -c1-220
 check "remote-work: IPIs and work attributed to their senders by rtscope isolation (exit status $rc)" [ "$rc" = 0 ]
