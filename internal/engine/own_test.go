@@ -10,9 +10,9 @@ import (
 
 // TestLiveOwnNumbers: on this kernel, every event the engine writes of a
 // tracked task's own (its switches in, wakeups, sleeps, migrations, its
-// exit) carries the task's own number, and the numbers leave no hole:
-// trace/own.go tells by them whether a ring that lapped before it was
-// read held any of the task's events. Both engines.
+// exit) carries the task's own number up to its exit, and the numbers
+// leave no hole: trace/own.go tells by them whether a ring that lapped
+// before it was read held any of the task's events. Both engines.
 func TestLiveOwnNumbers(t *testing.T) {
 	for _, kind := range []string{EngineBTF, EngineClassic} {
 		t.Run(kind, func(t *testing.T) {
@@ -73,8 +73,19 @@ func TestLiveOwnNumbers(t *testing.T) {
 			slices.SortFunc(evs, func(a, b ownEv) int { return cmp.Compare(a.ts, b.ts) })
 			var nums []int
 			types := map[uint8]int{}
+			exited := false
 			for _, ev := range evs {
 				switch {
+				case exited:
+					// After sched_process_exit the task still runs do_exit()
+					// and is switched in and out until its last schedule,
+					// but it is no longer tracked (untracked at its exit):
+					// 1 classic run in 4 had such a switch-in after it.
+					continue
+				case ev.typ == EventExit && ev.own != 0:
+					exited = true
+					nums = append(nums, ev.own)
+					types[ev.typ]++
 				case ev.own != 0:
 					nums = append(nums, ev.own)
 					types[ev.typ]++
