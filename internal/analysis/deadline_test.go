@@ -48,6 +48,21 @@ func TestDeadlineBlocking(t *testing.T) {
 	}
 }
 
+// A DEADLINE job kept off its CPU by a non-preemptible section was
+// released, not woken: its jobs that end by sched_yield have no wakeup,
+// and "woken on time" contradicted its wakeup counter (cyclicdeadline,
+// 1 wakeup in 600 jobs).
+func TestDeadlineNonPreemptibleReleased(t *testing.T) {
+	dl := Subject{TID: 1, Comm: "dljob", Policy: PolicyDeadline, Sched: "DEADLINE", KPrio: -1, Metric: "dl-release"}
+	th := Thread{TID: 3, Comm: "make", Sched: "OTHER nice 0", KPrio: 120}
+	res := &Result{}
+	blockingVerdict(res, dl, &Item{Thread: &th, CPU: 1}, "2000.0 us (80%)")
+	if res.Cause != CauseNonPreemptible || !strings.Contains(res.Verdict, "released on time") ||
+		strings.Contains(res.Verdict, "woken") {
+		t.Errorf("cause %q verdict %q: want a non-preemptible section after a release on time", res.Cause, res.Verdict)
+	}
+}
+
 // A DEADLINE job's window opens at its release, with no event: runnable,
 // up to its first run.
 func TestDeadlineStates(t *testing.T) {

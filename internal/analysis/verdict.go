@@ -649,6 +649,11 @@ func blockingVerdict(res *Result, s Subject, top *Item, share string) {
 	default:
 		res.Cause = CauseNonPreemptible
 		when := "woken on time"
+		if isDeadlineJob(s) {
+			// A DEADLINE job is released by its replenishment, not woken:
+			// cyclicdeadline's yielding jobs have 1 wakeup in 600 jobs.
+			when = "released on time"
+		}
 		if st := wakeTime(res, s); st != "" {
 			when = st
 		}
