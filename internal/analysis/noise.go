@@ -20,27 +20,22 @@ type noisePart struct {
 
 // noiseParts lists the window's interruptions of task tid, up to w:
 // hard IRQs, hard-IRQ timer callbacks and softirqs on the CPU it ran on,
-// its preemptions (to its next switch-in) and steal; longest first.
+// its time off the CPU while runnable (offCPU) and steal; longest first.
 func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 	var parts []noisePart
 	open := map[string]int64{}
-	var outAt int64 = -1
-	var outTo string
+	var off offCPU
 	for _, e := range evs {
 		if e.T < 0 || e.T > w {
 			continue
 		}
 		switch {
 		case e.Type == trace.EventSwitch && e.PrevTID == tid && strings.HasPrefix(e.PrevState, "R"):
-			outAt, outTo = e.T, fmt.Sprintf("%s/%d", e.NextComm, e.NextTID)
-			if throttled(&e) {
-				outTo = "RT throttling (" + outTo + " of lower priority ran)"
-			} else {
-				outTo = "preemption by " + outTo
-			}
-		case e.Type == trace.EventSwitch && e.NextTID == tid && outAt >= 0:
-			parts = append(parts, noisePart{outTo, e.T - outAt})
-			outAt = -1
+			off.begin(&e)
+		case e.Type == trace.EventSwitch && e.NextTID == tid:
+			parts = off.end(parts, e.T)
+		case e.Type == trace.EventSwitch:
+			parts = off.other(parts, &e)
 		case e.Type == trace.EventSteal:
 			parts = append(parts, noisePart{"hypervisor steal", int64(e.StealNs)})
 		case e.Type.Entry():
@@ -52,11 +47,66 @@ func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 			}
 		}
 	}
-	if outAt >= 0 {
-		parts = append(parts, noisePart{outTo, w - outAt})
-	}
+	parts = off.end(parts, w)
 	sortParts(parts)
 	return parts
+}
+
+// offCPU follows a runnable task off its CPU: one part per holder, a
+// preemption by a task of its class, or throttling while a lower class
+// runs. A preemption during which the class was throttled is split there:
+// pi_stress's FIFO 1 thread, preempted by its FIFO 3 one that then slept,
+// stayed off its CPU 53.8 ms while it idled and ran SCHED_OTHER tasks, and
+// the whole was called a preemption beside a throttling verdict.
+type offCPU struct {
+	on    bool
+	at    int64 // the part's start
+	cpu   int   // the CPU it left
+	kprio int   // its kernel priority
+	label string
+}
+
+// begin: the task was switched out at e, runnable.
+func (o *offCPU) begin(e *trace.Event) {
+	o.on, o.at, o.cpu, o.kprio = true, e.T, e.CPU, e.PrevKPrio
+	o.label = holderLabel(e, o.kprio)
+}
+
+// other: a switch of another task; on the CPU it left, a change between
+// its class and a lower one starts a new part.
+func (o *offCPU) other(parts []noisePart, e *trace.Event) []noisePart {
+	if !o.on || e.CPU != o.cpu {
+		return parts
+	}
+	label := holderLabel(e, o.kprio)
+	if strings.HasPrefix(label, "RT throttling") == strings.HasPrefix(o.label, "RT throttling") {
+		return parts
+	}
+	parts = o.end(parts, e.T)
+	o.on, o.at, o.label = true, e.T, label
+	return parts
+}
+
+// end: the part open since o.at ends at t.
+func (o *offCPU) end(parts []noisePart, t int64) []noisePart {
+	if !o.on {
+		return parts
+	}
+	o.on = false
+	return append(parts, noisePart{o.label, t - o.at})
+}
+
+// holderLabel names who holds the CPU after switch e, for a task of
+// kernel priority kprio kept off it.
+func holderLabel(e *trace.Event, kprio int) string {
+	who := fmt.Sprintf("%s/%d", e.NextComm, e.NextTID)
+	if lowerClass(e, kprio) && e.NextTID == 0 {
+		return "RT throttling (the CPU went idle)"
+	}
+	if lowerClass(e, kprio) {
+		return "RT throttling (" + who + " of lower priority ran)"
+	}
+	return "preemption by " + who
 }
 
 // throttled tells a switch-out of a runnable real-time or deadline task
@@ -66,6 +116,7 @@ func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 func throttled(e *trace.Event) bool {
 	return (e.PrevKPrio < 100 && e.NextKPrio >= 100) || (e.PrevKPrio == -1 && e.NextKPrio != -1)
 }
+
 
 func partKey(e *trace.Event) string {
 	return fmt.Sprintf("%d/%s", e.CPU, strings.TrimSuffix(strings.TrimSuffix(string(e.Type), "_entry"), "_exit"))

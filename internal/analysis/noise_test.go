@@ -21,6 +21,26 @@ func TestNoiseThrottling(t *testing.T) {
 	}
 }
 
+// A task preempted by a higher priority, whose CPU was then throttled
+// (the higher one's time ran out) before it came back: the preemption
+// and the throttling are two parts, and the window is throttling
+// (pi_stress: 53.8 ms called "preemption by" its FIFO 3 thread).
+func TestNoisePreemptedThenThrottled(t *testing.T) {
+	w := us1(50_500)
+	tr := window("noise", control, w,
+		sw(0, 1, control, "R+", background),
+		sw(us1(500), 1, background, "R+", other),
+		sw(us1(10_000), 1, other, "R", idle),
+		sw(w, 1, idle, "R", control))
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	checkSums(t, r)
+	want := "RT throttling: the task was taken off its CPU, runnable, for 50000.0 us (sched_rt_runtime_us, or the fair server): " +
+		"RT throttling (editor/130 of lower priority ran) 50000.0 us, preemption by background/101 500.0 us"
+	if r.Cause != CauseThrottling || r.Verdict != want {
+		t.Errorf("cause %s, verdict %q; want throttling: %q", r.Cause, r.Verdict, want)
+	}
+}
+
 // An IRQ, the softirq at its exit and a preemption by a higher priority
 // at the return are one interval: the verdict names each part, the
 // largest (the preemption) first, and keeps the window's own cause.
