@@ -93,6 +93,6 @@ func deadlineHeadline(t *Task) (string, bool) {
 	if d == nil || m == nil || m.Count == 0 || m.MaxNs == nil || d.DeadlineNs == 0 {
 		return "", false
 	}
-	return fmt.Sprintf("worst %s %s us, %.2f of its deadline (%s)", metric.DLResponse, units.Us(*m.MaxNs),
-		float64(*m.MaxNs)/float64(d.DeadlineNs), d.Params()), true
+	return fmt.Sprintf("worst %s %s us, %s of its deadline (%s)", metric.DLResponse, units.Us(*m.MaxNs),
+		fraction(*m.MaxNs, d.DeadlineNs), d.Params()), true
 }
