@@ -41,6 +41,22 @@ func TestNoisePreemptedThenThrottled(t *testing.T) {
 	}
 }
 
+// Throttling split by a stop task's preemption is said as its sum.
+func TestNoiseThrottlingInParts(t *testing.T) {
+	stop := th{21, "migration/1", "FIFO 99", 0}
+	w := us1(40_100)
+	tr := window("noise", control, w,
+		sw(0, 1, control, "R+", other),
+		sw(us1(29_400), 1, other, "R+", stop),
+		sw(us1(29_430), 1, stop, "S", inject),
+		sw(w, 1, inject, "R", control))
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	want := "RT throttling: the task was taken off its CPU, runnable, for 40070.0 us"
+	if r.Cause != CauseThrottling || !strings.HasPrefix(r.Verdict, want) {
+		t.Errorf("cause %s, verdict %q; want it to begin %q", r.Cause, r.Verdict, want)
+	}
+}
+
 // An IRQ, the softirq at its exit and a preemption by a higher priority
 // at the return are one interval: the verdict names each part, the
 // largest (the preemption) first, and keeps the window's own cause.

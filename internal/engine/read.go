@@ -27,6 +27,17 @@ func (e *Engine) Stats(id uint64) (*TaskStats, error) {
 	return e.joined(id, &k)
 }
 
+// RecordedPolicy returns the scheduling policy the engine last saw for
+// tracking id: its statistics outlive an exited task until they are read.
+// One map lookup, no notices taken; safe for concurrent use.
+func (e *Engine) RecordedPolicy(id uint64) (uint32, error) {
+	var k bpfRtsTaskStats
+	if err := e.lookupStats(id, &k); err != nil {
+		return 0, err
+	}
+	return k.Policy, nil
+}
+
 // AllStats returns the statistics of every tracked task. Safe for
 // concurrent use.
 func (e *Engine) AllStats() ([]*TaskStats, error) {

@@ -26,8 +26,9 @@ func newNoiseWindows() noiseWindows {
 	return noiseWindows{rt: map[uint64]bool{}, rejected: map[uint64]bool{}}
 }
 
-// wants tells whether new-maximum notice n gets its window.
-func (nw noiseWindows) wants(n engine.Notice) bool {
+// wants tells whether new-maximum notice n gets its window; recorded
+// gives the policy the engine saw for a task that is gone.
+func (nw noiseWindows) wants(n engine.Notice, recorded func(id uint64) (uint32, error)) bool {
 	if metric.ID(n.Metric) != metric.Noise {
 		return true
 	}
@@ -37,7 +38,15 @@ func (nw noiseWindows) wants(n engine.Notice) bool {
 	}
 	// A thread is created SCHED_OTHER and takes its policy after: asked
 	// again at its next maximum until it is real-time.
-	if attr, err := unix.SchedGetAttr(int(n.Tid), 0); err == nil && sched.IsRT(attr.Policy) {
+	policy, err := uint32(0), error(nil)
+	if attr, aerr := unix.SchedGetAttr(int(n.Tid), 0); aerr == nil {
+		policy = attr.Policy
+	} else {
+		// Gone: a maximum recorded at its exit (oslat's FIFO 1 worker,
+		// throttled 52 ms to its end, was judged SCHED_OTHER).
+		policy, err = recorded(n.Id)
+	}
+	if err == nil && sched.IsRT(policy) {
 		nw.rt[n.Id] = true
 		delete(nw.rejected, n.Id)
 		return true

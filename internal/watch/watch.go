@@ -364,7 +364,7 @@ func (s *watcher) sort(ns []engine.Notice) notices {
 			s.book.started(n.Id, n.Tid)
 			s.obs.Start(n.Id, n.Tid)
 		case engine.NoticeNewMax:
-			if !s.win.noise.wants(n) {
+			if !s.win.noise.wants(n, s.eng.RecordedPolicy) {
 				continue
 			}
 			s.win.keepOwn(n)
