@@ -117,7 +117,6 @@ func throttled(e *trace.Event) bool {
 	return (e.PrevKPrio < 100 && e.NextKPrio >= 100) || (e.PrevKPrio == -1 && e.NextKPrio != -1)
 }
 
-
 func partKey(e *trace.Event) string {
 	return fmt.Sprintf("%d/%s", e.CPU, strings.TrimSuffix(strings.TrimSuffix(string(e.Type), "_entry"), "_exit"))
 }
