@@ -51,6 +51,9 @@ type Options struct {
 	// Ready, when set, is called with the listening address once the
 	// engine is attached and /metrics serves.
 	Ready func(addr string)
+	// Intrusions, when set, attaches the isolation collector to its CPUs
+	// and exports their intrusions (intrusions.go); nil: nothing attached.
+	Intrusions *IntrusionOptions
 }
 
 // Run serves /metrics and watches until ctx ends. It survives the exit of
@@ -66,7 +69,17 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	srv := metricsServer(x, o.Control)
+	var extra []prometheus.Collector
+	if o.Intrusions != nil {
+		in, stopIntrusions, err := startIntrusions(o.Intrusions, x, o.tick(), logTo(o.Log))
+		if err != nil {
+			_ = ln.Close() // failing anyway
+			return err
+		}
+		defer stopIntrusions()
+		extra = append(extra, in)
+	}
+	srv := metricsServer(x, o.Control, extra...)
 	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
@@ -133,10 +146,27 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// tick is o.Tick, or a second (watch.Agent's default).
+func (o *Options) tick() time.Duration {
+	if o.Tick > 0 {
+		return o.Tick
+	}
+	return time.Second
+}
+
+// logTo is w, or nowhere when nil.
+func logTo(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
 // metricsServer serves the exporter's and the process's metrics on
-// /metrics, and the number of targets of c (nil: none).
-func metricsServer(x *Exporter, c *Control) *http.Server {
+// /metrics, the number of targets of c (nil: none), and extra's.
+func metricsServer(x *Exporter, c *Control, extra ...prometheus.Collector) *http.Server {
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(extra...)
 	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
 			func() float64 { return 1 }))
