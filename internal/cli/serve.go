@@ -50,8 +50,8 @@ windows): docs/serve.md.
 --intrusions CPUS (or intrusions: in --config) also counts what intrudes on
 those CPUs, as rtscope isolation does: rtscope_cpu_intrusions_total and
 rtscope_cpu_intrusion_seconds_total per CPU and cause (ipi, irq, softirq,
-work, task). --intrusions alone, or "isolated", takes the isolated and
-nohz_full CPUs. Senders and task names are left out of the labels (they are
+work, task). --intrusions isolated takes the isolated and nohz_full
+CPUs. Senders and task names are left out of the labels (they are
 unbounded): rtscope isolation names them. Tasks of the targets and of
 --intrusions-allow are the workload, not counted as task intrusions. The
 isolation tracepoints are attached only with --intrusions: docs/isolation.md.`
@@ -139,9 +139,8 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	f.engine.addTraceEvents(fs)
 	f.engine.addBTF(fs)
 	f.engine.addIPI(fs)
-	fs.StringVar(&f.intrusions, "intrusions", "", "CPUS: count what intrudes on these CPUs (1,3-5; alone or \""+intrusionsIsolated+
+	fs.StringVar(&f.intrusions, "intrusions", "", "CPUS: count what intrudes on these CPUs (1,3-5, or \""+intrusionsIsolated+
 		"\": the isolated and nohz_full ones) per CPU and cause, as rtscope isolation does; attaches its tracepoints (docs/isolation.md)")
-	fs.Lookup("intrusions").NoOptDefVal = intrusionsIsolated
 	fs.StringSliceVar(&f.intrusionsAllow, "intrusions-allow", nil, "COMM[,COMM...]: tasks that belong on the --intrusions CPUs besides the targets' (not counted as task intrusions)")
 	return fs
 }
