@@ -69,18 +69,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	var extra []prometheus.Collector
-	if o.Intrusions != nil {
-		in, stopIntrusions, err := startIntrusions(o.Intrusions, x, o.tick(), logTo(o.Log))
-		if err != nil {
-			_ = ln.Close() // failing anyway
-			return err
-		}
-		defer stopIntrusions()
-		extra = append(extra, in)
+	srv, stopIntrusions, err := o.metrics(x)
+	if err != nil {
+		_ = ln.Close() // failing anyway
+		return err
 	}
-	srv := metricsServer(x, o.Control, extra...)
-	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
+	defer func() { _ = srv.Close(); stopIntrusions() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
 	if o.Control != nil && o.Socket != "" {
@@ -144,6 +138,19 @@ func Run(ctx context.Context, o Options) error {
 	default:
 	}
 	return nil
+}
+
+// metrics is the /metrics server of x, with the intrusion counters when
+// o.Intrusions asks for them (their collector attached: stop detaches it).
+func (o *Options) metrics(x *Exporter) (srv *http.Server, stop func(), err error) {
+	if o.Intrusions == nil {
+		return metricsServer(x, o.Control), func() {}, nil
+	}
+	in, stop, err := startIntrusions(o.Intrusions, x, o.tick(), logTo(o.Log))
+	if err != nil {
+		return nil, nil, err
+	}
+	return metricsServer(x, o.Control, in), stop, nil
 }
 
 // tick is o.Tick, or a second (watch.Agent's default).
