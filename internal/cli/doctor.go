@@ -36,6 +36,13 @@ docs/features.md). Each check prints its status (PASS, WARN, FAIL, INFO,
 SKIP), the evidence read and, when not passed, the remedy. Every check is
 described in docs/doctor.md.
 
+--watch DUR then watches the result: the isolated and nohz_full CPUs (or
+-c CPUS) for DUR with rtscope isolation's collector (loads BPF, as root),
+its report after the checks and under "isolation" in --json: every IPI,
+IRQ, softirq, work item and foreign task that ran there, with its sender
+and remedy (docs/isolation.md). With no such CPU and no -c, one sentence
+says so. The checks' statuses do not depend on it.
+
 Targets (repeatable, combinable), as in rtscope watch:
   -p, --tid TID          one thread
       --pid PID          every thread of a process
@@ -47,6 +54,7 @@ type doctorFlags struct {
 	sample, watch time.Duration
 	json          string
 	strict, bpf   bool
+	cpus          string // -c: the CPUs --watch watches
 }
 
 // flagSet defines doctor's flags into f, in the order of its help.
@@ -58,7 +66,9 @@ func (f *doctorFlags) flagSet() *pflag.FlagSet {
 	fs.StringVar(&f.json, "json", "", "write the checks as JSON to FILE (- for stdout; the text then goes to stderr)")
 	fs.BoolVar(&f.strict, "strict", false, "warnings fail too (exit status 2)")
 	fs.BoolVar(&f.bpf, "bpf", true, "probe rtscope's BPF features: load and attach its engine for a moment (the bpf_* checks)")
-	fs.DurationVar(&f.watch, "watch", 0, "with targets: watch them this long with the BPF engine and check their PI mutex use (futex waits without priority inheritance in their worst cases)")
+	fs.DurationVar(&f.watch, "watch", 0, "after the checks, watch the isolated and nohz_full CPUs (or -c's) this long with rtscope isolation's "+
+		"collector and print its report; with targets, also check their PI mutex use (futex waits without priority inheritance in their worst cases)")
+	fs.StringVarP(&f.cpus, "cpus", "c", "", "with --watch: the CPUs to watch, as a list (1,3-5); default: the isolated and nohz_full CPUs")
 	return fs
 }
 
@@ -86,8 +96,18 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 	if f.sample < 0 || f.sample > time.Minute {
 		return Fail("doctor", fmt.Errorf("--sample %v: want 0 to 1m", f.sample))
 	}
-	if f.watch < 0 || f.watch > time.Hour {
-		return Fail("doctor", fmt.Errorf("--watch %v: want 0 to 1h", f.watch))
+	if err := f.checkWatch(); err != nil {
+		return Fail("doctor", err)
+	}
+	var isoCPUs []int
+	var isoNote error // why no CPU is watched
+	if f.watch > 0 {
+		var err error
+		if isoCPUs, err = f.isolationCPUs(); errors.Is(err, errNoIsolated) {
+			isoNote = err
+		} else if err != nil {
+			return Fail("doctor", err)
+		}
 	}
 	if fs.Changed("json") && f.json == "" {
 		return Fail("doctor", errors.New("--json: empty value"))
@@ -115,14 +135,9 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 		return Fail("doctor", err)
 	}
 	if f.watch > 0 {
-		if f.targets.empty() {
-			return Fail("doctor", errors.New("--watch needs targets (-p, --pid or --comm)"))
+		if err := f.watchAll(env.Targets, isoCPUs, isoNote, rep); err != nil {
+			return Fail("doctor", err)
 		}
-		pi, err := watchPI(env.Targets, f.watch)
-		if err != nil {
-			return Fail("doctor", fmt.Errorf("--watch: %w", err))
-		}
-		rep.Add(pi...)
 	}
 	rep.SetStrict(f.strict)
 	text := os.Stdout
@@ -132,6 +147,7 @@ func (f *doctorFlags) run(fs *pflag.FlagSet, args []string) int {
 	if err := rep.WriteText(text); err != nil {
 		return Fail("doctor", err)
 	}
+	writeIsolation(text, rep.Isolation)
 	if out != nil {
 		if err := out.Fill(rep.EncodeJSON); err != nil {
 			return Fail("doctor", err)

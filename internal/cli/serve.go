@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rtscope/rtscope/internal/cpuset"
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/explain"
+	"github.com/rtscope/rtscope/internal/isolation"
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/serve"
 	"github.com/rtscope/rtscope/internal/slo"
@@ -43,7 +45,16 @@ both combined:
 While it runs, rtscope ctl changes targets and SLOs through --socket, and
 SIGHUP (or rtscope ctl reload) rereads --config. --archive keeps new worst
 cases and SLO-violation windows on disk with their verdicts (rtscope ctl
-windows): docs/serve.md.`
+windows): docs/serve.md.
+
+--intrusions CPUS (or intrusions: in --config) also counts what intrudes on
+those CPUs, as rtscope isolation does: rtscope_cpu_intrusions_total and
+rtscope_cpu_intrusion_seconds_total per CPU and cause (ipi, irq, softirq,
+work, task). --intrusions isolated takes the isolated and nohz_full
+CPUs. Senders and task names are left out of the labels (they are
+unbounded): rtscope isolation names them. Tasks of the targets and of
+--intrusions-allow are the workload, not counted as task intrusions. The
+isolation tracepoints are attached only with --intrusions: docs/isolation.md.`
 
 // newServeCmd builds the serve command over serveFlags.
 func newServeCmd() *cobra.Command {
@@ -105,6 +116,8 @@ type serveFlags struct {
 	targets                         targetFlags
 	slos                            []string
 	engine                          engineFlags
+	intrusions                      string   // --intrusions: CPUs, or "isolated"
+	intrusionsAllow                 []string // --intrusions-allow
 }
 
 // flagSet defines serve's flags into f, one line a flag, in the order of
@@ -126,7 +139,48 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	f.engine.addTraceEvents(fs)
 	f.engine.addBTF(fs)
 	f.engine.addIPI(fs)
+	fs.StringVar(&f.intrusions, "intrusions", "", "CPUS: count what intrudes on these CPUs (1,3-5, or \""+intrusionsIsolated+
+		"\": the isolated and nohz_full ones) per CPU and cause, as rtscope isolation does; attaches its tracepoints (docs/isolation.md)")
+	fs.StringSliceVar(&f.intrusionsAllow, "intrusions-allow", nil, "COMM[,COMM...]: tasks that belong on the --intrusions CPUs besides the targets' (not counted as task intrusions)")
 	return fs
+}
+
+// intrusionsIsolated is --intrusions' value for the isolated and nohz_full CPUs.
+const intrusionsIsolated = "isolated"
+
+// intrusionOptions checks --intrusions and --intrusions-allow, or the
+// configuration file's intrusions and intrusions_allow (the flags win):
+// nil when neither asks for intrusions.
+func (f *serveFlags) intrusionOptions(file *serve.Config) (*serve.IntrusionOptions, error) {
+	spec, allow := f.intrusions, f.intrusionsAllow
+	if file != nil {
+		if spec == "" {
+			spec = file.Intrusions
+		}
+		if allow == nil {
+			allow = file.IntrusionsAllow
+		}
+	}
+	if spec == "" {
+		if len(allow) > 0 {
+			return nil, errors.New("--intrusions-allow needs --intrusions")
+		}
+		return nil, nil
+	}
+	var cpus []int
+	var err error
+	if spec == intrusionsIsolated {
+		cpus, err = isolation.DefaultCPUs()
+	} else {
+		cpus, err = cpuset.ParseList(spec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--intrusions %s: %w", spec, err)
+	}
+	if err := isolation.CheckCPUs(cpus); err != nil {
+		return nil, fmt.Errorf("--intrusions %s: %w", spec, err)
+	}
+	return &serve.IntrusionOptions{CPUs: cpus, Allow: allow}, nil
 }
 
 // options checks the command line and --config into the agent's options:
@@ -151,6 +205,9 @@ func (f *serveFlags) options(fs *pflag.FlagSet) (o serve.Options, err error) {
 		return o, errors.New("--tick must be positive")
 	}
 	if err := f.engine.check(); err != nil {
+		return o, err
+	}
+	if o.Intrusions, err = f.intrusionOptions(file); err != nil {
 		return o, err
 	}
 	if o.Archive, err = f.openArchive(fs, file); err != nil {

@@ -35,6 +35,11 @@ var serveConfigKeys = []serveConfigKey{
 		"unit name such as control.service) or below it, now and when it enters later."},
 	{"slo", "LIST", "SLO bounds, each [ID:]METRIC=TIME as serve --slo (e.g. latency=200us, 1234:cycle=1ms); " +
 		"without ID the bound is every task's. They add to --slo's."},
+	{"intrusions", "CPUS|isolated", "count what intrudes on these CPUs (a list, 1,3-5; isolated: the isolated and " +
+		"nohz_full ones) per CPU and cause on /metrics, as rtscope isolation does (its tracepoints are attached only then); " +
+		"serve --intrusions wins over it. Read at start only: a reload does not attach or detach."},
+	{"intrusions_allow", "LIST", "COMMs of the tasks that belong on the intrusions CPUs besides the targets' " +
+		"(not counted as task intrusions); serve --intrusions-allow wins over it."},
 }
 
 const serveYAMLExample = `listen: 127.0.0.1:9717

@@ -96,6 +96,18 @@ type Report struct {
 	Checks     []Check `json:"checks"`
 	Summary    Summary `json:"summary"`
 	ExitStatus int     `json:"exit_status"`
+	// Isolation is doctor --watch's watch of the isolated CPUs (nil:
+	// none); it judges no check.
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+// Isolation is what doctor --watch saw on the isolated CPUs: the CPUs
+// watched and rtscope isolation's report over them (an isolation.Result,
+// docs/isolation.md), or the sentence that says why none was watched.
+type Isolation struct {
+	CPUs   []int  `json:"cpus"`
+	Note   string `json:"note,omitempty"`
+	Report any    `json:"report,omitempty"`
 }
 
 // Exit statuses of rtscope doctor (1 is an error of rtscope's own).

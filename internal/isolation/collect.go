@@ -150,9 +150,20 @@ func setVars(spec *ebpf.CollectionSpec, cpus []int, syms *ksym.Table) error {
 	return nil
 }
 
-// Collect watches o.CPUs for o.Duration (or until ctx ends) and returns
-// what ran there, names resolved.
-func Collect(ctx context.Context, o Options) (*Snapshot, error) {
+// Session is a collection attached and counting: Start begins it,
+// Snapshot reads what it counted since (as often as wanted, while it
+// runs: serve's /metrics, doctor --watch), Close ends it.
+type Session struct {
+	p           *probe
+	syms        *ksym.Table
+	o           Options
+	start       time.Time
+	stealBefore map[int]uint64
+}
+
+// Start loads and attaches the isolation programs for o.CPUs (o.Duration,
+// Ready and Ending are Collect's: unused here).
+func Start(o Options) (*Session, error) {
 	syms, err := ksym.Kernel()
 	if err != nil {
 		return nil, fmt.Errorf("reading kallsyms: %w", err)
@@ -161,12 +172,45 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer p.close()
-	stealBefore, err := readSteal()
+	steal, err := readSteal()
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return &Session{p: p, syms: syms, o: o, start: time.Now(), stealBefore: steal}, nil
+}
+
+// Snapshot reads the counts since Start, names resolved. The BPF maps
+// only grow, so a later Snapshot counts at least as much in each row.
+func (ss *Session) Snapshot() (*Snapshot, error) {
+	o := ss.o
+	s := &Snapshot{DurationNs: uint64(time.Since(ss.start)), CPUs: o.CPUs, Allow: o.Allow, Missing: ss.p.missing}
+	if !o.OwnIPIs {
+		s.self = uint32(os.Getpid())
+	}
+	stealAfter, err := readSteal()
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	s.Steal = stealDiff(o.CPUs, ss.stealBefore, stealAfter)
+	describeSystem(s)
+	if err := readMaps(ss.p.coll, s, ss.syms); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close detaches the programs and frees the maps.
+func (ss *Session) Close() { ss.p.close() }
+
+// Collect watches o.CPUs for o.Duration (or until ctx ends) and returns
+// what ran there, names resolved.
+func Collect(ctx context.Context, o Options) (*Snapshot, error) {
+	ss, err := Start(o)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.Close()
 	if o.Ready != nil {
 		o.Ready()
 	}
@@ -177,24 +221,11 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 	if o.Ending != nil {
 		o.Ending()
 	}
-	// The counts are read while attached (the deferred close detaches):
+	// The counts are read while attached (the deferred Close detaches):
 	// detaching the links one by one counted the receipts of the detach's
 	// time too, 5% over /proc/interrupts' window read at Ending (31848
 	// IPIs attributed against +30383, remote-work under load).
-	s := &Snapshot{DurationNs: uint64(time.Since(start)), CPUs: o.CPUs, Allow: o.Allow, Missing: p.missing}
-	if !o.OwnIPIs {
-		s.self = uint32(os.Getpid())
-	}
-	stealAfter, err := readSteal()
-	if err != nil {
-		return nil, err
-	}
-	s.Steal = stealDiff(o.CPUs, stealBefore, stealAfter)
-	describeSystem(s)
-	if err := readMaps(p.coll, s, syms); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return ss.Snapshot()
 }
 
 // errNoCPUs is Collect's error without a CPU to watch.

@@ -25,12 +25,19 @@ import (
 //	slo:
 //	  - latency=200us
 //	  - 1234:cycle=1ms
+//	intrusions: isolated     # or a CPU list, "2-3"
+//	intrusions_allow: [control]
 type Config struct {
 	Listen  string         `yaml:"listen"`
 	Archive string         `yaml:"archive"`        // directory of archived windows ("": none)
 	ArchMB  int64          `yaml:"archive_max_mb"` // its size cap, MiB
 	Targets []TargetConfig `yaml:"targets"`
 	SLO     []string       `yaml:"slo"`
+	// Intrusions: serve --intrusions, the CPUs whose intrusions are
+	// counted ("isolated": the isolated and nohz_full ones); read at start
+	// only (a reload does not attach or detach).
+	Intrusions      string   `yaml:"intrusions"`
+	IntrusionsAllow []string `yaml:"intrusions_allow"`
 }
 
 // TargetConfig is one target: exactly one of its fields.

@@ -102,7 +102,8 @@ func startPrometheus(t *testing.T, bin, target string, native bool) string {
 // buckets (scrape_classic_histograms came in 2.45), so the _bucket series
 // are gone: each quantile panel falls back to the native histogram with
 // "or". A cyclictest loop with a 1 us latency SLO gives every histogram
-// panel samples and the violation panels violations.
+// panel samples and the violation panels violations; --intrusions 1 gives
+// the intrusion panels their counters.
 func TestDashboardOnPrometheus(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: the agent loads the BPF engine (CI runs as root)")
@@ -121,7 +122,8 @@ func TestDashboardOnPrometheus(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	o := Options{Listen: "127.0.0.1:0", Control: c, Watch: watch.Options{Targets: c.Spec(), SLO: c.SLO(), Explain: explain.ForViolation},
-		Tick: 250 * time.Millisecond, Log: io.Discard, Ready: func(addr string) { ready <- addr }}
+		Tick: 250 * time.Millisecond, Log: io.Discard, Ready: func(addr string) { ready <- addr },
+		Intrusions: &IntrusionOptions{CPUs: []int{1}}}
 	go func() { done <- Run(ctx, o) }()
 	var agent string
 	select {

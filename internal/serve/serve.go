@@ -51,6 +51,9 @@ type Options struct {
 	// Ready, when set, is called with the listening address once the
 	// engine is attached and /metrics serves.
 	Ready func(addr string)
+	// Intrusions, when set, attaches the isolation collector to its CPUs
+	// and exports their intrusions (intrusions.go); nil: nothing attached.
+	Intrusions *IntrusionOptions
 }
 
 // Run serves /metrics and watches until ctx ends. It survives the exit of
@@ -66,8 +69,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	x := NewExporter()
 	x.SetPlaces(target.TaskPlace)
-	srv := metricsServer(x, o.Control)
-	defer func() { _ = srv.Close() }() // stops serving; nothing to report at exit
+	srv, stopIntrusions, err := o.metrics(x)
+	if err != nil {
+		_ = ln.Close() // failing anyway
+		return err
+	}
+	defer func() { _ = srv.Close(); stopIntrusions() }() // stops serving; nothing to report at exit
 	var api *http.Server
 	var apiLn net.Listener
 	if o.Control != nil && o.Socket != "" {
@@ -133,10 +140,40 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// metrics is the /metrics server of x, with the intrusion counters when
+// o.Intrusions asks for them (their collector attached: stop detaches it).
+func (o *Options) metrics(x *Exporter) (srv *http.Server, stop func(), err error) {
+	if o.Intrusions == nil {
+		return metricsServer(x, o.Control), func() {}, nil
+	}
+	in, stop, err := startIntrusions(o.Intrusions, x, o.tick(), logTo(o.Log))
+	if err != nil {
+		return nil, nil, err
+	}
+	return metricsServer(x, o.Control, in), stop, nil
+}
+
+// tick is o.Tick, or a second (watch.Agent's default).
+func (o *Options) tick() time.Duration {
+	if o.Tick > 0 {
+		return o.Tick
+	}
+	return time.Second
+}
+
+// logTo is w, or nowhere when nil.
+func logTo(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
 // metricsServer serves the exporter's and the process's metrics on
-// /metrics, and the number of targets of c (nil: none).
-func metricsServer(x *Exporter, c *Control) *http.Server {
+// /metrics, the number of targets of c (nil: none), and extra's.
+func metricsServer(x *Exporter, c *Control, extra ...prometheus.Collector) *http.Server {
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(extra...)
 	reg.MustRegister(x, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtscope_up", Help: "1 while the agent's engine is attached."},
 			func() float64 { return 1 }))
