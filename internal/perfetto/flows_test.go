@@ -1,10 +1,15 @@
 package perfetto_test
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/perfetto"
+	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
 )
 
@@ -111,4 +116,60 @@ func TestIPIFlowOverlappingWindows(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the receipt is drawn %d times, want once", n)
 	}
+}
+
+// In the recorded ipi-storm report (internal/report/testdata/fixtures),
+// every receipt whose send its window holds (sent_t_ns) ends a flow that
+// starts at that send, an instant on the sender's CPU track.
+func TestRecordedIPIFlows(t *testing.T) {
+	f, err := os.Open("../report/testdata/fixtures/ipi-storm.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.NewDecoder(z).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	ws := perfetto.Windows(&r)
+	tr := write(t, ws) // its windows overlap: check() does not apply
+	starts, ends := flowEvents(tr)
+	endAt := map[uint64]string{} // receipt time: its flow
+	for id, e := range ends {
+		s := starts[id]
+		if len(e) != 1 || len(s) != 1 {
+			t.Fatalf("flow %s: starts %v, ends %v; want one each", id, s, e)
+		}
+		if !strings.HasPrefix(s[0].name, "IPI ") || !strings.Contains(s[0].name, " to CPU ") || s[0].typ != "TYPE_INSTANT" ||
+			!strings.Contains(e[0].name, "IPI ") || s[0].ts > e[0].ts || s[0].track == e[0].track {
+			t.Errorf("flow %s from %+v to %+v", id, s[0], e[0])
+		}
+		endAt[e[0].ts] = id
+	}
+	n := 0
+	for _, w := range ws {
+		for _, e := range w.Trace.Events {
+			if e.Type != trace.EventIPIEntry || e.IPI == nil || e.IPI.SentT == nil {
+				continue
+			}
+			n++
+			id, ok := endAt[w.Trace.Start+uint64(e.T)]
+			if !ok {
+				t.Errorf("receipt at %d ns of %q (sent at %d ns) ends no flow", e.T, w.Title, *e.IPI.SentT)
+				continue
+			}
+			if s := starts[id][0]; s.ts != w.Trace.Start+uint64(*e.IPI.SentT) || s.track != fmt.Sprintf("CPU %d rtscope events", *e.IPI.SenderCPU) {
+				t.Errorf("receipt at %d ns of %q: flow from %+v, want its send at %d ns on CPU %d", e.T, w.Title, s,
+					*e.IPI.SentT, *e.IPI.SenderCPU)
+			}
+		}
+	}
+	if n == 0 || len(ends) == 0 {
+		t.Errorf("%d receipts with their send, %d flows: want some", n, len(ends))
+	}
+	t.Logf("%d flows; %d receipts of the windows name their send", len(ends), n)
 }
