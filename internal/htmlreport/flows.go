@@ -92,3 +92,13 @@ func arrowHead(x1, y1, x2, y2 float64) string {
 	bx, by := x2-6*ux, y2-6*uy // the base's middle
 	return fmt.Sprintf("M%s,%sL%s,%sL%s,%sz", f1(x2), f1(y2), f1(bx-2.5*uy), f1(by+2.5*ux), f1(bx+2.5*uy), f1(by-2.5*ux))
 }
+
+// senderOnly retells the unknown band of a lane drawn only for the IPIs
+// its CPU sent: the window kept none of its switches.
+func senderOnly(segs []seg, cpu int) {
+	for i := range segs {
+		if segs[i].Class == "s-unknown" {
+			segs[i].Tip = fmt.Sprintf("CPU %d: drawn for the IPIs it sent to the window's CPUs; the window keeps only those of its events, so who ran is unknown", cpu)
+		}
+	}
+}

@@ -36,6 +36,9 @@ func TestTimelineDrawsIPIFlow(t *testing.T) {
 	if len(v.Lanes) != 2 || v.Lanes[0].CPU != 0 || v.Lanes[1].CPU != 1 {
 		t.Fatalf("lanes %v, want CPU 0 (the sender's) and CPU 1", lanesOf(v))
 	}
+	if s := v.Lanes[0].Segs; len(s) != 1 || s[0].Class != "s-unknown" || !strings.Contains(s[0].Tip, "drawn for the IPIs it sent") {
+		t.Errorf("the sender's lane %+v, want one unknown band saying why it is drawn", s)
+	}
 	if len(v.Flows) != 1 {
 		t.Fatalf("%d flows, want 1: %+v", len(v.Flows), v.Flows)
 	}

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,6 +219,9 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 		ln.MidY = ln.BandY + laneBand/2
 		evs := byCPU[cpu]
 		ln.Segs = runners(evs, cpu, tr.TID, lo, hi, x)
+		if !slices.Contains(tr.CPUs, cpu) {
+			senderOnly(ln.Segs, cpu)
+		}
 		ln.Segs = append(ln.Segs, interrupts(evs, cpu, lo, hi, x)...)
 		ln.Steal = steal(evs, cpu, lo, hi, x)
 		v.Lanes = append(v.Lanes, ln)
