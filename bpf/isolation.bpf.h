@@ -50,7 +50,7 @@ struct iso_cpu {
 	__u64 tick_kept;                /* tick_stop failures */
 	__u64 tick_deps[ISO_TICK_DEPS]; /* failures by dependency bit */
 	__u64 lost;                     /* a hash full */
-	struct iso_tslot hrtimers[2];   /* hrtimer callbacks running (a hard one may nest in a soft one) */
+	struct iso_tslot hrtimers[2];   /* hrtimer callbacks running: hard, soft (a hard one may nest) */
 	struct iso_tslot wheel;         /* the timer-wheel callback running */
 	struct iso_time tick;           /* the tick's own hrtimer: the tick section, not an intrusion */
 };
@@ -381,14 +381,19 @@ static __always_inline int iso_timer_start_body(__u32 cpu, __u32 target, __u64 f
 	return 0;
 }
 
-/* The slot of a running callback: a free one at entry (ptr 0), ptr's at exit. */
-static __always_inline struct iso_tslot *iso_tslot_of(struct iso_cpu *c, bool wheel, __u64 ptr)
+/*
+ * The slot of a running callback, by kind: hard hrtimers run in the timer
+ * interrupt, soft ones and the wheel's in their softirqs, one at a time
+ * each, and a hard one may nest in a softirq's. An entry takes its kind's
+ * slot whatever it held: an exit missed (the hooks attached while a
+ * callback ran) must not leave it stale (an on-stack timer expiring again
+ * 516 ms later at the same address was timed from the first entry).
+ */
+static __always_inline struct iso_tslot *iso_tslot_of(struct iso_cpu *c, __u32 kind)
 {
-	if (wheel)
-		return c->wheel.ptr == ptr ? &c->wheel : 0;
-	if (c->hrtimers[1].ptr == ptr)
-		return &c->hrtimers[1];
-	return c->hrtimers[0].ptr == ptr ? &c->hrtimers[0] : 0;
+	if (kind == ISO_WHEEL)
+		return &c->wheel;
+	return kind == ISO_HRTIMER_SOFT ? &c->hrtimers[1] : &c->hrtimers[0];
 }
 
 /*
@@ -402,9 +407,7 @@ static __always_inline int iso_timer_entry_body(__u32 cpu, __u64 ptr, __u64 fn, 
 	struct iso_cpu *c = iso_here(cpu);
 	if (!c || !ptr)
 		return 0;
-	struct iso_tslot *s = iso_tslot_of(c, kind == ISO_WHEEL, 0);
-	if (!s) /* nested deeper than seen: not timed */
-		return 0;
+	struct iso_tslot *s = iso_tslot_of(c, kind);
 	s->ptr = ptr;
 	s->fn = fn;
 	s->entry = now;
@@ -422,8 +425,10 @@ static __always_inline int iso_timer_exit_body(__u32 cpu, __u64 ptr, bool wheel,
 	struct iso_cpu *c = iso_here(cpu);
 	if (!c || !ptr)
 		return 0;
-	struct iso_tslot *s = iso_tslot_of(c, wheel, ptr);
-	if (!s)
+	struct iso_tslot *s = &c->wheel;
+	if (!wheel)
+		s = c->hrtimers[1].ptr == ptr ? &c->hrtimers[1] : &c->hrtimers[0];
+	if (s->ptr != ptr)
 		return 0;
 	__u64 d = now > s->entry ? now - s->entry : 0;
 	s->ptr = 0;

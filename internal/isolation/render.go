@@ -26,7 +26,8 @@ func (c *CPUResult) Judgement(durationNs uint64) string {
 	if c.Worst.Cause == CauseTask {
 		src = c.Worst.What + " " + c.Worst.Sender
 	} else if c.Worst.Sender != "" {
-		src += " from " + c.Worst.Sender
+		// A timer's armers are a list: the first (most armings) names it.
+		src += " from " + strings.SplitN(c.Worst.Sender, ", ", 2)[0]
 	}
 	kinds := "kinds"
 	if c.Kinds == 1 {

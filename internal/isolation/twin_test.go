@@ -279,8 +279,8 @@ func TestTwinTimerStart(t *testing.T) {
 
 // Expiries on a watched CPU are timed entry to exit by timer, a hard
 // hrtimer nested in a soft one's callback included; keyed by function,
-// kind and base CPU; the tick's own hrtimer counts apart; CPU 0 and an
-// exit with no entry count nothing.
+// kind and base CPU; the tick's own hrtimer counts apart; CPU 0, an exit
+// with no entry and an entry whose exit was missed count nothing.
 func TestTwinTimerExpiry(t *testing.T) {
 	tw := newTimerTwin(t)
 	p := tw.objs
@@ -294,7 +294,11 @@ func TestTwinTimerExpiry(t *testing.T) {
 	tw.run(p.TestTimerExit, 1, 0xd0, 0, 2030)
 	tw.run(p.TestTimerEntry, 0, 0xe0, 0x7f, 0, 0, 100) // CPU 0: not watched
 	tw.run(p.TestTimerExit, 0, 0xe0, 0, 900)
-	tw.run(p.TestTimerExit, 1, 0xf0, 0, 900) // no entry
+	tw.run(p.TestTimerExit, 1, 0xf0, 0, 900)            // no entry
+	tw.run(p.TestTimerEntry, 1, 0x90, 0x8f, 2, 1, 3000) // its exit missed...
+	tw.run(p.TestTimerEntry, 1, 0x91, 0x6f, 2, 0, 4000) // ...the next entry takes the slot
+	tw.run(p.TestTimerExit, 1, 0x91, 1, 4100)
+	tw.run(p.TestTimerExit, 1, 0x90, 1, 9000) // stale: not timed
 	for _, c := range []struct {
 		fn         uint64
 		kind, base uint16
@@ -302,7 +306,7 @@ func TestTwinTimerExpiry(t *testing.T) {
 	}{
 		{0x4f, 0, 1, isoIsoTime{Count: 1, Ns: 20, MaxNs: 20}},
 		{0x5f, 1, 1, isoIsoTime{Count: 1, Ns: 200, MaxNs: 200}},
-		{0x6f, 2, 0, isoIsoTime{Count: 1, Ns: 500, MaxNs: 500}},
+		{0x6f, 2, 0, isoIsoTime{Count: 2, Ns: 600, MaxNs: 500}},
 	} {
 		k := isoIsoTimerKey{Fn: c.fn, Cpu: 1, Kind: c.kind, FromCpu: uint32(c.base)}
 		if got := timeOf(t, p.IsoTimerExps, k); got != c.want {
@@ -316,7 +320,7 @@ func TestTwinTimerExpiry(t *testing.T) {
 		n++
 	}
 	if n != 3 {
-		t.Errorf("%d expiry entries, want 3 (not the tick's, CPU 0's, an exit with no entry)", n)
+		t.Errorf("%d expiry entries, want 3 (not the tick's, CPU 0's, an exit with no entry or a stale entry)", n)
 	}
 	var tick uint64
 	var states []isoIsoCpu
