@@ -367,11 +367,20 @@ static __always_inline int iso_timer_start_body(__u32 cpu, __u32 target, __u64 f
 {
 	if (!iso_watched(target) || iso_is_tick(fn))
 		return 0;
+	/*
+	 * On the watched CPU, inside a handler, a softirq or a timer callback
+	 * (a periodic timer re-armed in its own), the current task is only
+	 * the one interrupted: counted with no task (tid 0).
+	 */
+	struct iso_cpu *c = target == cpu ? iso_here(cpu) : 0;
+	if (c && (c->irq_entry || c->softirq_entry || c->wheel.ptr || c->hrtimers[0].ptr || c->hrtimers[1].ptr))
+		pid_tgid = 0;
 	struct iso_timer_key k = {.fn = fn, .tid = (__u32)pid_tgid, .cpu = target, .kind = kind, .from_cpu = cpu};
 	struct iso_timer_armed *a = bpf_map_lookup_elem(&iso_timer_arms, &k);
 	if (!a) {
 		struct iso_timer_armed fresh = {.tgid = pid_tgid >> 32};
-		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+		if (pid_tgid)
+			bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
 		bpf_map_update_elem(&iso_timer_arms, &k, &fresh, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&iso_timer_arms, &k);
 		if (!a)

@@ -71,7 +71,7 @@ func readTimerArms(coll *ebpf.Collection, s *Snapshot, watched map[int]bool, sym
 }
 
 // timerRemedies are the sentences of the timer cause, by case; by
-// function where the function says more (timerFuncRemedies).
+// function where the function says more.
 var (
 	timerRemedies = map[string]string{
 		// Armed from another CPU: the timer was placed on this CPU's base.
@@ -86,11 +86,16 @@ var (
 		"": "no arming seen: armed before the run, or re-armed in its own callback (periodic timers emit no hrtimer_start); " +
 			"nohz_full={cpu} keeps most kernel timers off the CPU",
 	}
-	timerFuncRemedies = map[string]string{
-		"hrtimer_wakeup":        "a task sleeping on CPU {cpu} (nanosleep, a poll or futex timeout) wakes: expected for the workload's sleeps; else move the sleeper",
+	// The kernel's own timers, whoever was running when they were armed.
+	kernelTimerRemedies = map[string]string{
 		"watchdog_timer_fn":     "the soft-lockup watchdog's timer: nohz_full={cpu} (or kernel.watchdog_cpumask={hk}) keeps it off",
 		"delayed_work_timer_fn": "delayed work queued onto CPU {cpu} (see the work rows): nohz_full={cpu} queues its timers on {hkcpus}",
-		"process_timeout":       "a task sleeping with a timeout (schedule_timeout) wakes on CPU {cpu}: move the sleeper",
+		"sched_rt_period_timer": "RT throttling's period timer, armed while RT tasks run: kernel.sched_rt_runtime_us=-1 stops it (and the throttling)",
+	}
+	// Sleepers' timers, when no task armed them during the run.
+	sleeperRemedies = map[string]string{
+		"hrtimer_wakeup":  "a task sleeping on CPU {cpu} (nanosleep, a poll or futex timeout) wakes: expected for the workload's sleeps; else move the sleeper",
+		"process_timeout": "a task sleeping with a timeout (schedule_timeout) wakes on CPU {cpu}: move the sleeper",
 	}
 )
 
@@ -107,24 +112,26 @@ func timerIntrusions(s *Snapshot, cpu int, fx fixes, workload map[string]bool) [
 		if r.CPU != cpu {
 			continue
 		}
-		var remote, local []TimerArmRow
+		var remote, local, inIRQ []TimerArmRow
 		for _, a := range s.TimerArms {
 			switch {
 			case a.CPU != cpu || a.Func != r.Func || a.Kind != r.Kind:
 			case a.FromCPU != cpu:
 				remote = append(remote, a)
+			case a.TID == 0:
+				inIRQ = append(inIRQ, a)
 			case !workload[a.Comm]:
 				local = append(local, a)
 			}
 		}
-		if len(remote)+len(local) == 0 && r.BaseCPU == cpu && armedByWorkload(s, r, workload) {
+		if len(remote)+len(local)+len(inIRQ) == 0 && r.BaseCPU == cpu && armedByWorkload(s, r, workload) {
 			continue
 		}
 		what := r.Kind + " " + r.Func
 		if r.BaseCPU != cpu {
 			what += fmt.Sprintf(" (CPU %d's)", r.BaseCPU)
 		}
-		in := Intrusion{Cause: CauseTimer, What: what, Sender: armers(remote, local), Time: r.Time,
+		in := Intrusion{Cause: CauseTimer, What: what, Sender: armers(remote, local, inIRQ), Time: r.Time,
 			Remedy: fx.timer(r, remote, local), inner: r.Kind != "hrtimer"}
 		out = append(out, in)
 	}
@@ -145,16 +152,19 @@ func armedByWorkload(s *Snapshot, r TimerRow, workload map[string]bool) bool {
 // hrtimer_wakeup had 60 (every sleeper of a build).
 const maxArmers = 4
 
-// armers names the arming tasks, the remote ones first, then by count.
-func armers(remote, local []TimerArmRow) string {
-	byCount := func(rows []TimerArmRow) {
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Count > rows[j].Count })
-	}
-	byCount(remote)
-	byCount(local)
+// armers names the arming tasks, the remote ones first, then the local
+// ones, then the armings in interrupts (no task), each by count.
+func armers(remote, local, inIRQ []TimerArmRow) string {
 	var by []string
-	for _, a := range append(remote, local...) {
-		by = append(by, fmt.Sprintf("%s on CPU %d (%d)", who(a.Comm, a.TID), a.FromCPU, a.Count))
+	for _, rows := range [][]TimerArmRow{remote, local, inIRQ} {
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Count > rows[j].Count })
+		for _, a := range rows {
+			if a.TID == 0 {
+				by = append(by, fmt.Sprintf("interrupts on CPU %d (%d)", a.FromCPU, a.Count))
+				continue
+			}
+			by = append(by, fmt.Sprintf("%s on CPU %d (%d)", who(a.Comm, a.TID), a.FromCPU, a.Count))
+		}
 	}
 	if len(by) > maxArmers {
 		by = append(by[:maxArmers], fmt.Sprintf("%d more", len(by)-maxArmers))
@@ -164,17 +174,24 @@ func armers(remote, local []TimerArmRow) string {
 
 func (f fixes) timer(r TimerRow, remote, local []TimerArmRow) string {
 	what := r.Kind + " " + r.Func
+	kernel, isKernel := kernelTimerRemedies[r.Func]
 	switch {
 	case len(remote) > 0:
 		a := remote[0]
-		return f.fill(timerRemedies["remote"], "{sender}", who(a.Comm, a.TID), "{what}", what, "{from}", fmt.Sprint(a.FromCPU))
+		sender := who(a.Comm, a.TID)
+		if a.TID == 0 {
+			sender = fmt.Sprintf("an interrupt on CPU %d", a.FromCPU)
+		}
+		return f.fill(timerRemedies["remote"], "{sender}", sender, "{what}", what, "{from}", fmt.Sprint(a.FromCPU))
+	case isKernel:
+		return f.fill(kernel)
 	case len(local) > 0:
 		a := local[0]
 		return f.fill(timerRemedies["local"], "{sender}", who(a.Comm, a.TID), "{pid}", fmt.Sprint(a.PID))
 	case r.BaseCPU != f.cpu:
 		return f.fill(timerRemedies["migrated"], "{base}", fmt.Sprint(r.BaseCPU))
 	}
-	if t, ok := timerFuncRemedies[r.Func]; ok {
+	if t, ok := sleeperRemedies[r.Func]; ok {
 		return f.fill(t)
 	}
 	return f.fill(timerRemedies[""])

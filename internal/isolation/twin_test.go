@@ -248,8 +248,8 @@ func (tw *twin) timerArms() map[isoIsoTimerKey]uint64 {
 
 // A timer armed for a watched CPU counts on the arming CPU by (function,
 // task, target, kind, arming CPU): from another CPU (remote) and from the
-// CPU itself (local) alike; for a CPU not watched, or the tick's own
-// hrtimer, not.
+// CPU itself (local) alike, with no task inside a callback there; for a
+// CPU not watched, or the tick's own hrtimer, not.
 func TestTwinTimerStart(t *testing.T) {
 	tw := newTimerTwin(t)
 	p := tw.objs
@@ -259,14 +259,24 @@ func TestTwinTimerStart(t *testing.T) {
 	tw.run(p.TestTimerStart, 0, 1, 0xba2, 2) // remote wheel timer
 	tw.run(p.TestTimerStart, 1, 0, 0xf00, 0) // onto CPU 0: not watched
 	tw.run(p.TestTimerStart, 0, 1, tickFn, 0)
+	tw.run(p.TestTimerEntry, 1, 0xc0, 0x6f, 2, 1, 1000) // in a wheel callback on CPU 1...
+	tw.run(p.TestTimerStart, 1, 1, 0x6f, 2)             // ...a re-arm: no task
+	tw.run(p.TestTimerExit, 1, 0xc0, 1, 1100)
 	got := map[[3]uint64]uint64{}
+	var inCallback uint64
 	for k, n := range tw.timerArms() {
 		if k.Cpu != 1 {
 			t.Errorf("arming counted for CPU %d: %+v", k.Cpu, k)
 		}
 		got[[3]uint64{k.Fn, uint64(k.FromCpu), uint64(k.Kind)}] += n
+		if k.Tid == 0 {
+			inCallback += n
+		}
 	}
-	want := map[[3]uint64]uint64{{0xf00, 0, 0}: 2, {0xf00, 1, 0}: 1, {0xba2, 0, 2}: 1}
+	if inCallback != 1 {
+		t.Errorf("%d armings with no task, want 1 (the re-arm inside a callback)", inCallback)
+	}
+	want := map[[3]uint64]uint64{{0xf00, 0, 0}: 2, {0xf00, 1, 0}: 1, {0xba2, 0, 2}: 1, {0x6f, 1, 2}: 1}
 	if len(got) != len(want) {
 		t.Errorf("armings %v, want %v", got, want)
 	}
