@@ -82,6 +82,9 @@ var (
 		// Expired here for another CPU's base.
 		"migrated": "timer migration expired CPU {base}'s timers here while CPU {base} was idle: kernel.timer_migration=0, " +
 			"or nohz_full={cpu}, which keeps CPU {cpu} out of the migration hierarchy",
+		// Armed inside interrupts on the CPU: no task to name.
+		"irq": "armed inside interrupts on CPU {cpu} (a kernel timer re-armed in its own callback, or by a handler or softirq): " +
+			"nohz_full={cpu} keeps most kernel timers off the CPU",
 		// No arming seen.
 		"": "no arming seen: armed before the run, or re-armed in its own callback (periodic timers emit no hrtimer_start); " +
 			"nohz_full={cpu} keeps most kernel timers off the CPU",
@@ -132,7 +135,7 @@ func timerIntrusions(s *Snapshot, cpu int, fx fixes, workload map[string]bool) [
 			what += fmt.Sprintf(" (CPU %d's)", r.BaseCPU)
 		}
 		in := Intrusion{Cause: CauseTimer, What: what, Sender: armers(remote, local, inIRQ), Time: r.Time,
-			Remedy: fx.timer(r, remote, local), inner: r.Kind != "hrtimer"}
+			Remedy: fx.timer(r, remote, local, inIRQ), inner: r.Kind != "hrtimer"}
 		out = append(out, in)
 	}
 	return out
@@ -172,7 +175,16 @@ func armers(remote, local, inIRQ []TimerArmRow) string {
 	return strings.Join(by, ", ")
 }
 
-func (f fixes) timer(r TimerRow, remote, local []TimerArmRow) string {
+func armings(rows []TimerArmRow) (n uint64) {
+	for _, a := range rows {
+		n += a.Count
+	}
+	return n
+}
+
+// timer: remote armers first, then the kernel's own timers, then whoever
+// armed most on the CPU (a task, or interrupts).
+func (f fixes) timer(r TimerRow, remote, local, inIRQ []TimerArmRow) string {
 	what := r.Kind + " " + r.Func
 	kernel, isKernel := kernelTimerRemedies[r.Func]
 	switch {
@@ -185,9 +197,11 @@ func (f fixes) timer(r TimerRow, remote, local []TimerArmRow) string {
 		return f.fill(timerRemedies["remote"], "{sender}", sender, "{what}", what, "{from}", fmt.Sprint(a.FromCPU))
 	case isKernel:
 		return f.fill(kernel)
-	case len(local) > 0:
+	case len(local) > 0 && armings(local) >= armings(inIRQ):
 		a := local[0]
 		return f.fill(timerRemedies["local"], "{sender}", who(a.Comm, a.TID), "{pid}", fmt.Sprint(a.PID))
+	case len(inIRQ) > 0:
+		return f.fill(timerRemedies["irq"])
 	case r.BaseCPU != f.cpu:
 		return f.fill(timerRemedies["migrated"], "{base}", fmt.Sprint(r.BaseCPU))
 	}

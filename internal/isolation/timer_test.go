@@ -17,12 +17,15 @@ func timerSnapshot() *Snapshot {
 			{CPU: 1, Func: "timerfd_tmrproc", Kind: "hrtimer", BaseCPU: 1, Time: Time{Count: 300, Ns: 600000, MaxNs: 5000}},
 			{CPU: 1, Func: "process_timeout", Kind: "timer", BaseCPU: 0, Time: Time{Count: 20, Ns: 80000, MaxNs: 7000}},
 			{CPU: 1, Func: "delayed_work_timer_fn", Kind: "timer", BaseCPU: 1, Time: Time{Count: 4, Ns: 8000, MaxNs: 3000}},
+			{CPU: 1, Func: "tcp_orphan_update", Kind: "timer", BaseCPU: 1, Time: Time{Count: 9, Ns: 9000, MaxNs: 1000}},
 		},
 		TimerArms: []TimerArmRow{
 			{CPU: 1, Func: "hrtimer_wakeup", Kind: "hrtimer", TID: 7, PID: 7, Comm: "control", FromCPU: 1, Count: 1000},
 			{CPU: 1, Func: "timerfd_tmrproc", Kind: "hrtimer", TID: 41, PID: 40, Comm: "armer", FromCPU: 1, Count: 500},
 			{CPU: 1, Func: "timerfd_tmrproc", Kind: "hrtimer", TID: 42, PID: 40, Comm: "reader", FromCPU: 0, Count: 90},
 			{CPU: 1, Func: "delayed_work_timer_fn", Kind: "timer", FromCPU: 1, Count: 4},
+			{CPU: 1, Func: "tcp_orphan_update", Kind: "timer", FromCPU: 1, Count: 9},
+			{CPU: 1, Func: "tcp_orphan_update", Kind: "timer", TID: 50, PID: 50, Comm: "apt", FromCPU: 1, Count: 1},
 		},
 	}
 }
@@ -30,7 +33,8 @@ func timerSnapshot() *Snapshot {
 // The workload's own sleeps are no intrusion; a remote arming names its
 // task first and gets the remote remedy even beside more local armings;
 // a migrated wheel timer names timer migration; a kernel timer armed in
-// a callback has no task and its function's remedy. Soft timers' time is
+// a callback has no task and its function's remedy; a timer armed
+// mostly in interrupts gets theirs, a task's arming beside them counted. Soft timers' time is
 // their softirq's: only hard hrtimers add to the CPU's total.
 func TestTimerIntrusions(t *testing.T) {
 	c := Analyze(timerSnapshot()).CPUs[0]
@@ -50,6 +54,8 @@ func TestTimerIntrusions(t *testing.T) {
 		"timer process_timeout (CPU 0's)": {"", "timer migration expired CPU 0's timers here while CPU 0 was idle: kernel.timer_migration=0, " +
 			"or nohz_full=1, which keeps CPU 1 out of the migration hierarchy"},
 		"timer delayed_work_timer_fn": {"interrupts on CPU 1 (4)", "delayed work queued onto CPU 1 (see the work rows): nohz_full=1 queues its timers on CPU 0"},
+		"timer tcp_orphan_update": {"apt/50 on CPU 1 (1), interrupts on CPU 1 (9)", "armed inside interrupts on CPU 1 (a kernel timer re-armed in its own callback, " +
+			"or by a handler or softirq): nohz_full=1 keeps most kernel timers off the CPU"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("timer rows %v, want %d", got, len(want))
