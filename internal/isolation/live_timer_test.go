@@ -14,11 +14,11 @@ import (
 
 // timerRun is what one watch of CPU 1 saw of the timerfd pair.
 type timerRun struct {
-	snap           *Snapshot
-	settimes       uint64 // the armer's timerfd_settime calls while attached
-	armerLocal     uint64 // its armings of timerfd_tmrproc counted on CPU 1 from CPU 1
-	remote, mine   uint64 // remote armings of timerfd_tmrproc onto CPU 1: all, and the spinner's
-	reads, expired uint64 // the spinner's reads that re-armed, and CPU 1's timerfd_tmrproc expiries
+	snap         *Snapshot
+	settimes     uint64 // the armer's timerfd_settime calls while attached
+	armerLocal   uint64 // its armings of timerfd_tmrproc counted on CPU 1 from CPU 1
+	remote, mine uint64 // remote armings of timerfd_tmrproc onto CPU 1: all, and the spinner's
+	expired      uint64 // CPU 1's timerfd_tmrproc expiries
 }
 
 func watchTimers(t *testing.T, armer, spinner uint32, settimes *atomic.Uint64) timerRun {
