@@ -93,7 +93,7 @@ func printCPU(w io.Writer, c *CPUResult) {
 		fmt.Fprintf(w, "  and %d smaller ones: %d events, %s us in all, worst %s us (every one in --json)\n", len(rest), t.Count, units.Us(t.Ns), units.Us(t.MaxNs))
 	}
 	if t := c.Tick; t != nil && t.Fired.Count > 0 {
-		fmt.Fprintf(w, "  tick: fired %s, %s us in all, worst %s us (its own hrtimer, tick_nohz_handler: not counted above)\n",
+		fmt.Fprintf(w, "  tick: fired %s, %s us in all, worst %s us (its own hrtimer: not counted above)\n",
 			times(t.Fired.Count), units.Us(t.Fired.Ns), units.Us(t.Fired.MaxNs))
 	}
 	if t := c.Tick; t != nil && t.Stopped+t.Kept > 0 {

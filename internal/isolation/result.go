@@ -72,7 +72,7 @@ func analyzeCPU(s *Snapshot, cpu int) CPUResult {
 	tasks, workload, guessed := taskIntrusions(s, cpu, fx)
 	c.Intrusions = append(c.Intrusions, tasks...)
 	c.Workload, c.Guessed = workload, guessed
-	c.Intrusions = append(c.Intrusions, timerIntrusions(s, cpu, fx, workloadComms(workload))...)
+	c.Intrusions = append(c.Intrusions, timerIntrusions(s, cpu, fx, workloadComms(workload, s.Allow))...)
 	sort.SliceStable(c.Intrusions, func(i, j int) bool { return c.Intrusions[i].Ns > c.Intrusions[j].Ns })
 	kinds := map[string]bool{}
 	for i := range c.Intrusions {
@@ -100,9 +100,13 @@ func analyzeCPU(s *Snapshot, cpu int) CPUResult {
 	return c
 }
 
-// workloadComms is the set of the workload's comms ("comm/tid" entries).
-func workloadComms(workload []string) map[string]bool {
+// workloadComms is the set of the workload's comms: those of the tasks
+// that ran ("comm/tid" entries) and the --allow ones.
+func workloadComms(workload, allow []string) map[string]bool {
 	m := map[string]bool{}
+	for _, a := range allow {
+		m[a] = true
+	}
 	for _, w := range workload {
 		if i := strings.LastIndexByte(w, '/'); i >= 0 {
 			m[w[:i]] = true
