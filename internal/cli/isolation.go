@@ -24,15 +24,19 @@ them; device IRQs handled, against their smp_affinity_list and
 effective_affinity_list; softirqs run, by vector; work items run by
 kworkers, with the tasks that queued them onto the CPU; tasks other than the
 workload that ran there (the workload: the --allow COMMs, else the user task
-that ran longest); on nohz_full CPUs, whether the tick stopped and which
-dependency kept it; hypervisor steal, apart from the rest.
+that ran longest); timers expired there (hrtimers and timer-wheel timers, by
+function), with the tasks that armed them, from another CPU or on it (the
+workload's own sleeps left out); on nohz_full CPUs, whether the tick stopped
+and which dependency kept it, and how often its own hrtimer fired;
+hypervisor steal, apart from the rest.
 
 Without -c it watches the isolated CPUs and the nohz_full ones
 (/sys/devices/system/cpu/isolated, nohz_full). rtscope's own threads are
 moved off the watched CPUs, and its own IPIs (attaching its programs
 patches kernel text) are left out. Each CPU's report begins with its judgement:
-how many kinds of intrusion, their total time (IPI, IRQ, softirq and task
-time; work runs inside its kworker's time) and the worst one. Times in
+how many kinds of intrusion, their total time (IPI, IRQ, softirq, task and
+hard hrtimer time; work runs inside its kworker's time, soft and wheel
+timers inside their softirq's) and the worst one. Times in
 microseconds. Needs root and the kernel's BTF. Described in
 docs/isolation.md.`
 
@@ -59,7 +63,7 @@ func newIsolationCmd() *cobra.Command {
 	fs := f.flagSet()
 	c := &cobra.Command{
 		Use:     "isolation [flags]",
-		Short:   "what still runs on isolated CPUs, who sent it, and the remedy: IPIs, IRQs, softirqs, work, tasks, tick, steal",
+		Short:   "what still runs on isolated CPUs, who sent it, and the remedy: IPIs, IRQs, softirqs, work, tasks, timers, tick, steal",
 		Long:    isolationLong,
 		Example: "  rtscope isolation -c 1 -d 10s\n  rtscope isolation --allow control --json isolation.json",
 		Annotations: map[string]string{annSeeAlso: "rtla-osnoise(1)",

@@ -183,6 +183,9 @@ func setVars(spec *ebpf.CollectionSpec, cpus []int, syms *ksym.Table) error {
 		"ipi_fn_tlb":     syms.Addr("flush_tlb_func"),
 		"ipi_fn_ttwu":    syms.Addr("sched_ttwu_pending"),
 		"ipi_fn_generic": syms.Addr("generic_smp_call_function_single_interrupt"),
+		// The tick's own hrtimer (tick_sched_timer before 6.13).
+		"iso_fn_tick":     syms.Addr("tick_nohz_handler"),
+		"iso_fn_tick_old": syms.Addr("tick_sched_timer"),
 	}
 	for k, v := range vars {
 		if err := spec.Variables[k].Set(v); err != nil {

@@ -26,7 +26,8 @@ func (c *CPUResult) Judgement(durationNs uint64) string {
 	if c.Worst.Cause == CauseTask {
 		src = c.Worst.What + " " + c.Worst.Sender
 	} else if c.Worst.Sender != "" {
-		src += " from " + c.Worst.Sender
+		// A timer's armers are a list: the first (most armings) names it.
+		src += " from " + strings.SplitN(c.Worst.Sender, ", ", 2)[0]
 	}
 	kinds := "kinds"
 	if c.Kinds == 1 {
@@ -91,7 +92,11 @@ func printCPU(w io.Writer, c *CPUResult) {
 		}
 		fmt.Fprintf(w, "  and %d smaller ones: %d events, %s us in all, worst %s us (every one in --json)\n", len(rest), t.Count, units.Us(t.Ns), units.Us(t.MaxNs))
 	}
-	if t := c.Tick; t != nil {
+	if t := c.Tick; t != nil && t.Fired.Count > 0 {
+		fmt.Fprintf(w, "  tick: fired %s, %s us in all, worst %s us (its own hrtimer: not counted above)\n",
+			times(t.Fired.Count), units.Us(t.Fired.Ns), units.Us(t.Fired.MaxNs))
+	}
+	if t := c.Tick; t != nil && t.Stopped+t.Kept > 0 {
 		fmt.Fprintf(w, "  tick: stopped %s, kept running %s\n", times(t.Stopped), times(t.Kept))
 		deps := make([]string, 0, len(t.Deps))
 		for d := range t.Deps {
