@@ -166,6 +166,7 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	tickBefore := readTickState()
 	start := time.Now()
 	if o.Ready != nil {
 		o.Ready()
@@ -190,10 +191,12 @@ func Collect(ctx context.Context, o Options) (*Snapshot, error) {
 		return nil, err
 	}
 	s.Steal = stealDiff(o.CPUs, stealBefore, stealAfter)
+	tickAfter := readTickState()
 	describeSystem(s)
 	if err := readMaps(p.coll, s, syms); err != nil {
 		return nil, err
 	}
+	addTickState(s, tickBefore, tickAfter)
 	return s, nil
 }
 

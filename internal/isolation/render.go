@@ -43,7 +43,7 @@ func Print(w io.Writer, r *Result) {
 		fmt.Fprintln(w, r.CPUs[i].Judgement(r.DurationNs))
 	}
 	for i := range r.CPUs {
-		printCPU(w, &r.CPUs[i])
+		printCPU(w, &r.CPUs[i], r.DurationNs)
 	}
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(w, "\nnot watched (this kernel lacks the tracepoints): %s\n", strings.Join(r.Missing, ", "))
@@ -53,7 +53,7 @@ func Print(w io.Writer, r *Result) {
 	}
 }
 
-func printCPU(w io.Writer, c *CPUResult) {
+func printCPU(w io.Writer, c *CPUResult, durationNs uint64) {
 	fmt.Fprintf(w, "\nCPU %d (%s)\n", c.CPU, cpuSetting(c))
 	wl := c.Workload
 	if len(wl) > 3 {
@@ -92,7 +92,7 @@ func printCPU(w io.Writer, c *CPUResult) {
 		fmt.Fprintf(w, "  and %d smaller ones: %d events, %s us in all, worst %s us (every one in --json)\n", len(rest), t.Count, units.Us(t.Ns), units.Us(t.MaxNs))
 	}
 	if t := c.Tick; t != nil {
-		fmt.Fprintf(w, "  tick: stopped %s, kept running %s\n", times(t.Stopped), times(t.Kept))
+		fmt.Fprintf(w, "  tick: %s\n", tickSummary(t, durationNs))
 		deps := make([]string, 0, len(t.Deps))
 		for d := range t.Deps {
 			deps = append(deps, d)

@@ -106,10 +106,16 @@ type StealRow struct {
 	Ns  uint64 `json:"ns"`
 }
 
-// TickRow is a nohz_full CPU's tick_stop outcomes: Kept by dependency.
+// TickRow is a nohz_full CPU's tick_stop outcomes (Kept by dependency),
+// and what the kernel says of its tick outside those events (tick.go):
+// stopped or not at the run's start and end (/proc/timer_list), and the
+// local timer interrupts in between (/proc/interrupts). Nil: not known.
 type TickRow struct {
-	CPU     int               `json:"cpu"`
-	Stopped uint64            `json:"stopped"`
-	Kept    uint64            `json:"kept"`
-	Deps    map[string]uint64 `json:"deps,omitempty"`
+	CPU            int               `json:"cpu"`
+	Stopped        uint64            `json:"stopped"`
+	Kept           uint64            `json:"kept"`
+	Deps           map[string]uint64 `json:"deps,omitempty"`
+	StoppedAtStart *bool             `json:"stopped_at_start,omitempty"`
+	StoppedAtEnd   *bool             `json:"stopped_at_end,omitempty"`
+	TimerIRQs      *uint64           `json:"timer_irqs,omitempty"`
 }
