@@ -99,7 +99,7 @@ func printCPU(w io.Writer, c *CPUResult, durationNs uint64) {
 		}
 		sort.Strings(deps)
 		for _, d := range deps {
-			fmt.Fprintf(w, "    kept %s by %s: %s\n", times(t.Deps[d]), d, tickWhy(d))
+			fmt.Fprintf(w, "    kept %s by %s: %s%s\n", times(t.Deps[d]), d, tickWhy(d), schedTasks(c, d))
 		}
 	}
 	fmt.Fprintf(w, "  hypervisor steal: %s us (/proc/stat, in 10 ms steps; the vCPU did not run: not counted above)\n", units.Us(c.StealNs))

@@ -157,3 +157,27 @@ func stopWord(stopped bool) string {
 	}
 	return "running"
 }
+
+// schedTasks names, for the SCHED dependency, the tasks that ran on the
+// CPU: the workload first, then the foreign tasks, most time first (the
+// intrusions' order), four at most.
+func schedTasks(c *CPUResult, dep string) string {
+	if dep != "SCHED" {
+		return ""
+	}
+	names := append([]string(nil), c.Workload...)
+	for _, in := range c.Intrusions {
+		if in.Cause == CauseTask && in.Sender != "" {
+			names = append(names, in.Sender)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	more := ""
+	if len(names) > 4 {
+		more = fmt.Sprintf(" and %d more", len(names)-4)
+		names = names[:4]
+	}
+	return " (tasks that ran there: " + strings.Join(names, ", ") + more + ")"
+}

@@ -122,3 +122,23 @@ func TestTickSummary(t *testing.T) {
 		t.Errorf("%q: no interrupt count when unknown", got)
 	}
 }
+
+// The SCHED dependency names the tasks that shared the CPU: the workload,
+// then the foreign tasks by time; no other dependency does.
+func TestSchedTasks(t *testing.T) {
+	c := &CPUResult{Workload: []string{"sh/323", "sh/325"}, Intrusions: []Intrusion{
+		{Cause: CauseTask, What: "user task", Sender: "exe/313"},
+		{Cause: CauseIRQ, What: "irq 4", Sender: "ttyS0"},
+		{Cause: CauseTask, What: "per-CPU kernel thread", Sender: "ktimers/1/30"},
+		{Cause: CauseTask, What: "kernel thread", Sender: "kworker/1:0/32"},
+	}}
+	if got, want := schedTasks(c, "SCHED"), " (tasks that ran there: sh/323, sh/325, exe/313, ktimers/1/30 and 1 more)"; got != want {
+		t.Errorf("schedTasks = %q, want %q", got, want)
+	}
+	if got := schedTasks(c, "RCU"); got != "" {
+		t.Errorf("RCU: %q, want nothing", got)
+	}
+	if got := schedTasks(&CPUResult{}, "SCHED"); got != "" {
+		t.Errorf("no task seen: %q, want nothing", got)
+	}
+}

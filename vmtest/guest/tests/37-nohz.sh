@@ -66,6 +66,7 @@ phase() {
 	done
 	sleep 8
 	kill $pids
+	PIDS=$pids
 	LOC=$(($(loc) - l0))
 	wait $rpid
 	echo 0 >$T/tracing_on
@@ -105,6 +106,9 @@ sched=$(jget $TWO cpus.0.tick.deps.SCHED)
 near "two loops: tick kept running by SCHED" "$sched" "$sched_raw"
 near "two loops: tick kept running (every dependency)" "$(jget $TWO cpus.0.tick.kept)" "$(raw /tmp/two.raw success=0)"
 check "two loops: the report names SCHED (more than one task)" grep -q 'kept .* by SCHED: more than one task' /tmp/two.txt
+for p in $PIDS; do
+	check "two loops: SCHED's line names loop sh/$p" sh -c "grep 'by SCHED:' /tmp/two.txt | grep -q 'sh/$p[,)]'"
+done
 # Every dependency the kernel reported is named, with its count.
 for dep in $(sed -n 's/.*success=0 dependency=\([A-Z_]*\).*/\1/p' /tmp/two.raw | sort -u); do
 	[ "$dep" = SCHED ] || near "two loops: tick kept running by $dep" "$(jget $TWO cpus.0.tick.deps.$dep)" "$(raw /tmp/two.raw "success=0 dependency=$dep")"
