@@ -111,6 +111,15 @@ func (f *isolationFlags) run(args []string) int {
 	}
 	ctx, stop := stopSignals()
 	defer stop()
+	// Scripts start their workload after this line: under emulation,
+	// attaching takes seconds (vmtest/guest/tests/37-nohz.sh).
+	o.Ready = func() {
+		what := "CPU"
+		if len(o.CPUs) > 1 {
+			what = "CPUs"
+		}
+		fmt.Fprintf(os.Stderr, "rtscope isolation: attached and tracking %s %s for %v; Ctrl-C to stop early\n", what, cpuset.FormatList(o.CPUs), o.Duration)
+	}
 	snap, err := isolation.Collect(ctx, o)
 	if err != nil {
 		return Fail("isolation", err)

@@ -204,6 +204,7 @@ type Session struct {
 	o           Options
 	start       time.Time
 	stealBefore map[int]uint64
+	tickBefore  tickState // the nohz_full CPUs' tick at the start (tick.go)
 }
 
 // Start loads and attaches the isolation programs for o.CPUs (o.Duration,
@@ -222,7 +223,7 @@ func Start(o Options) (*Session, error) {
 		p.close()
 		return nil, err
 	}
-	return &Session{p: p, syms: syms, o: o, start: time.Now(), stealBefore: steal}, nil
+	return &Session{p: p, syms: syms, o: o, start: time.Now(), stealBefore: steal, tickBefore: readTickState()}, nil
 }
 
 // Snapshot reads the counts since Start, names resolved. The BPF maps
@@ -238,10 +239,12 @@ func (ss *Session) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	s.Steal = stealDiff(o.CPUs, ss.stealBefore, stealAfter)
+	tickAfter := readTickState()
 	describeSystem(s)
 	if err := readMaps(ss.p.coll, s, ss.syms); err != nil {
 		return nil, err
 	}
+	addTickState(s, ss.tickBefore, tickAfter)
 	return s, nil
 }
 

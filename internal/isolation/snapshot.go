@@ -108,12 +108,21 @@ type StealRow struct {
 	Ns  uint64 `json:"ns"`
 }
 
-// TickRow is a nohz_full CPU's tick_stop outcomes: Kept by dependency.
+// TickRow is a nohz_full CPU's tick_stop outcomes (Kept by dependency),
+// and what the kernel says of its tick outside those events (tick.go):
+// stopped or not at the run's start and end (/proc/timer_list), and the
+// local timer interrupts in between (/proc/interrupts). Nil: not known.
 type TickRow struct {
 	CPU     int               `json:"cpu"`
 	Stopped uint64            `json:"stopped"`
 	Kept    uint64            `json:"kept"`
 	Deps    map[string]uint64 `json:"deps,omitempty"`
+	// StoppedAtStart and StoppedAtEnd: the tick stopped at the run's start
+	// and end (/proc/timer_list, nohz_full CPUs; nil: unknown); TimerIRQs:
+	// the local timer interrupts in between (/proc/interrupts).
+	StoppedAtStart *bool   `json:"stopped_at_start,omitempty"`
+	StoppedAtEnd   *bool   `json:"stopped_at_end,omitempty"`
+	TimerIRQs      *uint64 `json:"timer_irqs,omitempty"`
 	// Fired: the tick's own hrtimer (tick_nohz_handler) run on the CPU.
 	Fired Time `json:"fired,omitzero"`
 }
