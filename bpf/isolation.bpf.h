@@ -268,11 +268,20 @@ static __always_inline int iso_queue_work_body(__u32 cpu, __s32 target, __u64 fn
 {
 	if (target < 0 || !iso_watched(target))
 		return 0;
+	/*
+	 * Queued on the watched CPU inside a handler, a softirq or a timer
+	 * callback (a delayed work's timer: gc_worker was "queued by clang",
+	 * the task it interrupted): counted with no task, as for timers.
+	 */
+	struct iso_cpu *c = target == cpu ? iso_here(cpu) : 0;
+	if (c && (c->irq_entry || c->softirq_entry || c->wheel.ptr || c->hrtimers[0].ptr || c->hrtimers[1].ptr))
+		pid_tgid = 0;
 	struct iso_queue_key k = {.fn = fn, .tid = (__u32)pid_tgid, .cpu = target};
 	struct iso_queued *q = bpf_map_lookup_elem(&iso_queue, &k);
 	if (!q) {
 		struct iso_queued fresh = {.tgid = pid_tgid >> 32, .from_cpu = cpu};
-		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+		if (pid_tgid)
+			bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
 		bpf_map_update_elem(&iso_queue, &k, &fresh, BPF_NOEXIST);
 		q = bpf_map_lookup_elem(&iso_queue, &k);
 		if (!q)

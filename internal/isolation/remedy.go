@@ -47,6 +47,8 @@ var (
 		"vmstat_update": "per-CPU memory statistics: raise vm.stat_interval, or boot with nohz_full={cpu} (vmstat is quiesced there)",
 		// With its queueing seen: per-CPU work queued onto the CPU.
 		"queued": "work queued onto CPU {cpu} by the senders: stop them during the real-time phase, or make them queue it elsewhere",
+		// Queued only inside interrupts on the CPU: a delayed work's timer, or a handler.
+		"irq": "queued inside interrupts on CPU {cpu} (a delayed work's timer, or a handler): the timer rows say who armed it; nohz_full={cpu} keeps the kernel's deferrable work on {hkcpus}",
 		// None seen: unbound work (its pool has no CPU), or per-CPU work queued before the run.
 		"": "no queueing onto CPU {cpu} seen: unbound work stays on {hkcpus} with echo {hk} > /sys/devices/virtual/workqueue/cpumask; else per-CPU work queued before the run",
 	}
@@ -114,14 +116,13 @@ func (f fixes) softirq(vec string) string {
 	return f.fill("softirq {vec} runs on CPU {cpu}", "{vec}", vec)
 }
 
-func (f fixes) work(fn string, queued bool) string {
+// work is the remedy of work fn run on the CPU; how: "queued" (tasks
+// queued it), "irq" (only interrupts on the CPU did), "" (none seen).
+func (f fixes) work(fn, how string) string {
 	if t, ok := workRemedies[fn]; ok {
 		return f.fill(t)
 	}
-	if queued {
-		return f.fill(workRemedies["queued"])
-	}
-	return f.fill(workRemedies[""])
+	return f.fill(workRemedies[how])
 }
 
 func (f fixes) task(r TaskRow) string {

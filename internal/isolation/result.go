@@ -188,13 +188,20 @@ func workIntrusions(s *Snapshot, cpu int, fx fixes) []Intrusion {
 			continue
 		}
 		var by []string
+		how := ""
 		for _, q := range s.Queued {
-			if q.CPU == cpu && q.Func == r.Func {
+			switch {
+			case q.CPU != cpu || q.Func != r.Func:
+			case q.TID == 0:
+				by = append(by, fmt.Sprintf("interrupts on CPU %d (%d)", q.FromCPU, q.Count))
+				how = max(how, "irq") // "queued" wins: a task to stop
+			default:
 				by = append(by, fmt.Sprintf("%s on CPU %d (%d)", who(q.Comm, q.TID), q.FromCPU, q.Count))
+				how = "queued"
 			}
 		}
 		sort.Strings(by)
-		out = append(out, Intrusion{Cause: CauseWork, What: r.Func, Sender: strings.Join(by, ", "), Time: r.Time, Remedy: fx.work(r.Func, len(by) > 0)})
+		out = append(out, Intrusion{Cause: CauseWork, What: r.Func, Sender: strings.Join(by, ", "), Time: r.Time, Remedy: fx.work(r.Func, how)})
 	}
 	return out
 }

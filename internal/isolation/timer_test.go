@@ -78,3 +78,26 @@ func TestTimerIntrusions(t *testing.T) {
 		t.Errorf("judgement %q: want the timerfd's first armer", c.Judgement(1e9))
 	}
 }
+
+// Work queued on the CPU inside interrupts (a delayed work's timer) names
+// the interrupts, not a task, and gets their remedy; a task queueing the
+// same function beside them is named and its remedy wins.
+func TestWorkQueuedInInterrupts(t *testing.T) {
+	s := timerSnapshot()
+	s.Works = []WorkRow{{CPU: 1, Func: "gc_worker", Time: Time{Count: 2, Ns: 6300, MaxNs: 6000}},
+		{CPU: 1, Func: "flush_to_ldisc", Time: Time{Count: 1, Ns: 100, MaxNs: 100}}}
+	s.Queued = []QueueRow{{CPU: 1, Func: "gc_worker", FromCPU: 1, Count: 2},
+		{CPU: 1, Func: "flush_to_ldisc", FromCPU: 1, Count: 1}, {CPU: 1, Func: "flush_to_ldisc", TID: 9, PID: 9, Comm: "sshd", FromCPU: 0, Count: 1}}
+	works := map[string]Intrusion{}
+	for _, in := range Analyze(s).CPUs[0].Intrusions {
+		if in.Cause == CauseWork {
+			works[in.What] = in
+		}
+	}
+	if w := works["gc_worker"]; w.Sender != "interrupts on CPU 1 (2)" || !strings.Contains(w.Remedy, "inside interrupts on CPU 1") {
+		t.Errorf("gc_worker: sender %q remedy %q; want the interrupts and their remedy", w.Sender, w.Remedy)
+	}
+	if w := works["flush_to_ldisc"]; !strings.Contains(w.Sender, "sshd/9 on CPU 0 (1)") || !strings.Contains(w.Remedy, "by the senders") {
+		t.Errorf("flush_to_ldisc: sender %q remedy %q; want sshd named and the senders' remedy", w.Sender, w.Remedy)
+	}
+}

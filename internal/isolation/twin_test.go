@@ -169,6 +169,28 @@ func TestTwinWork(t *testing.T) {
 	}
 }
 
+// Work queued on the watched CPU inside a callback (a delayed work's
+// timer) is counted with no task: the current one was only interrupted.
+func TestTwinWorkQueuedInCallback(t *testing.T) {
+	tw := newTimerTwin(t)
+	p := tw.objs
+	tw.run(p.TestTimerEntry, 1, 0xc0, 0x6f, 2, 1, 1000) // a wheel callback on CPU 1...
+	tw.run(p.TestQueueWork, 1, 1, 0x777)                // ...queues work there: no task
+	tw.run(p.TestTimerExit, 1, 0xc0, 1, 1100)
+	tw.run(p.TestQueueWork, 1, 1, 0x777) // a task on CPU 1 queues it
+	var k isoIsoQueueKey
+	var per []isoIsoQueued
+	byTask := map[bool]uint64{}
+	for it := p.IsoQueue.Iterate(); it.Next(&k, &per); {
+		for _, q := range per {
+			byTask[k.Tid != 0] += q.Count
+		}
+	}
+	if byTask[false] != 1 || byTask[true] != 1 {
+		t.Errorf("queued with no task %d, by a task %d; want 1 and 1", byTask[false], byTask[true])
+	}
+}
+
 // A task's run time on a watched CPU is from the switch before to its
 // switch-out; the idle task (0) and the first switch seen count nothing.
 func TestTwinSwitch(t *testing.T) {
