@@ -33,8 +33,15 @@ moved off the watched CPUs, and its own IPIs (attaching its programs
 patches kernel text) are left out. Each CPU's report begins with its judgement:
 how many kinds of intrusion, their total time (IPI, IRQ, softirq and task
 time; work runs inside its kworker's time) and the worst one. Times in
-microseconds. Needs root and the kernel's BTF. Described in
-docs/isolation.md.`
+microseconds. Needs root. Described in docs/isolation.md.
+
+Two engines, as watch's --engine: btf (tp_btf programs, needs the kernel's
+BTF) and classic (classic tracepoints read at the offsets tracefs prints,
+for kernels without BTF). Both run the same hook bodies; the classic one
+reads the kernel-thread flag and CPU count of the tasks that ran from
+/proc (an exited task is judged a user task) and does not count irq_work
+IPIs, and its report ends by saying so. A tracepoint this kernel lacks is
+named at the end of the report ("not watched").`
 
 // isolationFlags are isolation's command line.
 type isolationFlags struct {
@@ -42,6 +49,7 @@ type isolationFlags struct {
 	duration time.Duration
 	json     string
 	allow    []string
+	engine   engineFlags // --engine, as watch's
 }
 
 func (f *isolationFlags) flagSet() *pflag.FlagSet {
@@ -51,6 +59,7 @@ func (f *isolationFlags) flagSet() *pflag.FlagSet {
 	fs.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "watch this long (Ctrl-C ends it early)")
 	fs.StringVar(&f.json, "json", "", "write the report as JSON to FILE (- for stdout; the text then goes nowhere)")
 	fs.StringSliceVar(&f.allow, "allow", nil, "COMM[,COMM...]: the tasks that belong on the CPUs (the workload); default: each CPU's longest-running user task")
+	f.engine.addKind(fs)
 	return fs
 }
 
@@ -71,7 +80,7 @@ func newIsolationCmd() *cobra.Command {
 
 // options checks the command line and makes the run's options.
 func (f *isolationFlags) options(args []string) (isolation.Options, error) {
-	o := isolation.Options{Duration: f.duration, Allow: f.allow}
+	o := isolation.Options{Duration: f.duration, Allow: f.allow, Engine: *f.engine.kind}
 	if len(args) > 0 {
 		return o, fmt.Errorf("unexpected argument %q (the CPUs go in -c)", args[0])
 	}

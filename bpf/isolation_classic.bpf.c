@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rtscope isolation on kernels without BTF (docs/isolation.md, engines):
+ * the bodies of isolation.bpf.h and isolation_ipi.bpf.h, fed by classic
+ * tracepoints instead of tp_btf. Each stub reads its record at the field
+ * offsets user space takes from tracefs and sets before load (the off_*
+ * constants; RTS_NOFIELD: the kernel's record lacks the field), as the
+ * watch engine's classic.bpf.c does. Nothing here reads a kernel structure.
+ *
+ * What the records do not carry: sched_switch has prev's comm and tid but
+ * not its tgid (taken from the current task, which is prev), its
+ * PF_KTHREAD flag nor its CPU count: the stub passes 0 for both and user
+ * space reads them from /proc for the tasks still alive. The irq_work
+ * vector is not hooked: the kernel refuses a perf event on irq_work_exit
+ * (TRACE_EVENT_PERF_PERM), through which a classic program attaches.
+ */
+#include "headers/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* No tracked task (ipi.bpf.h's rts_ipi_running, unused here, needs it). */
+static __always_inline struct rts_task_state *rts_eng_current(void)
+{
+	return 0;
+}
+
+#include "ipi.bpf.h"
+#include "isolation.bpf.h"
+#include "isolation_ipi.bpf.h"
+
+/* A field this kernel's tracepoint does not have. */
+#define RTS_NOFIELD 0xffff
+
+/* Field offsets in the tracepoint records, set by the loader from tracefs. */
+const volatile __u32 off_irq_entry_irq = RTS_NOFIELD;
+const volatile __u32 off_irq_exit_irq = RTS_NOFIELD;
+const volatile __u32 off_softirq_entry_vec = RTS_NOFIELD;
+const volatile __u32 off_softirq_exit_vec = RTS_NOFIELD;
+const volatile __u32 off_softirq_raise_vec = RTS_NOFIELD;
+const volatile __u32 off_queue_work_function = RTS_NOFIELD;
+const volatile __u32 off_queue_work_cpu = RTS_NOFIELD;
+const volatile __u32 off_work_start_function = RTS_NOFIELD;
+const volatile __u32 off_work_end_function = RTS_NOFIELD;
+const volatile __u32 off_switch_prev_comm = RTS_NOFIELD;
+const volatile __u32 off_switch_prev_pid = RTS_NOFIELD;
+const volatile __u32 off_tick_stop_success = RTS_NOFIELD;
+const volatile __u32 off_tick_stop_dependency = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_cpu = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_callsite = RTS_NOFIELD;
+const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
+const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
+
+static __always_inline __u32 rd_u32(void *ctx, __u32 off)
+{
+	__u32 v = 0;
+	if (off != RTS_NOFIELD)
+		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
+	return v;
+}
+
+static __always_inline __u64 rd_u64(void *ctx, __u32 off)
+{
+	__u64 v = 0;
+	if (off != RTS_NOFIELD)
+		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
+	return v;
+}
+
+SEC("tracepoint/irq/irq_handler_entry")
+int on_iso_irq_entry(void *ctx)
+{
+	return iso_irq_entry_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_irq_entry_irq), bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/irq/irq_handler_exit")
+int on_iso_irq_exit(void *ctx)
+{
+	return iso_irq_exit_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_irq_exit_irq), bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/irq/softirq_entry")
+int on_iso_softirq_entry(void *ctx)
+{
+	return iso_softirq_entry_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_softirq_entry_vec),
+				      bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/irq/softirq_exit")
+int on_iso_softirq_exit(void *ctx)
+{
+	return iso_softirq_exit_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_softirq_exit_vec),
+				     bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/irq/softirq_raise")
+int on_iso_softirq_raise(void *ctx)
+{
+	return iso_softirq_raise_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_softirq_raise_vec));
+}
+
+/* The record's cpu is the target pool's (pwq->pool->cpu), -1 for an unbound pool. */
+SEC("tracepoint/workqueue/workqueue_queue_work")
+int on_iso_queue_work(void *ctx)
+{
+	return iso_queue_work_body(bpf_get_smp_processor_id(), (__s32)rd_u32(ctx, off_queue_work_cpu),
+				   rd_u64(ctx, off_queue_work_function), bpf_get_current_pid_tgid());
+}
+
+SEC("tracepoint/workqueue/workqueue_execute_start")
+int on_iso_work_start(void *ctx)
+{
+	return iso_work_start_body(bpf_get_smp_processor_id(), rd_u64(ctx, off_work_start_function),
+				   bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/workqueue/workqueue_execute_end")
+int on_iso_work_end(void *ctx)
+{
+	return iso_work_end_body(bpf_get_smp_processor_id(), rd_u64(ctx, off_work_end_function), bpf_ktime_get_ns());
+}
+
+/*
+ * sched_switch fires in prev's context: the current task's tgid is prev's.
+ * Not kthread nor nr_cpus (0: unknown, read from /proc by user space). A
+ * CPU not watched returns before the record is read: this is the hottest
+ * hook, and the body would return there anyway.
+ */
+SEC("tracepoint/sched/sched_switch")
+int on_iso_switch(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (!iso_watched(cpu))
+		return 0;
+	char comm[RTS_COMM_LEN] = {};
+	if (off_switch_prev_comm != RTS_NOFIELD)
+		bpf_probe_read_kernel(comm, sizeof(comm), ctx + off_switch_prev_comm);
+	__u32 tid = rd_u32(ctx, off_switch_prev_pid);
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)cur == tid ? cur >> 32 : 0;
+	return iso_switch_body(cpu, tid, tgid, comm, 0, 0, bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/timer/tick_stop")
+int on_iso_tick_stop(void *ctx)
+{
+	return iso_tick_stop_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_tick_stop_success),
+				  rd_u32(ctx, off_tick_stop_dependency));
+}
+
+SEC("tracepoint/csd/csd_queue_cpu")
+int on_csd_queue_cpu(void *ctx)
+{
+	return iso_csd_queue_body(rd_u32(ctx, off_csd_queue_cpu), rd_u64(ctx, off_csd_queue_callsite),
+				  rd_u64(ctx, off_csd_queue_func));
+}
+
+SEC("tracepoint/ipi/ipi_send_cpu")
+int on_ipi_send_cpu(void *ctx)
+{
+	return iso_ipi_send_body(rd_u32(ctx, off_ipi_send_cpu), rd_u64(ctx, off_ipi_send_callsite),
+				 rd_u64(ctx, off_ipi_send_callback));
+}
+
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_single_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", reschedule_entry, iso_ipi_entry(RTS_IPI_SLOT_RESCHED))
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_single_exit, iso_ipi_exit())
+RTS_IPI_RECEIVER("tracepoint/irq_vectors/", reschedule_exit, iso_ipi_exit())
