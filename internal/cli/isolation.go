@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/cpuset"
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/isolation"
 	"github.com/rtscope/rtscope/internal/outfile"
 )
@@ -83,6 +84,9 @@ func (f *isolationFlags) options(args []string) (isolation.Options, error) {
 	o := isolation.Options{Duration: f.duration, Allow: f.allow, Engine: *f.engine.kind}
 	if len(args) > 0 {
 		return o, fmt.Errorf("unexpected argument %q (the CPUs go in -c)", args[0])
+	}
+	if k := o.Engine; k != engine.EngineAuto && k != engine.EngineBTF && k != engine.EngineClassic {
+		return o, fmt.Errorf("--engine %q: must be btf or classic", k)
 	}
 	if f.duration <= 0 || f.duration > 24*time.Hour {
 		return o, fmt.Errorf("-d %v: want a duration above 0 and up to 24h", f.duration)
