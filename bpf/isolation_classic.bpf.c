@@ -13,6 +13,11 @@
  * space reads them from /proc for the tasks still alive. The irq_work
  * vector is not hooked: the kernel refuses a perf event on irq_work_exit
  * (TRACE_EVENT_PERF_PERM), through which a classic program attaches.
+ *
+ * A hook added to isolation.bpf.c needs its stub here too, or it is
+ * missing from classic runs (the remote timers of timer:hrtimer_start and
+ * timer_start: their records carry the timer, function and expiry, and
+ * the target CPU only where the kernel's format has it).
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
