@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -59,10 +60,15 @@ func (p *probe) close() {
 	}
 }
 
+// detach closes the links all at once: each close waits for its own RCU
+// grace periods (a perf event's tracepoint, a trampoline), one after the
+// other they took 1.5 s of a 0.1 s classic run under load.
 func (p *probe) detach() {
+	var wg sync.WaitGroup
 	for _, l := range p.links {
-		l.Close()
+		wg.Go(func() { l.Close() })
 	}
+	wg.Wait()
 	p.links = nil
 }
 
