@@ -48,6 +48,10 @@ int twin_record(__u64 *ctx)
 		return on_ipi_call_function_single_entry(ctx);
 	case 13:
 		return on_ipi_call_function_single_exit(ctx);
+	case 14:
+		return on_ipi_reschedule_entry(ctx);
+	case 15:
+		return on_ipi_reschedule_exit(ctx);
 	}
 	return -1;
 }

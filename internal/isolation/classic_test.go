@@ -130,6 +130,8 @@ const (
 	ctIPISend
 	ctCallSingleEntry
 	ctCallSingleExit
+	ctReschedEntry
+	ctReschedExit
 )
 
 // twinTLB is the twin's flush_tlb_func (ipi_fn_tlb).
@@ -332,6 +334,15 @@ func TestClassicTwinIPI(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d IPI pairs, want 1", n)
+	}
+	// A reschedule (ipi_send_cpu's record, no callback) onto CPU 1.
+	tw.record(0, ctIPISend, field{off: "off_ipi_send_cpu", val: 1}, field{off: "off_ipi_send_callsite", val: 0x2000},
+		field{off: "off_ipi_send_callback"})
+	tw.record(1, ctReschedEntry)
+	tw.record(1, ctReschedExit)
+	resched := isoRtsIpiKey{Sender: me, Cpu: 1, Kind: uint8(isoRtsIpiKindRTS_IPI_RESCHED)}
+	if err := tw.objs.IpiPairs.Lookup(resched, &v); err != nil || v.Count != 1 || v.Callsite != 0x2000 {
+		t.Errorf("reschedule from %d onto CPU 1: %+v %v, want one, callsite 0x2000", me, v, err)
 	}
 	var slot isoRtsIpiSlot
 	if err := tw.objs.IpiSlots.Lookup(uint32(0*3+0), &slot); err != nil || slot.Ts != 0 {
