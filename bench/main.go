@@ -49,6 +49,10 @@ func main() {
 		runHelper(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "ipiload" {
+		runIPILoad(os.Args[2:])
+		return
+	}
 	var (
 		rtscope = flag.String("rtscope", "./rtscope", "rtscope binary to measure")
 		out     = flag.String("out", "", "also write the results as Markdown to this file")
@@ -56,7 +60,7 @@ func main() {
 		alt     = flag.String("alt", "", "a second rtscope binary (e.g. a prototype of an engine change) measured side by side in the cost and cyclictest phases")
 		dir     = flag.String("results-dir", "", "also write the results as Markdown to DIR/DATE-MACHINE.md")
 		quick   = flag.Bool("quick", os.Getenv("BENCH_QUICK") == "1", "short run (about 5 minutes): fewer and shorter repetitions")
-		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,tail,scaling,loss,cyclictest,cyclecost,self); default all")
+		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,ipi,tail,scaling,loss,cyclictest,cyclecost,self); default all")
 		cycRuns = flag.Int("cyclictest-runs", 0, "runs of each configuration in the cyclictest phase (default 8, 1 with -quick); more narrow the interval of the paired shift (24 runs: the 8th to 17th differences)")
 		reps    = flag.Int("reps", 0, "repetitions of each configuration in the cost, scaling and cyclecost phases (default 3, 1 with -quick): more narrow the medians on a shared machine")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
@@ -105,6 +109,7 @@ func main() {
 	}{
 		{"startstop", b.phaseStartStop, false},
 		{"cost", b.phaseCost, true},
+		{"ipi", b.phaseIPI, true},
 		{"tail", b.phaseTail, true},
 		{"scaling", b.phaseScaling, true},
 		{"loss", b.phaseLoss, true},

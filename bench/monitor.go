@@ -22,6 +22,8 @@ type monitor struct {
 	expect int      // tracked tasks rtscope must hold before measuring (-1: don't wait)
 	json   bool     // ask rtscope for its JSON report (lost counters)
 	bin    string   // rtscope binary, when not the one under test
+	sub    string   // rtscope command, when not "watch -q"
+	progs  int      // programs to wait for, when not rtscope watch's 15
 }
 
 // running is a started monitor.
@@ -85,11 +87,17 @@ func (b *bench) startMonitor(m monitor) (*running, error) {
 			bin = m.bin
 		}
 		argv = append([]string{bin, "watch", "-q"}, m.args...)
+		if m.sub != "" {
+			argv = append([]string{bin, m.sub}, m.args...)
+		}
 		if m.json {
 			r.json = filepath.Join(b.tmp, fmt.Sprintf("watch-%d.json", time.Now().UnixNano()))
 			argv = append(argv, "--json", r.json)
 		}
 		progs = 15
+		if m.progs > 0 {
+			progs = m.progs
+		}
 	case "runqlat":
 		if b.runqlat == "" {
 			return nil, fmt.Errorf("libbpf-tools runqlat is not installed (make bench installs it)")

@@ -34,6 +34,8 @@ type results struct {
 	Errors      []string
 	CostLoad    time.Duration
 	Cost        []*costRow
+	IPILoad     time.Duration
+	IPI         []*ipiRow
 	ScaleWindow time.Duration
 	Scale       []*scaleRow
 	LossLoad    time.Duration
@@ -558,6 +560,7 @@ func (r *results) details(w *strings.Builder) {
 		}
 		p("\nOrigin design (paper, Tables 2-3, Pi 4, 120 s): avg 6 us without the module, 7 with it loaded, 7.7 tracked (+1.7 us), 8 with 2-3 more PIDs tracked.\n\n")
 	}
+	r.ipiMarkdown(w)
 	r.cycCostMarkdown(w)
 	r.selfMarkdown(w)
 }

@@ -69,6 +69,8 @@ const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
+const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
+const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
 
 /*
  * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
@@ -710,3 +712,16 @@ int on_ipi_send_cpu(void *ctx)
 }
 
 RTS_IPI_RECEIVERS("tracepoint/irq_vectors/")
+
+/* arm64's receipts (no irq_vectors): the reason string names the class. */
+SEC("tracepoint/ipi/ipi_entry")
+int on_ipi_entry(void *ctx)
+{
+	return rts_ipi_reason_entry_body((const void *)rd_u64(ctx, off_ipi_entry_reason), rts_ipi_running());
+}
+
+SEC("tracepoint/ipi/ipi_exit")
+int on_ipi_exit(void *ctx)
+{
+	return rts_ipi_reason_exit_body((const void *)rd_u64(ctx, off_ipi_exit_reason));
+}

@@ -16,7 +16,26 @@
 #define SEC(name) __attribute__((section(name), used, always_inline))
 #include "classic.bpf.c"
 
-/* ctx[0..9] is the record, ctx[10] selects the hook. */
+/* The reasons of ipi:ipi_entry/exit records (arm64's strings), in kernel memory. */
+const char twin_ipi_reasons[][40] = {"Function call interrupts", "Rescheduling interrupts", "Timer broadcast interrupts"};
+
+/*
+ * ipi_entry (entry) or ipi_exit: the record ctx[0..9] on the stack, with
+ * the reason field (at the loader's offset) pointing at twin_ipi_reasons[ctx[11]].
+ */
+static __always_inline int twin_ipi_reason(__u64 *ctx, int entry)
+{
+	__u64 rec[10];
+	__u32 off = entry ? off_ipi_entry_reason : off_ipi_exit_reason, r = ctx[11];
+	for (int i = 0; i < 10; i++)
+		rec[i] = ctx[i];
+	if (off >= sizeof(rec) || off % 8 || r >= sizeof(twin_ipi_reasons) / sizeof(twin_ipi_reasons[0]))
+		return -1;
+	rec[off / 8] = (__u64)twin_ipi_reasons[r];
+	return entry ? on_ipi_entry(rec) : on_ipi_exit(rec);
+}
+
+/* ctx[0..9] is the record, ctx[10] selects the hook (ctx[11]: the IPI reason). */
 SEC("raw_tp")
 int twin_record(__u64 *ctx)
 {
@@ -57,6 +76,10 @@ int twin_record(__u64 *ctx)
 		return on_ipi_reschedule_entry(ctx);
 	case 17:
 		return on_ipi_reschedule_exit(ctx);
+	case 18:
+		return twin_ipi_reason(ctx, 1);
+	case 19:
+		return twin_ipi_reason(ctx, 0);
 	}
 	return -1;
 }

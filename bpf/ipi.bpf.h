@@ -27,7 +27,8 @@
  * csds anyway, and one is named). O(1) per event.
  *
  * Receive side: the entry/exit of the call_function, call_function_single,
- * reschedule and irq_work vectors; the handler time (entry -> exit) is
+ * reschedule and irq_work vectors (x86), or ipi:ipi_entry/ipi_exit with the
+ * reason string that names the class (arm64, arm: no irq_vectors there); the handler time (entry -> exit) is
  * counted per CPU and kind (ipi_cpus) and per (receiver, sender, CPU, kind)
  * in ipi_pairs, the receiver being the tracked task running on the CPU or
  * waiting there (0: none).
@@ -221,6 +222,59 @@ static __always_inline int rts_ipi_exit_body(__u64 now)
 	return 0;
 }
 
+/* A string's first 8 bytes as bpf_probe_read_kernel reads them into a word (bpfel). */
+#define RTS_STR8(s)                                                                                             \
+	((__u64)(s)[0] | (__u64)(s)[1] << 8 | (__u64)(s)[2] << 16 | (__u64)(s)[3] << 24 | (__u64)(s)[4] << 32 | \
+	 (__u64)(s)[5] << 40 | (__u64)(s)[6] << 48 | (__u64)(s)[7] << 56)
+
+/*
+ * The vector class of an ipi:ipi_entry/ipi_exit reason (arm64 and arm: a
+ * string of the kernel's ipi_types[]), told by its first 8 bytes; -1 for
+ * the IPIs the x86 hooks leave out too: the timer broadcast (the CPU's own
+ * tick, x86's local timer vector), CPU stop, backtrace and KGDB roundup (a
+ * panic, a crash dump or a debugger), the wake-up of a parked CPU.
+ */
+static __always_inline int rts_ipi_reason_slot(__u64 head)
+{
+	if (head == RTS_STR8("Function") || head == RTS_STR8("Single f"))
+		return RTS_IPI_SLOT_CSD;
+	if (head == RTS_STR8("Reschedu"))
+		return RTS_IPI_SLOT_RESCHED;
+	if (head == RTS_STR8("IRQ work"))
+		return RTS_IPI_SLOT_IRQ_WORK;
+	return -1;
+}
+
+/* The class of the reason string at reason (kernel memory), -1: not counted. */
+static __always_inline int rts_ipi_reason_read(const void *reason)
+{
+	__u64 head = 0;
+	if (!reason || bpf_probe_read_kernel(&head, sizeof(head), reason))
+		return -1;
+	return rts_ipi_reason_slot(head);
+}
+
+/*
+ * ipi:ipi_entry(reason): the receipt where the kernel has no irq_vectors
+ * (arm64, arm), the same body as x86's vectors once the reason gives the
+ * class. One probe read of 8 bytes more than a vector's stub.
+ */
+static __always_inline int rts_ipi_reason_entry_body(const void *reason, __u32 running)
+{
+	int slot = rts_ipi_reason_read(reason);
+	if (slot < 0)
+		return 0;
+	return rts_ipi_entry_body(slot, running, bpf_ktime_get_ns());
+}
+
+/* ipi:ipi_exit(reason): an IPI not counted at its entry ends nothing (a backtrace NMI inside a handler). */
+static __always_inline int rts_ipi_reason_exit_body(const void *reason)
+{
+	if (rts_ipi_reason_read(reason) < 0)
+		return 0;
+	return rts_ipi_exit_body(bpf_ktime_get_ns());
+}
+
 /* The tracked task running on this CPU (0: none), for the receipts. */
 static __always_inline __u32 rts_ipi_running(void)
 {
@@ -232,7 +286,7 @@ static __always_inline __u32 rts_ipi_running(void)
  * The receivers' stubs, the same in both engines but for the section
  * prefix (tp_btf/, or tracepoint/irq_vectors/): the x86 vectors, whose
  * record and arguments carry nothing used (the vector number). Kernels
- * without them (arm64: ipi:ipi_entry/ipi_exit) attach none.
+ * without them (arm64: ipi:ipi_entry/ipi_exit, rts_ipi_reason_*) attach none.
  */
 #define RTS_IPI_RECEIVER(pfx, name, body) \
 	SEC(pfx #name)                    \

@@ -130,6 +130,23 @@ RTS_IPI_RECEIVER("tp_btf/", call_function_single_exit, iso_ipi_exit())
 RTS_IPI_RECEIVER("tp_btf/", reschedule_exit, iso_ipi_exit())
 RTS_IPI_RECEIVER("tp_btf/", irq_work_exit, iso_ipi_exit())
 
+/* arm64's receipts (no irq_vectors), as rtscope.bpf.c's, on the watched CPUs. */
+SEC("tp_btf/ipi_entry")
+int BPF_PROG(on_ipi_entry, const char *reason)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_reason_entry_body(reason, 0);
+}
+
+SEC("tp_btf/ipi_exit")
+int BPF_PROG(on_ipi_exit, const char *reason)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_reason_exit_body(reason);
+}
+
 struct iso_cpu *iso_btf_cpu __attribute__((unused));
 struct iso_task *iso_btf_task __attribute__((unused));
 struct iso_queue_key *iso_btf_queue_key __attribute__((unused));

@@ -694,6 +694,19 @@ int BPF_PROG(on_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *ca
 
 RTS_IPI_RECEIVERS("tp_btf/")
 
+/* arm64's receipts (no irq_vectors): the reason string names the class. */
+SEC("tp_btf/ipi_entry")
+int BPF_PROG(on_ipi_entry, const char *reason)
+{
+	return rts_ipi_reason_entry_body(reason, rts_ipi_running());
+}
+
+SEC("tp_btf/ipi_exit")
+int BPF_PROG(on_ipi_exit, const char *reason)
+{
+	return rts_ipi_reason_exit_body(reason);
+}
+
 /* Emit BTF for the types user space decodes but no program names directly. */
 struct rts_notice *rts_btf_notice __attribute__((unused));
 struct rts_event *rts_btf_event __attribute__((unused));

@@ -488,6 +488,38 @@ int BPF_PROG(test_ipi_exit, __u64 now)
 	return rts_ipi_exit_body(now);
 }
 
+/*
+ * ipi:ipi_entry/ipi_exit's reasons as arm64's ipi_types[] and arm's have
+ * them, in kernel memory (this object's .rodata) for the bodies' read.
+ */
+const char twin_ipi_reasons[][40] = {
+	"Function call interrupts",
+	"Single function call interrupts",
+	"Rescheduling interrupts",
+	"IRQ work interrupts",
+	"Timer broadcast interrupts",
+	"CPU stop interrupts",
+	"CPU backtrace interrupts",
+	"KGDB roundup interrupts",
+};
+
+/* ipi_entry with reason number reason, tracked task running (0: none). */
+SEC("raw_tp")
+int BPF_PROG(test_ipi_reason_entry, __u64 reason, __u64 running)
+{
+	if (reason >= sizeof(twin_ipi_reasons) / sizeof(twin_ipi_reasons[0]))
+		return -1;
+	return rts_ipi_reason_entry_body(twin_ipi_reasons[reason], running);
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_ipi_reason_exit, __u64 reason)
+{
+	if (reason >= sizeof(twin_ipi_reasons) / sizeof(twin_ipi_reasons[0]))
+		return -1;
+	return rts_ipi_reason_exit_body(twin_ipi_reasons[reason]);
+}
+
 /* A tracked task waits on this CPU (rts_cpu_state.waiting_tid), 0: none. */
 SEC("raw_tp")
 int BPF_PROG(test_set_waiting, __u64 tid)

@@ -150,6 +150,9 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 			Label: "timer interrupt (between callbacks)"}, from, to)
 	case ctxTimer:
 		a.timerCtx(phase, cpu, from, to, c)
+	case ctxNotKept:
+		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: cpu, key: fmt.Sprint("notkept", cpu),
+			Label: fmt.Sprintf("CPU %d: not kept", cpu)}, from, to)
 	case ctxSoftIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindSoftIRQ, CPU: cpu, Vec: c.vec, VecName: c.vecName,
 			key: fmt.Sprint("softirq", deref(c.vec)), Label: "softirq " + c.vecName}, from, to)
@@ -433,6 +436,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	}
 	tl := build(tr.Events)
 	tl.stealClock = tr.StealClock
+	if tr.SparseUntil != nil {
+		tl.notKept(*tr.SparseUntil, s.TID)
+	}
 	for _, tid := range tr.Monitor {
 		tl.monitor[tid] = true
 	}

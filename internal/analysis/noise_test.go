@@ -78,6 +78,17 @@ func TestNoiseParts(t *testing.T) {
 	}
 }
 
+// A window whose events were overwritten shows no part, and that is no
+// sign of an SMI: it says the events are gone.
+func TestNoiseTruncated(t *testing.T) {
+	tr := window("noise", control, us1(3374))
+	tr.Truncated = true
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	if !strings.Contains(r.Verdict, "overwritten") || strings.Contains(r.Verdict, "SMI") {
+		t.Errorf("verdict %q; want the events overwritten, no SMI", r.Verdict)
+	}
+}
+
 // A window whose events show nothing that interrupted the task says the
 // time is unexplained.
 func TestNoiseUnexplained(t *testing.T) {

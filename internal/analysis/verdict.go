@@ -763,9 +763,32 @@ func unknownVerdict(res *Result, top *Item, share string) {
 			"with no recorded wakeup or switch-in in between, so the window may span activations the engine did not see", share)
 		return
 	}
+	if strings.Contains(top.key, "notkept") {
+		notKeptVerdict(res, top, share)
+		return
+	}
 	res.Verdict = fmt.Sprintf("inconclusive: %s has no events (%s)", share, top.Label)
 	if len(res.Notes) > 0 {
 		res.Verdict += "; " + res.Notes[0]
+	}
+	addRuledOut(res)
+}
+
+// notKeptVerdict: the largest part of a sparse window is its start, whose
+// other events were not kept; the largest part seen after it is said, as
+// seen there only.
+func notKeptVerdict(res *Result, top *Item, share string) {
+	res.Verdict = fmt.Sprintf("inconclusive: on CPU %d, %s were not kept (the window held more events than "+
+		"--trace-max-events: only the task's own were kept there; raise it)", top.CPU, share)
+	var seen *Item
+	for i := range res.Breakdown {
+		it := &res.Breakdown[i]
+		if it.Kind != KindUnknown && it.Phase != PhaseRunning && (seen == nil || it.Ns > seen.Ns) {
+			seen = it
+		}
+	}
+	if seen != nil {
+		res.Verdict += fmt.Sprintf("; in the part kept, the largest is %s, %s", seen.Label, us(seen.Ns))
 	}
 	addRuledOut(res)
 }

@@ -103,7 +103,7 @@ type engineFlags struct {
 // addIPI defines --ipi.
 func (e *engineFlags) addIPI(fs *pflag.FlagSet) {
 	e.ipi = fs.Bool("ipi", false, "record IPIs (TLB shootdowns, function calls, reschedules) with their sender, name them in windows and "+
-		"verdicts and count them per CPU and task (docs/ipi.md; about 0.2-0.3 us per IPI sent and 0.4-0.7 us per IPI received)")
+		"verdicts and count them per CPU and task (docs/ipi.md; about 0.4-0.6 us of BPF on the sender and 0.4-0.5 us on the receiver per IPI)")
 }
 
 // addKind defines --engine.

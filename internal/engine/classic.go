@@ -122,6 +122,8 @@ var classicFields = []classicField{
 	{"off_ipi_send_cpu", "ipi", "ipi_send_cpu", "cpu", false},
 	{"off_ipi_send_callsite", "ipi", "ipi_send_cpu", "callsite", false},
 	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", false},
+	{"off_ipi_entry_reason", "ipi", "ipi_entry", "reason", false}, // arm64, arm
+	{"off_ipi_exit_reason", "ipi", "ipi_exit", "reason", false},
 }
 
 // classicNoField is RTS_NOFIELD: a field the kernel's record lacks.
@@ -205,6 +207,8 @@ var classicAttach = []struct {
 	{"on_ipi_reschedule_exit", "irq_vectors", "reschedule_exit"},
 	{"on_local_timer_entry", "irq_vectors", "local_timer_entry"},
 	{"on_local_timer_exit", "irq_vectors", "local_timer_exit"},
+	{"on_ipi_entry", "ipi", "ipi_entry"}, // arm64, arm: no irq_vectors
+	{"on_ipi_exit", "ipi", "ipi_exit"},
 	// Not irq_work: the kernel refuses a sampling perf event on
 	// irq_work_exit (TRACE_EVENT_PERF_PERM: a sample raises an irq_work),
 	// and a classic tracepoint program is attached through one. Its IPIs
@@ -274,6 +278,7 @@ func (classicBackend) attach(e *Engine) error {
 	e.Features.set(FeatureRseq, nil)
 	e.Features.set(FeatureIPISend, nil)
 	e.Features.set(FeatureIPIReceive, nil)
+	e.Features.set(FeatureIPIEntry, nil)
 	e.Features.set(FeatureLocalTimer, nil)
 	for _, p := range classicAttach {
 		f, optional := featureOf(p.prog)

@@ -45,6 +45,8 @@ const (
 	twinCallSingleExit
 	twinReschedEntry
 	twinReschedExit
+	twinIPIReasonEntry // ipi:ipi_entry, ctx[11] the reason's number (classic_test.bpf.c)
+	twinIPIReasonExit
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
@@ -121,7 +123,7 @@ func (tw *classicTwin) record(hook uint64, fields ...field) uint32 {
 	for i := 0; i < len(rec); i += 8 {
 		args = append(args, binary.LittleEndian.Uint64(rec[i:]))
 	}
-	args = append(args, hook)
+	args = append(args, hook, 0) // ctx[11]: the IPI reason's number, read by one hook (so always passed: the kernel wants the whole context read)
 	ret, err := tw.objs.TwinRecord.Run(&ebpf.RunOptions{Context: args, CPU: twinCPU, Flags: unix.BPF_F_TEST_RUN_ON_CPU})
 	if err != nil {
 		tw.t.Fatalf("test run: %v", err)

@@ -36,6 +36,7 @@ const (
 	FeatureIPISend                        // ipi_send_cpu and csd_queue_cpu tracepoints: who sends IPIs (--ipi)
 	FeatureIPIReceive                     // x86 irq_vectors tracepoints: IPI receipts and their handler time (--ipi)
 	FeatureLocalTimer                     // x86 local_timer_entry/exit: the whole timer interrupt as noise
+	FeatureIPIEntry                       // ipi:ipi_entry/ipi_exit: IPI receipts where irq_vectors are missing (arm64; --ipi)
 	featureCount
 )
 
@@ -184,8 +185,8 @@ var featureTable = [featureCount]featureSpec{
 		since:    "3.14 (x86 only)",
 		probe:    "loading and attaching on_ipi_call_function_entry and kin (only with --ipi)",
 		enables:  "each IPI received, its handler time and its sender, in windows and verdicts; IPI counts per CPU, kind and task",
-		fallback: "none: IPIs are not seen on the receiving CPU (arm64 has ipi:ipi_entry/ipi_exit, not hooked yet)",
-		missing:  "IPIs received are not seen: this kernel has no x86 irq_vectors tracepoints (arm64 and other architectures), or --ipi was not given",
+		fallback: "`ipi:ipi_entry`/`ipi_exit` where the kernel has them (arm64, arm: feature ipi_entry); else IPIs are not seen on the receiving CPU",
+		missing:  "IPIs received are not seen: this kernel has neither x86's irq_vectors tracepoints nor ipi:ipi_entry/ipi_exit (arm64, arm), or --ipi was not given",
 		programs: []string{"on_ipi_call_function_entry", "on_ipi_call_function_exit", "on_ipi_call_function_single_entry",
 			"on_ipi_call_function_single_exit", "on_ipi_reschedule_entry", "on_ipi_reschedule_exit", "on_ipi_irq_work_entry", "on_ipi_irq_work_exit"},
 	},
@@ -198,13 +199,28 @@ var featureTable = [featureCount]featureSpec{
 		missing:  "the local timer interrupt's tail (reprogramming the clock event) is not in the noise: this kernel has no x86 irq_vectors tracepoints (arm64's timer is a device IRQ, seen as such)",
 		programs: []string{"on_local_timer_entry", "on_local_timer_exit"},
 	},
+	FeatureIPIEntry: {
+		name: "ipi_entry", needs: "the `ipi:ipi_entry` and `ipi_exit` tracepoints (arm64, arm: their IPI handler; x86 has irq_vectors instead); asked for with `--ipi`",
+		since:    "3.17 (arm64)",
+		probe:    "loading and attaching on_ipi_entry and on_ipi_exit (only with --ipi)",
+		enables:  "each IPI received, its handler time and its sender, where x86's irq_vectors are missing: the reason string names the class (function call, reschedule, irq_work); timer broadcast, CPU stop, backtrace and KGDB IPIs are not counted (as on x86)",
+		fallback: "x86's irq_vectors (feature ipi_receive), which x86 kernels have instead",
+		missing:  "no ipi:ipi_entry/ipi_exit tracepoints: x86 has irq_vectors instead (feature ipi_receive), other architectures neither; or --ipi was not given",
+		programs: []string{"on_ipi_entry", "on_ipi_exit"},
+	},
 }
 
 // errIPINotAsked marks the IPI features when --ipi was not given.
 var errIPINotAsked = errors.New("not attached: watch --ipi attaches the IPI hooks")
 
 // ipiFeature tells the features that only --ipi attaches.
-func ipiFeature(f Feature) bool { return f == FeatureIPISend || f == FeatureIPIReceive }
+func ipiFeature(f Feature) bool {
+	return f == FeatureIPISend || f == FeatureIPIReceive || f == FeatureIPIEntry
+}
+
+// IPIReceipts tells whether IPIs are seen on the receiving CPU: through
+// x86's irq_vectors or through ipi:ipi_entry (arm64); one kernel has one.
+func (f *Features) IPIReceipts() bool { return f.Has(FeatureIPIReceive) || f.Has(FeatureIPIEntry) }
 
 // FeatureInfo is a feature's row of the table, for doctor and the docs.
 type FeatureInfo struct {

@@ -98,7 +98,7 @@ var ErrNoIPI = errors.New("the IPI hooks are not attached (--ipi)")
 // IPIs reads the IPI counts: per CPU and by pair.
 func (e *Engine) IPIs() (IPIStats, error) {
 	var out IPIStats
-	if !e.Features.Has(FeatureIPIReceive) {
+	if !e.Features.IPIReceipts() {
 		return out, ErrNoIPI
 	}
 	var per []bpfRtsIpiCpu

@@ -189,3 +189,110 @@ func TestClassicTwinIPI(t *testing.T) {
 		t.Errorf("reschedule pair %+v; want one from %d with callsite 0x57", p, me)
 	}
 }
+
+// Reasons of ipi:ipi_entry/ipi_exit, by their index in the twins'
+// twin_ipi_reasons (rtscope_test.bpf.c).
+const (
+	reasonCall = iota
+	reasonSingleCall
+	reasonResched
+	reasonIRQWork
+	reasonTimer
+	reasonStop
+	reasonBacktrace
+	reasonKGDB
+)
+
+// arm64's receipts: the reason string of ipi_entry/ipi_exit gives the
+// vector class, then the body is x86's: a function call and a reschedule
+// queued by this thread are attributed to it, a single function call and
+// an irq_work with no send are counted unattributed, and the IPIs x86's
+// hooks leave out (timer broadcast, CPU stop, backtrace, KGDB) count
+// nothing, not even as the end of a handler they interrupt.
+func TestTwinIPIReasons(t *testing.T) {
+	const slots = 64
+	me := onCPU0Here(t)
+	objs := twinFlight(t, slots, ipiFakeVars)
+	receipt := func(reason, running uint64) {
+		onCPU0(t, objs.TestIpiReasonEntry, reason, running)
+		onCPU0(t, objs.TestIpiReasonExit, reason)
+	}
+	onCPU0(t, objs.TestCsdQueue, 0, 0x55, 0x1234)
+	onCPU0(t, objs.TestIpiReasonEntry, reasonCall, 100)
+	receipt(reasonBacktrace, 0) // inside the handler: not its end
+	onCPU0(t, objs.TestIpiReasonExit, reasonCall)
+	receipt(reasonSingleCall, 100)
+	onCPU0(t, objs.TestIpiSendCpu, 0, 0x77, 0)
+	receipt(reasonResched, 0)
+	receipt(reasonIRQWork, 0)
+	for _, r := range []uint64{reasonTimer, reasonStop, reasonKGDB} {
+		receipt(r, 0)
+	}
+	c := ipiCPU0(t, objs.IpiCpus)
+	want := [IPIKinds]uint64{}
+	want[IPICall], want[IPIResched], want[IPIIRQWork] = 2, 1, 1
+	if c.Count != want {
+		t.Errorf("counts %+v; want 2 function calls, 1 reschedule, 1 irq_work", c.Count)
+	}
+	if c.Unattributed[IPICall] != 1 || c.Unattributed[IPIIRQWork] != 1 || c.Unattributed[IPIResched] != 0 {
+		t.Errorf("unattributed %+v; want the single call and the irq_work", c.Unattributed)
+	}
+	pairs := ipiPairs(t, objs.IpiPairs)
+	if p := pairs[bpfRtsIpiKey{Receiver: 100, Sender: me, Kind: IPICall}]; p.Count != 1 || p.Fn != 0x1234 || p.Callsite != 0x55 {
+		t.Errorf("function call pair %+v; want 1 from %d with its function and callsite", p, me)
+	}
+	if p := pairs[bpfRtsIpiKey{Sender: me, Kind: IPIResched}]; p.Count != 1 || p.Callsite != 0x77 {
+		t.Errorf("reschedule pair %+v; want 1 from %d", p, me)
+	}
+	if n := len(flightEvents(t, objs, slots, EventIPIEntry)); n != 4 {
+		t.Errorf("%d IPI entry events; want 4", n)
+	}
+	if n := len(flightEvents(t, objs, slots, EventIPIExit)); n != 4 {
+		t.Errorf("%d IPI exit events; want 4", n)
+	}
+}
+
+// The classic stubs of ipi_entry/ipi_exit read the reason pointer at its
+// offset in the record (8 in arm64's 6.x format: after the common
+// fields), into the same bodies.
+func TestClassicTwinIPIReasons(t *testing.T) {
+	me := onCPU0Here(t)
+	tw := newClassicTwinWith(t, ipiFakeVars, func(_ *ebpf.CollectionSpec, offs map[string]uint32) {
+		offs["off_ipi_entry_reason"], offs["off_ipi_exit_reason"] = 8, 8
+	})
+	tw.record(twinCsdQueue, field{off: "off_csd_queue_cpu", size: 4, val: twinCPU},
+		field{off: "off_csd_queue_callsite", size: 8, val: 0x55}, field{off: "off_csd_queue_func", size: 8, val: 0x1234})
+	tw.recordReason(twinIPIReasonEntry, 0) // "Function call interrupts"
+	tw.recordReason(twinIPIReasonExit, 0)
+	tw.record(twinIPISend, field{off: "off_ipi_send_cpu", size: 4, val: twinCPU},
+		field{off: "off_ipi_send_callsite", size: 8, val: 0x57})
+	tw.recordReason(twinIPIReasonEntry, 1) // "Rescheduling interrupts"
+	tw.recordReason(twinIPIReasonExit, 1)
+	tw.recordReason(twinIPIReasonEntry, 2) // "Timer broadcast interrupts": not counted
+	tw.recordReason(twinIPIReasonExit, 2)
+	c := ipiCPU0(t, tw.objs.IpiCpus)
+	want := [IPIKinds]uint64{}
+	want[IPICall], want[IPIResched] = 1, 1
+	if c.Count != want || c.Unattributed != [IPIKinds]uint64{} {
+		t.Errorf("counts %+v, unattributed %+v; want a function call and a reschedule, both attributed", c.Count, c.Unattributed)
+	}
+	pairs := ipiPairs(t, tw.objs.IpiPairs)
+	if p := pairs[bpfRtsIpiKey{Sender: me, Kind: IPICall}]; p.Count != 1 || p.Fn != 0x1234 {
+		t.Errorf("function call pair %+v; want one from %d", p, me)
+	}
+	if p := pairs[bpfRtsIpiKey{Sender: me, Kind: IPIResched}]; p.Count != 1 || p.Callsite != 0x57 {
+		t.Errorf("reschedule pair %+v; want one from %d", p, me)
+	}
+}
+
+// recordReason runs the ipi_entry or ipi_exit hook on an empty record
+// whose reason is twin_ipi_reasons[reason] (classic_test.bpf.c).
+func (tw *classicTwin) recordReason(hook, reason uint64) {
+	tw.t.Helper()
+	args := make([]uint64, 12)
+	args[10], args[11] = hook, reason
+	ret, err := tw.objs.TwinRecord.Run(&ebpf.RunOptions{Context: args, CPU: twinCPU, Flags: unix.BPF_F_TEST_RUN_ON_CPU})
+	if err != nil || ret != 0 {
+		tw.t.Fatalf("test run: %d, %v", ret, err)
+	}
+}

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,6 +146,7 @@ type timelineView struct {
 	Lanes              []*laneView
 	Markers            []marker
 	Ticks              []tick
+	Flows              []flowView // IPIs from sender to receiver
 }
 
 type laneView struct {
@@ -209,19 +211,22 @@ func timeline(tr *trace.Trace, id metric.ID) *timelineView {
 	for _, e := range tr.Events {
 		byCPU[e.CPU] = append(byCPU[e.CPU], e)
 	}
-	cpus := append([]int(nil), tr.CPUs...)
-	sort.Ints(cpus)
-	for i, cpu := range cpus {
+	flows, senders := visibleFlows(tr, lo, hi)
+	for i, cpu := range laneCPUs(tr, senders) {
 		y := tlTop + float64(i)*lanePitch
 		ln := &laneView{CPU: cpu, Label: "CPU " + strconv.Itoa(cpu), Y: y, BandY: y + laneGlyphs, BandH: laneBand,
 			StealY: y + laneGlyphs + laneBand + 1, StealH: laneSteal}
 		ln.MidY = ln.BandY + laneBand/2
 		evs := byCPU[cpu]
 		ln.Segs = runners(evs, cpu, tr.TID, lo, hi, x)
+		if !slices.Contains(tr.CPUs, cpu) {
+			senderOnly(ln.Segs, cpu)
+		}
 		ln.Segs = append(ln.Segs, interrupts(evs, cpu, lo, hi, x)...)
 		ln.Steal = steal(evs, cpu, lo, hi, x)
 		v.Lanes = append(v.Lanes, ln)
 	}
+	v.Flows = drawFlows(v.Lanes, tr, flows, x)
 	v.Markers = taskGlyphs(v.Lanes, tr, lo, hi, x)
 	v.Markers = append(v.Markers,
 		marker{X: x(0), LabelY: 12, Label: startLabel(id), Class: "m-start", Anchor: "start",

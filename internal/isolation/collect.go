@@ -90,6 +90,7 @@ func open(want string, cpus []int, syms *ksym.Table) (*probe, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.missing = withoutAlternative(p.missing)
 	if err := setVars(spec, cpus, syms); err != nil {
 		return nil, err
 	}
@@ -110,6 +111,47 @@ func open(want string, cpus []int, syms *ksym.Table) (*probe, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ipiReceipts are the two families of IPI receipt tracepoints: x86's
+// irq_vectors and arm64's (and arm's) ipi:ipi_entry/ipi_exit. A kernel has
+// one; the other's absence is not a gap.
+var ipiReceipts = [][]string{
+	{"call_function_entry", "call_function_exit", "call_function_single_entry", "call_function_single_exit",
+		"reschedule_entry", "reschedule_exit", "irq_work_entry", "irq_work_exit"},
+	{"ipi_entry", "ipi_exit"},
+}
+
+// withoutAlternative drops from the missing tracepoints the IPI receipt
+// family the kernel does not need (the other one is there).
+func withoutAlternative(missing []string) []string {
+	gone := map[string]bool{}
+	for _, tp := range missing {
+		gone[tp] = true
+	}
+	have := func(family []string) bool {
+		for _, tp := range family {
+			if gone[tp] {
+				return false
+			}
+		}
+		return true
+	}
+	drop := map[string]bool{}
+	for i, family := range ipiReceipts {
+		if have(ipiReceipts[1-i]) {
+			for _, tp := range family {
+				drop[tp] = true
+			}
+		}
+	}
+	var out []string
+	for _, tp := range missing {
+		if !drop[tp] {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // perCPUBudget bounds the memory of each preallocated per-CPU hash: a

@@ -13,6 +13,9 @@
 // analysis (its breakdown line by line, and the whole result as JSON); in
 // the group "rtscope CPU events", per CPU, the timer callbacks, threaded IRQ
 // handlers, sleeps, stack samples and steal that ftrace has no event for.
+// An IPI's send (an instant on the sender's CPU track) and its receipt (a
+// slice on the receiver's) are joined by a flow, which Perfetto draws as
+// an arrow between them (trace.PairIPIs pairs them).
 //
 // To look at a file: open https://ui.perfetto.dev and choose "Open trace
 // file" in the menu on the left (or drop the file on the page). The UI runs
@@ -185,7 +188,7 @@ func Write(w io.Writer, ws []Window) error {
 	for _, cpu := range sortedCPUs(byCPU) {
 		out.ftrace(cpu, byCPU[cpu])
 	}
-	if err := out.trackEvents(first, ws, byCPU); err != nil {
+	if err := out.trackEvents(first, ws, byCPU, ipiFlows(evs)); err != nil {
 		return fmt.Errorf("perfetto trace: %w", err)
 	}
 	if out.err != nil {
@@ -286,6 +289,11 @@ func eventKey(e *trace.Event, ts, start uint64) string {
 	c.T, c.TS = 0, 0
 	c.ExpiryT = absRel(e.ExpiryT, start)
 	c.SinceT = absRel(e.SinceT, start)
+	if e.IPI != nil && e.IPI.SentT != nil { // a receipt's send, cut in two windows
+		p := *e.IPI
+		p.SentT = absRel(e.IPI.SentT, start)
+		c.IPI = &p
+	}
 	b, _ := json.Marshal(&c) // plain data: cannot fail
 	return strconv.FormatUint(ts, 10) + string(b)
 }

@@ -123,6 +123,8 @@ type pTrackEvent struct {
 	TrackUUID   uint64   `json:"track_uuid,string"`
 	Name        string   `json:"name"`
 	Annotations []pAnnot `json:"debug_annotations"`
+	FlowIDs     []string `json:"flow_ids"`
+	TermFlowIDs []string `json:"terminating_flow_ids"`
 }
 
 type pAnnot struct {

@@ -97,7 +97,9 @@ const (
 	fTrackEventType        = 9
 	fTrackEventTrackUUID   = 11
 	fTrackEventName        = 23
-	typeSliceBegin         = 1 // TrackEvent.Type
+	fTrackEventFlowIDs     = 47 // repeated fixed64
+	fTrackEventTermFlowIDs = 48 // repeated fixed64 terminating_flow_ids
+	typeSliceBegin         = 1  // TrackEvent.Type
 	typeSliceEnd           = 2
 	typeInstant            = 3
 

@@ -35,7 +35,7 @@ type tev struct {
 
 // trackEvents writes rtscope's tracks: a slice per window carrying the
 // verdict, and per CPU the events ftrace has no event for.
-func (o *writer) trackEvents(first uint64, ws []Window, byCPU map[int][]event) error {
+func (o *writer) trackEvents(first uint64, ws []Window, byCPU map[int][]event, flows map[*trace.Event]flowEnd) error {
 	var evs []tev
 	o.descriptor(first, uuidWindows, 0, "rtscope windows",
 		"One track per window rtscope explained: select its slice for the verdict, the cause and the breakdown.",
@@ -65,7 +65,7 @@ func (o *writer) trackEvents(first uint64, ws []Window, byCPU map[int][]event) e
 	}
 	grouped := false
 	for _, cpu := range sortedCPUs(byCPU) {
-		tracks := cpuTrackEvents(cpu, byCPU[cpu])
+		tracks := cpuTrackEvents(cpu, byCPU[cpu], flows)
 		for k, what := range [2]string{"timer callbacks", "rtscope events"} {
 			if len(tracks[k]) == 0 {
 				continue
@@ -244,8 +244,8 @@ func windowAnnotations(w Window) ([]*msg, error) {
 // cpuTrackEvents turns the events of a CPU that ftrace has no event for into
 // track events on the CPU's two tracks: entries and exits paired into
 // slices, anything else (and an entry or exit whose pair is not in the
-// windows) an instant.
-func cpuTrackEvents(cpu int, evs []event) [2][]tev {
+// windows) an instant; an IPI's send and receipt carry their flow.
+func cpuTrackEvents(cpu int, evs []event, flows map[*trace.Event]flowEnd) [2][]tev {
 	pairs := pairedEvents(evs)
 	var out [2][]tev
 	for i, ev := range evs {
@@ -253,7 +253,11 @@ func cpuTrackEvents(cpu int, evs []event) [2][]tev {
 		if !ok {
 			continue // ftrace events
 		}
-		out[k] = append(out[k], tev{ev.ts, trackEvent(typ, cpuTrack(cpu, k), name, anns)})
+		te := trackEvent(typ, cpuTrack(cpu, k), name, anns)
+		if f, ok := flows[ev.e]; ok {
+			addFlow(te, f)
+		}
+		out[k] = append(out[k], tev{ev.ts, te})
 	}
 	return out
 }

@@ -24,6 +24,9 @@ func FeaturesFrom(f *engine.Features, trace bool) Features {
 	}
 	if f.IPIAsked() { // --ipi: what of it this kernel lacks
 		for _, x := range []engine.Feature{engine.FeatureIPISend, engine.FeatureIPIReceive} {
+			if x == engine.FeatureIPIReceive && f.IPIReceipts() {
+				continue // received through ipi:ipi_entry (arm64)
+			}
 			if s := f.Sentence(x); s != "" {
 				out.IPI = append(out.IPI, s)
 			}

@@ -106,7 +106,7 @@ func judge(t *Task) (Health, string) {
 	case t.NominalPeriodNs != nil:
 		return HealthOK, fmt.Sprintf("kept its period in %d iterations", iterations(t))
 	case busyPoll(t):
-		return HealthOK, fmt.Sprintf("no finding in %s (no SLO, no period; it never sleeps)", plural(t.Metrics[metric.Noise.String()].Count, "interruption"))
+		return HealthOK, fmt.Sprintf("no finding in %s (no SLO, no period; %s)", plural(t.Metrics[metric.Noise.String()].Count, "interruption"), sleeps(t))
 	}
 	return HealthOK, fmt.Sprintf("no finding in %d wakeups (no SLO, no period)", t.Counters.Wakeups)
 }
@@ -282,6 +282,19 @@ func headline(t *Task) string {
 		}
 	}
 	return "no samples"
+}
+
+// sleeps says how rarely busy poller t slept: never, or less often than
+// it was interrupted (stress-ng's parent, 3 wakeups and 15 interruptions,
+// "never slept").
+func sleeps(t *Task) string {
+	switch t.Counters.Wakeups {
+	case 0:
+		return "it never sleeps"
+	case 1:
+		return "woken only once"
+	}
+	return fmt.Sprintf("woken only %d times", t.Counters.Wakeups)
 }
 
 // fraction says v/of to two decimals, and a ratio that would print as

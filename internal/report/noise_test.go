@@ -26,6 +26,11 @@ func TestBusyPollHeadline(t *testing.T) {
 	if task.Health != HealthOK || !strings.Contains(task.HealthReason, "1000 interruptions") {
 		t.Errorf("health %s (%s); want ok by its 1000 interruptions", task.Health, task.HealthReason)
 	}
+	// It woke twice: it sleeps, rarely ("it never sleeps" was said of
+	// stress-ng's parent, woken 3 times).
+	if !strings.Contains(task.HealthReason, "woken only 2 times") {
+		t.Errorf("reason %q; want it woken only 2 times", task.HealthReason)
+	}
 	if want := "worst interruption 800.0 us in 1000, noise 2500.0 us/s"; task.Headline != want {
 		t.Errorf("headline %q, want %q", task.Headline, want)
 	}

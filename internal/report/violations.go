@@ -245,11 +245,24 @@ func WriteThrottling(w io.Writer, r *Report) {
 	if r.Throttling == nil {
 		return
 	}
-	var n uint64
+	var n, worst uint64
 	for _, t := range r.Tasks {
 		n += t.Counters.Throttled
+		for _, m := range t.Metrics {
+			if m.Cause == causeThrottling {
+				worst++
+			}
+		}
 	}
-	fmt.Fprintf(w, "rtscope watch: RT throttling: %s; %d throttled interval(s) of the tasks shown\n", r.Throttling.Words(), n)
+	// The counter holds switch-outs to a lower class; a task woken while
+	// its class was throttled has none, and a worst case may still be
+	// throttling (stress-ng --cyclic: "0 throttled interval(s)" under a
+	// throttling verdict).
+	fmt.Fprintf(w, "rtscope watch: RT throttling: %s; %d throttled switch-out(s) of the tasks shown", r.Throttling.Words(), n)
+	if worst > 0 {
+		fmt.Fprintf(w, ", %d worst case(s) throttled", worst)
+	}
+	fmt.Fprintln(w)
 }
 
 func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {

@@ -15,7 +15,8 @@ import (
 )
 
 // procCallIPIs is cpu's count of function-call IPIs in /proc/interrupts:
-// CAL, every call-function vector the CPU took. x86 counts a TLB
+// CAL, every call-function vector the CPU took (arm64: the IPIn row of
+// "Function call interrupts"). x86 counts a TLB
 // shootdown both there (irq_call_count, at the vector) and in TLB
 // (irq_tlb_count, in flush_tlb_func): TLB + CAL counted each shootdown
 // twice (+71828 on CPU 1 for 35572 shootdowns received, 2026-11-28).
@@ -28,7 +29,11 @@ func procCallIPIs(t *testing.T, cpu int) uint64 {
 	var n uint64
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
-		if len(f) > cpu+1 && f[0] == "CAL:" {
+		if len(f) <= cpu+1 {
+			continue
+		}
+		arm := strings.HasPrefix(f[0], "IPI") && strings.HasSuffix(l, "Function call interrupts")
+		if f[0] == "CAL:" || arm {
 			v, err := strconv.ParseUint(f[cpu+1], 10, 64)
 			if err != nil {
 				t.Fatalf("/proc/interrupts %s: %v", f[0], err)

@@ -93,12 +93,8 @@ func Run(ctx context.Context, o Options) error {
 		defer o.Control.Ended()
 	}
 
-	var obs watch.Observer = x
-	if o.Control != nil {
-		obs = controlled{Observer: obs, control: o.Control}
-	}
+	obs := o.observer(x)
 	if o.Archive != nil {
-		obs = archiving{Observer: obs, archive: o.Archive}
 		defer o.Archive.Close() // after the session: it adds no more
 	}
 	serveErr := make(chan error, 2) // /metrics and the API
@@ -138,6 +134,19 @@ func Run(ctx context.Context, o Options) error {
 	default:
 	}
 	return nil
+}
+
+// observer is what watches the session: the exporter x, then the control
+// API's view and the archive when there are.
+func (o *Options) observer(x *Exporter) watch.Observer {
+	var obs watch.Observer = x
+	if o.Control != nil {
+		obs = controlled{Observer: obs, control: o.Control}
+	}
+	if o.Archive != nil {
+		obs = archiving{Observer: obs, archive: o.Archive}
+	}
+	return obs
 }
 
 // metrics is the /metrics server of x, with the intrusion counters when

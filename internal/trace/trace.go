@@ -111,6 +111,9 @@ type IPI struct {
 	Function   string  `json:"function,omitempty"` // the work (flush_tlb_func), or the callback
 	Callsite   string  `json:"callsite,omitempty"` // where the sender queued it
 	HandlerNs  uint64  `json:"handler_ns,omitempty"`
+	// SentT: an ipi_entry's send, the ipi_send on SenderCPU at this time
+	// (relative to the window start), when the window holds it (PairIPIs).
+	SentT *int64 `json:"sent_t_ns,omitempty"`
 }
 
 // Sender is "comm/tid" of the IPI's sender, "" when unknown.
@@ -386,7 +389,7 @@ func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	}
 	kept := sn.kept[:0]
 	for _, r := range all {
-		if involved[int(r.Cpu)] || mentions(r.Event, w.TID) {
+		if involved[int(r.Cpu)] || mentions(r.Event, w.TID) || sentTo(r.Event, involved) {
 			kept = append(kept, r)
 		}
 	}
@@ -633,6 +636,7 @@ func (r *Raw) Decode(names *Names) *Trace {
 	for _, e := range r.events {
 		tr.Events = append(tr.Events, names.decode(e, r.meta.Start))
 	}
+	pairIPIs(tr.Events)
 	return &tr
 }
 

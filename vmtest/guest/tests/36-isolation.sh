@@ -5,8 +5,10 @@
 # of the call-function IPIs /proc/interrupts counts on the loop's CPU to the
 # intruder (with no sender before 6.3: the report names the send
 # tracepoints it lacks), and 90% of the refresh_vm_stats runs there to the
-# refresher. x86 guests only: the receipts are x86's irq_vectors tracepoints.
-# guests: rt std
+# refresher. The receipts are x86's irq_vectors tracepoints, or arm64's
+# ipi:ipi_entry/ipi_exit (/proc/interrupts IPI1 there): arm64 guest, 6.1,
+# TCG: +261, 283 received; refresh_vm_stats 39, 38 queued (2026-11-28).
+# guests: rt std arm64
 # tcg: single
 # timeout: 300
 cd /tmp || exit 1

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The IPI load's threads' names (comm): the spinner is the receiving
+// "loop" that watch --ipi tracks.
+const (
+	ipiSpinnerComm = "ipi-spinner"
+	ipiSenderComm  = "ipi-sender"
+)
+
+// ipiRow is one configuration of the ipi phase, over its repetitions.
+type ipiRow struct {
+	Load       string // ipiLoads
+	Name       string
+	OpsPerS    []float64 // the load's operations (mprotect pairs, membarrier calls) per second
+	IPIPerS    []float64 // call-function IPIs the receiving CPU took a second (/proc/interrupts CAL)
+	BPFNsPerOp []float64 // every program's run time per op of the load
+	CPUPct     []float64 // the monitor's user-space process, % of one CPU
+	PerProg    map[string]*ProgStat
+}
+
+// ipiLoads are the IPI loads (bench ipiload MODE): TLB shootdowns from
+// mprotect pairs, the realistic one, and membarrier's function calls, the
+// fastest this machine sends.
+var ipiLoads = []string{"mprotect", "membarrier"}
+
+// phaseIPI: the IPI hooks' cost (watch --ipi, both engines, and the
+// isolation command) under IPI loads as fast as the machine sends them: a
+// thread of the load on CPU 0 sends CPU 1 IPIs in a loop while another
+// thread of its process spins on CPU 1 (so that CPU 1 runs the process's
+// mm), each one waited for by the sender. Rates from /proc/interrupts (CAL
+// on CPU 1), program cost from the kernel's BPF statistics, and the load's
+// own throughput with and without.
+func (b *bench) phaseIPI() error {
+	if runtime.NumCPU() < 2 {
+		return fmt.Errorf("the ipi phase needs 2 CPUs")
+	}
+	load := 5 * time.Second
+	if b.quick {
+		load = 3 * time.Second
+	}
+	b.res.IPILoad = load
+	spin := []string{"--comm", ipiSpinnerComm}
+	cfgs := b.selected([]monitor{
+		{name: "no monitor", kind: "none"},
+		{name: "rtscope watch, the spinner tracked (no --ipi)", kind: "rtscope", args: spin, expect: 0},
+		{name: "rtscope watch --ipi, the spinner tracked", kind: "rtscope", args: append([]string{"--ipi"}, spin...), expect: 0},
+		{name: "rtscope watch --ipi --engine classic, the spinner tracked", kind: "rtscope",
+			args: append([]string{"--ipi", "--engine", "classic"}, spin...), expect: 0},
+		{name: "rtscope isolation -c 1", kind: "rtscope", sub: "isolation", args: []string{"-c", "1", "-d", "1h"}, expect: -1, progs: 10},
+	})
+	var rows []*ipiRow
+	var mons []monitor
+	for _, l := range ipiLoads {
+		for _, c := range cfgs {
+			rows = append(rows, &ipiRow{Load: l, Name: c.name, PerProg: map[string]*ProgStat{}})
+			mons = append(mons, c)
+		}
+	}
+	for rep := 0; rep < b.reps; rep++ {
+		for _, i := range runOrder(rep, len(rows)) {
+			if err := b.ipiRun(mons[i], rows[i], load); err != nil {
+				return err
+			}
+			b.logf("ipi %-10s %-58s rep %d: %.0f ops/s, %.0f IPIs/s on CPU 1, %.0f BPF ns/op", rows[i].Load, rows[i].Name, rep+1,
+				last(rows[i].OpsPerS), last(rows[i].IPIPerS), last(rows[i].BPFNsPerOp))
+		}
+	}
+	b.res.IPI = rows
+	return nil
+}
+
+// ipiRun measures one repetition of configuration c.
+func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
+	r, err := b.startMonitor(c)
+	if err != nil {
+		return err
+	}
+	var ops float64
+	var cal0, cal1 uint64
+	w, err := b.measure(r, 0, func() error {
+		if cal0, err = callIPIs(1); err != nil {
+			return err
+		}
+		ops, err = b.ipiLoad(row.Load, load)
+		if err != nil {
+			return err
+		}
+		cal1, err = callIPIs(1)
+		return err
+	})
+	_, serr := r.stop()
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	row.OpsPerS = append(row.OpsPerS, ops)
+	row.IPIPerS = append(row.IPIPerS, float64(cal1-cal0)/w.seconds)
+	row.CPUPct = append(row.CPUPct, 100*w.cpu.Seconds()/w.seconds)
+	rt, _, _ := Sum(w.progs)
+	if r.p != nil && ops > 0 {
+		row.BPFNsPerOp = append(row.BPFNsPerOp, float64(rt)/(ops*w.seconds))
+	}
+	for _, p := range w.progs {
+		q := row.PerProg[p.Name]
+		if q == nil {
+			q = &ProgStat{Name: p.Name}
+			row.PerProg[p.Name] = q
+		}
+		q.Runtime += p.Runtime
+		q.Count += p.Count
+	}
+	return nil
+}
+
+// ipiLoad runs the load process (bench ipiload) for d: its ops a second.
+func (b *bench) ipiLoad(mode string, d time.Duration) (float64, error) {
+	out, err := exec.Command(b.self, "ipiload", mode, d.String()).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ipiload: %v: %s", err, tail(string(out), 300))
+	}
+	return parseIPILoad(out)
+}
+
+// parseIPILoad reads the load's last line, "ops N seconds S": ops a second.
+func parseIPILoad(out []byte) (float64, error) {
+	var ops, secs float64
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if _, err := fmt.Sscanf(l, "ops %g seconds %g", &ops, &secs); err == nil && secs > 0 {
+			return ops / secs, nil
+		}
+	}
+	return 0, fmt.Errorf("ipiload printed no \"ops N seconds S\": %s", tail(string(out), 300))
+}
+
+// callIPIs is cpu's count of call-function IPIs in /proc/interrupts (CAL).
+func callIPIs(cpu int) (uint64, error) {
+	b, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		return 0, err
+	}
+	return parseInterrupts(b, "CAL", cpu)
+}
+
+// parseInterrupts finds the row named name (e.g. CAL) of /proc/interrupts
+// and returns its count on cpu (the column of "CPU<cpu>" in the header).
+func parseInterrupts(text []byte, name string, cpu int) (uint64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	col := -1
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if col < 0 {
+			for i, h := range f {
+				if h == fmt.Sprintf("CPU%d", cpu) {
+					col = i
+				}
+			}
+			if col < 0 {
+				return 0, fmt.Errorf("/proc/interrupts: no column CPU%d", cpu)
+			}
+			continue
+		}
+		if len(f) > col+1 && f[0] == name+":" {
+			return strconv.ParseUint(f[col+1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/interrupts: no row %s", name)
+}
+
+// runIPILoad is the "ipiload MODE DURATION" process: a thread on CPU 1
+// spinning on a page of the process (so that CPU 1 runs the mm, and is not
+// skipped as lazy), and one on CPU 0 that sends it IPIs as fast as it can,
+// each waited for: mode mprotect write-protects and unprotects the page (a
+// TLB shootdown a pair), membarrier calls
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a function call to each CPU
+// running the process). It prints "ops N seconds S".
+func runIPILoad(args []string) {
+	d, err := time.Duration(0), error(nil)
+	if len(args) == 2 {
+		d, err = time.ParseDuration(args[1])
+	}
+	if len(args) != 2 || err != nil || d <= 0 || (args[0] != "mprotect" && args[0] != "membarrier") {
+		fmt.Fprintln(os.Stderr, "usage: bench ipiload mprotect|membarrier DURATION")
+		os.Exit(2)
+	}
+	page, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err == nil && args[0] == "membarrier" {
+		err = membarrier(memRegisterPrivateExpedited)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench ipiload:", err)
+		os.Exit(1)
+	}
+	page[0] = 1
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pinAs(1, ipiSpinnerComm)
+		var sink byte
+		for !stop.Load() {
+			sink += page[64]
+		}
+		_ = sink
+	}()
+	pinAs(0, ipiSenderComm)
+	time.Sleep(10 * time.Millisecond) // the spinner on CPU 1
+	ops := 0
+	t := time.Now()
+	for time.Since(t) < d {
+		if args[0] == "membarrier" {
+			_ = membarrier(memPrivateExpedited)
+		} else {
+			page[0]++
+			_ = unix.Mprotect(page, unix.PROT_READ)
+			_ = unix.Mprotect(page, unix.PROT_READ|unix.PROT_WRITE)
+		}
+		ops++
+	}
+	secs := time.Since(t).Seconds()
+	stop.Store(true)
+	wg.Wait()
+	fmt.Printf("ops %d seconds %.3f\n", ops, secs)
+}
+
+// membarrier(2) commands (linux/membarrier.h).
+const (
+	memPrivateExpedited         = 1 << 3
+	memRegisterPrivateExpedited = 1 << 4
+)
+
+func membarrier(cmd uintptr) error {
+	if _, _, e := unix.Syscall(unix.SYS_MEMBARRIER, cmd, 0, 0); e != 0 {
+		return fmt.Errorf("membarrier(%d): %w", cmd, e)
+	}
+	return nil
+}
+
+// pinAs locks the goroutine to its thread, pins it on cpu and names it.
+func pinAs(cpu int, comm string) {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	_ = unix.SchedSetaffinity(0, &set)
+	if name, err := unix.BytePtrFromString(comm); err == nil {
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0)
+	}
+}
+
+// ipiProgram says whether a program is one of the IPI hooks (send, csd,
+// receipt entry and exit), for the per-program table.
+func ipiProgram(name string) bool {
+	return strings.HasPrefix(name, "on_ipi_") || name == "on_csd_queue_cpu"
+}
+
+func (r *results) ipiMarkdown(w *strings.Builder) {
+	if len(r.IPI) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## IPI hooks under an IPI load\n\nLoad: `bench ipiload MODE %v` per repetition: a thread on CPU 0 sends IPIs to CPU 1, "+
+		"where a thread of the same process spins, each one waited for: `mprotect` write-protects and unprotects a page of the process "+
+		"in a loop (a TLB shootdown a pair), `membarrier` calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a function call to CPU 1 "+
+		"when the spinner runs there). IPIs/s: CPU 1's call-function IPIs (`/proc/interrupts` CAL) over the window. BPF ns/op: every "+
+		"program of the monitor, run time per operation of the load. Median over repetitions (min..max).\n\n", r.IPILoad)
+	base := map[string]float64{}
+	p("| load | configuration | ops/s | vs no monitor | IPIs/s on CPU 1 | BPF ns per op | monitor process CPU |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range r.IPI {
+		if c.Name == "no monitor" {
+			base[c.Load] = median(c.OpsPerS)
+		}
+	}
+	for _, c := range r.IPI {
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", c.Load, c.Name, spread(c.OpsPerS, count), ratio(median(c.OpsPerS), base[c.Load]),
+			spread(c.IPIPerS, count), spread(c.BPFNsPerOp, ns), spread(c.CPUPct, pct))
+	}
+	p("\n")
+	r.ipiPerIPI(w)
+	for _, c := range r.IPI {
+		var ps []*ProgStat
+		for _, q := range c.PerProg {
+			if q.Count > 0 {
+				ps = append(ps, q)
+			}
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		// The IPI hooks first, by name; then the others, the costliest first.
+		sort.Slice(ps, func(i, j int) bool {
+			a, b := ps[i], ps[j]
+			if ipiProgram(a.Name) != ipiProgram(b.Name) {
+				return ipiProgram(a.Name)
+			}
+			if ipiProgram(a.Name) {
+				return a.Name < b.Name
+			}
+			return a.Runtime > b.Runtime
+		})
+		p("Programs, %s, %s load (all repetitions; the IPI hooks first):\n\n| program | runs | runs/s | ns per run | ns per op of the load |\n|---|---|---|---|---|\n", c.Name, c.Load)
+		secs := r.IPILoad.Seconds() * float64(len(c.OpsPerS))
+		ops := median(c.OpsPerS) * secs
+		for _, q := range ps {
+			p("| %s | %d | %.0f | %.0f | %.0f |\n", q.Name, q.Count, float64(q.Count)/secs, float64(q.Runtime)/float64(q.Count), float64(q.Runtime)/ops)
+		}
+		p("\n")
+	}
+}
+
+// ipiSplit adds up the IPI programs of a configuration: the send hooks'
+// run time, the receipts' (entry and exit), and the receipts (entries).
+func ipiSplit(progs map[string]*ProgStat) (sendNs, recvNs, receipts uint64) {
+	for _, q := range progs {
+		switch {
+		case q.Name == "on_csd_queue_cpu" || q.Name == "on_ipi_send_cpu":
+			sendNs += q.Runtime
+		case ipiProgram(q.Name) && strings.HasSuffix(q.Name, "_entry"):
+			recvNs += q.Runtime
+			receipts += q.Count
+		case ipiProgram(q.Name) && strings.HasSuffix(q.Name, "_exit"):
+			recvNs += q.Runtime
+		}
+	}
+	return sendNs, recvNs, receipts
+}
+
+// ipiPerIPI is the table of the IPI hooks' cost per IPI received, and what
+// it would take of the sending and the receiving CPU at 100,000 IPIs a second.
+func (r *results) ipiPerIPI(w *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("Per IPI received (all repetitions): the send hooks (`csd_queue_cpu`, `ipi_send_cpu`) run on the sender, the receipt's entry " +
+		"and exit on the receiver; at 100,000 IPIs a second each ns per IPI is 0.01%% of a CPU.\n\n" +
+		"| load | configuration | receipts/s | send hooks, ns per IPI | entry + exit, ns per IPI | at 100k IPIs/s: sending CPU | receiving CPU |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range r.IPI {
+		send, recv, n := ipiSplit(c.PerProg)
+		if n == 0 {
+			continue
+		}
+		secs := r.IPILoad.Seconds() * float64(len(c.OpsPerS))
+		sn, rn := float64(send)/float64(n), float64(recv)/float64(n)
+		p("| %s | %s | %s | %.0f | %.0f | %.1f%% | %.1f%% |\n", c.Load, c.Name, count(float64(n)/secs), sn, rn, sn/100, rn/100)
+	}
+	p("\n")
+}

@@ -1,0 +1,74 @@
+package main
+
+import "testing"
+
+const interruptsSample = `            CPU0       CPU1       
+   0:         44          0   IO-APIC    2-edge      timer
+ NMI:          0          0   Non-maskable interrupts
+ LOC:    2264911    2262474   Local timer interrupts
+ RES:     986521    1079922   Rescheduling interrupts
+ CAL:   11388530   13326398   Function call interrupts
+ TLB:    1338068    5267747   TLB shootdowns
+`
+
+// The IPI phase reads CPU 1's CAL column of /proc/interrupts.
+func TestParseInterrupts(t *testing.T) {
+	for _, c := range []struct {
+		row  string
+		cpu  int
+		want uint64
+	}{{"CAL", 1, 13326398}, {"CAL", 0, 11388530}, {"TLB", 1, 5267747}, {"RES", 0, 986521}} {
+		got, err := parseInterrupts([]byte(interruptsSample), c.row, c.cpu)
+		if err != nil || got != c.want {
+			t.Errorf("%s CPU%d: %d, %v; want %d", c.row, c.cpu, got, err, c.want)
+		}
+	}
+	if _, err := parseInterrupts([]byte(interruptsSample), "CAL", 2); err == nil {
+		t.Error("CPU2: no error for a column that is not there")
+	}
+	if _, err := parseInterrupts([]byte(interruptsSample), "IPI0", 1); err == nil {
+		t.Error("IPI0: no error for a row that is not there")
+	}
+}
+
+// The load's rate is its last "ops N seconds S" line.
+func TestParseIPILoad(t *testing.T) {
+	got, err := parseIPILoad([]byte("warming up\nops 2096816 seconds 2.000\n"))
+	if err != nil || got != 1048408 {
+		t.Errorf("%v, %v; want 1048408 ops/s", got, err)
+	}
+	if _, err := parseIPILoad([]byte("ops 5 seconds 0\n")); err == nil {
+		t.Error("no error for a run of 0 seconds")
+	}
+	if _, err := parseIPILoad([]byte("killed\n")); err == nil {
+		t.Error("no error without the ops line")
+	}
+}
+
+// Only the IPI hooks are in the per-program IPI table.
+func TestIPIProgram(t *testing.T) {
+	for name, want := range map[string]bool{"on_csd_queue_cpu": true, "on_ipi_send_cpu": true, "on_ipi_call_function_entry": true,
+		"on_ipi_entry": true, "on_sched_switch": false, "on_irq_entry": false} {
+		if ipiProgram(name) != want {
+			t.Errorf("ipiProgram(%q) = %v", name, !want)
+		}
+	}
+}
+
+// The per-IPI table splits the hooks into the sender's and the receiver's,
+// and counts a receipt once (at its entry).
+func TestIPISplit(t *testing.T) {
+	progs := map[string]*ProgStat{
+		"a": {Name: "on_csd_queue_cpu", Runtime: 4000, Count: 10},
+		"b": {Name: "on_ipi_send_cpu", Runtime: 1000, Count: 12},
+		"c": {Name: "on_ipi_call_function_single_entry", Runtime: 2500, Count: 10},
+		"d": {Name: "on_ipi_call_function_single_exit", Runtime: 2000, Count: 10},
+		"e": {Name: "on_ipi_entry", Runtime: 300, Count: 2},
+		"f": {Name: "on_ipi_exit", Runtime: 200, Count: 2},
+		"g": {Name: "on_sched_switch", Runtime: 9999, Count: 99},
+	}
+	send, recv, n := ipiSplit(progs)
+	if send != 5000 || recv != 5000 || n != 12 {
+		t.Errorf("send %d, receive %d ns over %d receipts; want 5000, 5000 over 12", send, recv, n)
+	}
+}
