@@ -134,17 +134,13 @@ RTS_IPI_RECEIVER("tp_btf/", irq_work_exit, iso_ipi_exit())
 SEC("tp_btf/ipi_entry")
 int BPF_PROG(on_ipi_entry, const char *reason)
 {
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_reason_entry_body(reason, 0);
+	return iso_ipi_reason_entry(reason);
 }
 
 SEC("tp_btf/ipi_exit")
 int BPF_PROG(on_ipi_exit, const char *reason)
 {
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_reason_exit_body(reason);
+	return iso_ipi_reason_exit(reason);
 }
 
 struct iso_cpu *iso_btf_cpu __attribute__((unused));

@@ -59,6 +59,8 @@ const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
+const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
+const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
 
 static __always_inline __u32 rd_u32(void *ctx, __u32 off)
 {
@@ -177,3 +179,16 @@ RTS_IPI_RECEIVER("tracepoint/irq_vectors/", reschedule_entry, iso_ipi_entry(RTS_
 RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_exit, iso_ipi_exit())
 RTS_IPI_RECEIVER("tracepoint/irq_vectors/", call_function_single_exit, iso_ipi_exit())
 RTS_IPI_RECEIVER("tracepoint/irq_vectors/", reschedule_exit, iso_ipi_exit())
+
+/* arm64's receipts (no irq_vectors): the record's reason is a pointer to the kernel's string. */
+SEC("tracepoint/ipi/ipi_entry")
+int on_ipi_entry(void *ctx)
+{
+	return iso_ipi_reason_entry((const void *)rd_u64(ctx, off_ipi_entry_reason));
+}
+
+SEC("tracepoint/ipi/ipi_exit")
+int on_ipi_exit(void *ctx)
+{
+	return iso_ipi_reason_exit((const void *)rd_u64(ctx, off_ipi_exit_reason));
+}

@@ -39,4 +39,19 @@ static __always_inline int iso_ipi_exit(void)
 	return rts_ipi_exit_body(bpf_ktime_get_ns());
 }
 
+/* arm64's receipts (ipi:ipi_entry/ipi_exit: no irq_vectors), on a watched CPU. */
+static __always_inline int iso_ipi_reason_entry(const void *reason)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_reason_entry_body(reason, 0);
+}
+
+static __always_inline int iso_ipi_reason_exit(const void *reason)
+{
+	if (!iso_watched(bpf_get_smp_processor_id()))
+		return 0;
+	return rts_ipi_reason_exit_body(reason);
+}
+
 #endif

@@ -98,6 +98,8 @@ var classicFields = []classicField{
 	{"off_ipi_send_cpu", "ipi", "ipi_send_cpu", "cpu", 4},
 	{"off_ipi_send_callsite", "ipi", "ipi_send_cpu", "callsite", 8},
 	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", 8},
+	{"off_ipi_entry_reason", "ipi", "ipi_entry", "reason", 8}, // arm64, arm: no irq_vectors
+	{"off_ipi_exit_reason", "ipi", "ipi_exit", "reason", 8},
 }
 
 // classicNoField is RTS_NOFIELD: a field the kernel's record lacks.

@@ -42,11 +42,15 @@ func procCallIPIs(t *testing.T, cpu int) uint64 {
 }
 
 // pinned runs fn on a thread of its own pinned to cpu, until stop; it
-// returns the thread's tid once it runs.
+// returns the thread's tid once it runs. The test's cleanup stops the
+// thread and waits for it: fn may touch memory that a cleanup registered
+// before frees (a page unmapped under a running reader faulted).
 func pinned(t *testing.T, cpu int, stop *atomic.Bool, fn func()) uint32 {
 	t.Helper()
 	tid := make(chan int)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		var set unix.CPUSet
 		set.Set(cpu)
@@ -58,7 +62,24 @@ func pinned(t *testing.T, cpu int, stop *atomic.Bool, fn func()) uint32 {
 			fn()
 		}
 	}()
+	t.Cleanup(func() {
+		stop.Store(true)
+		<-done
+	})
 	return uint32(<-tid)
+}
+
+// sharedPage maps a page, unmapped at the test's end (after the pinned
+// threads registered later have stopped).
+func sharedPage(t *testing.T) []byte {
+	t.Helper()
+	page, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Munmap(page) })
+	page[0] = 1
+	return page
 }
 
 // watchIntruder watches CPU 1 for 3 s with engine kind: the
@@ -117,14 +138,8 @@ func liveAttribution(t *testing.T, kind string) *Snapshot {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
-	page, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(page)
-	page[0] = 1
+	page := sharedPage(t)
 	var stop atomic.Bool
-	defer stop.Store(true)
 	var sink atomic.Uint32
 	pinned(t, 1, &stop, func() { sink.Add(uint32(page[0])) })
 	intruder := pinned(t, 0, &stop, func() {
