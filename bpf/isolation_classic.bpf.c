@@ -10,9 +10,10 @@
  * What the records do not carry: sched_switch has prev's comm and tid but
  * not its tgid (taken from the current task, which is prev), its
  * PF_KTHREAD flag nor its CPU count: the stub passes 0 for both and user
- * space reads them from /proc for the tasks still alive. The irq_work
+ * space reads them from /proc for the tasks still alive. x86's irq_work
  * vector is not hooked: the kernel refuses a perf event on irq_work_exit
- * (TRACE_EVENT_PERF_PERM), through which a classic program attaches.
+ * (TRACE_EVENT_PERF_PERM), through which a classic program attaches
+ * (arm64's ipi_entry/ipi_exit, below, count irq_work).
  *
  * A hook added to isolation.bpf.c needs its stub here too, or it is
  * missing from classic runs (the remote timers of timer:hrtimer_start and

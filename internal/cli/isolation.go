@@ -40,8 +40,8 @@ Two engines, as watch's --engine: btf (tp_btf programs, needs the kernel's
 BTF) and classic (classic tracepoints read at the offsets tracefs prints,
 for kernels without BTF). Both run the same hook bodies; the classic one
 reads the kernel-thread flag and CPU count of the tasks that ran from
-/proc (an exited task is judged a user task) and does not count irq_work
-IPIs, and its report ends by saying so. A tracepoint this kernel lacks is
+/proc (an exited task is judged a user task) and, on x86, does not count
+irq_work IPIs; its report ends by saying so. A tracepoint this kernel lacks is
 named at the end of the report ("not watched").`
 
 // isolationFlags are isolation's command line.
