@@ -38,6 +38,28 @@ struct work_struct {
 	void *func;
 } __attribute__((preserve_access_index));
 
+/*
+ * The timer types, as much as is read (CO-RE; the ___iso flavours keep
+ * vmlinux.h's own hrtimer types apart).
+ */
+struct hrtimer_cpu_base___iso {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+struct hrtimer_clock_base___iso {
+	struct hrtimer_cpu_base___iso *cpu_base;
+} __attribute__((preserve_access_index));
+struct hrtimer___iso {
+	void *function;
+	struct hrtimer_clock_base___iso *base;
+	u8 is_soft;
+} __attribute__((preserve_access_index));
+struct timer_list {
+	void *function;
+	__u32 flags;
+} __attribute__((preserve_access_index));
+
+#define ISO_TIMER_CPUMASK 0x0003FFFF /* include/linux/timer.h */
+
 SEC("tp_btf/irq_handler_entry")
 int on_iso_irq_entry(__u64 *ctx)
 {
@@ -106,6 +128,53 @@ int on_iso_tick_stop(__u64 *ctx)
 	return iso_tick_stop_body(bpf_get_smp_processor_id(), (__u32)ctx[0], (__u32)ctx[1]);
 }
 
+/* An hrtimer's kind and base CPU (enqueued: its base is the CPU it expires on). */
+static __always_inline __u32 iso_hrtimer_kind(struct hrtimer___iso *t)
+{
+	return BPF_CORE_READ(t, is_soft) ? ISO_HRTIMER_SOFT : ISO_HRTIMER;
+}
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(on_iso_hrtimer_start, struct hrtimer___iso *t)
+{
+	return iso_timer_start_body(bpf_get_smp_processor_id(), BPF_CORE_READ(t, base, cpu_base, cpu),
+				    (__u64)BPF_CORE_READ(t, function), iso_hrtimer_kind(t), bpf_get_current_pid_tgid());
+}
+
+/* timer_start comes at the enqueue: flags name the base's CPU. */
+SEC("tp_btf/timer_start")
+int BPF_PROG(on_iso_timer_start, struct timer_list *t)
+{
+	return iso_timer_start_body(bpf_get_smp_processor_id(), BPF_CORE_READ(t, flags) & ISO_TIMER_CPUMASK,
+				    (__u64)BPF_CORE_READ(t, function), ISO_WHEEL, bpf_get_current_pid_tgid());
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_iso_hrtimer_entry, struct hrtimer___iso *t)
+{
+	return iso_timer_entry_body(bpf_get_smp_processor_id(), (__u64)t, (__u64)BPF_CORE_READ(t, function),
+				    iso_hrtimer_kind(t), BPF_CORE_READ(t, base, cpu_base, cpu), bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_iso_hrtimer_exit, struct hrtimer___iso *t)
+{
+	return iso_timer_exit_body(bpf_get_smp_processor_id(), (__u64)t, false, bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(on_iso_timer_entry, struct timer_list *t)
+{
+	return iso_timer_entry_body(bpf_get_smp_processor_id(), (__u64)t, (__u64)BPF_CORE_READ(t, function), ISO_WHEEL,
+				    BPF_CORE_READ(t, flags) & ISO_TIMER_CPUMASK, bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(on_iso_timer_exit, struct timer_list *t)
+{
+	return iso_timer_exit_body(bpf_get_smp_processor_id(), (__u64)t, true, bpf_ktime_get_ns());
+}
+
 /* IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them, for the watched CPUs (isolation_ipi.bpf.h). */
 SEC("tp_btf/csd_queue_cpu")
 int on_csd_queue_cpu(__u64 *ctx)
@@ -148,6 +217,8 @@ struct iso_task *iso_btf_task __attribute__((unused));
 struct iso_queue_key *iso_btf_queue_key __attribute__((unused));
 struct iso_queued *iso_btf_queued __attribute__((unused));
 struct iso_time *iso_btf_time __attribute__((unused));
+struct iso_timer_key *iso_btf_timer_key __attribute__((unused));
+struct iso_timer_armed *iso_btf_timer_armed __attribute__((unused));
 struct rts_ipi_cpu *iso_btf_ipi_cpu __attribute__((unused));
 struct rts_ipi_key *iso_btf_ipi_key __attribute__((unused));
 struct rts_ipi_pair *iso_btf_ipi_pair __attribute__((unused));

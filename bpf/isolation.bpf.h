@@ -26,6 +26,15 @@ struct iso_time {
 	__u64 max_ns;
 };
 
+/* A timer callback running since entry (ptr 0: none). */
+struct iso_tslot {
+	__u64 ptr;
+	__u64 fn;
+	__u64 entry;
+	__u32 kind; /* enum iso_timer_kind */
+	__u32 base; /* the CPU of the timer's base */
+};
+
 /* Per watched CPU state and counts (iso_cpus_state). */
 struct iso_cpu {
 	__u64 irq_entry; /* hard IRQ handler running since, 0: none */
@@ -41,6 +50,9 @@ struct iso_cpu {
 	__u64 tick_kept;                /* tick_stop failures */
 	__u64 tick_deps[ISO_TICK_DEPS]; /* failures by dependency bit */
 	__u64 lost;                     /* a hash full */
+	struct iso_tslot hrtimers[2];   /* hrtimer callbacks running: hard, soft (a hard one may nest) */
+	struct iso_tslot wheel;         /* the timer-wheel callback running */
+	struct iso_time tick;           /* the tick's own hrtimer: the tick section, not an intrusion */
 };
 
 /* A task that ran on a watched CPU (iso_tasks, per CPU, key: tid). */
@@ -67,12 +79,59 @@ struct iso_queued {
 	__u32 from_cpu;
 };
 
+/* The kinds of timer (iso_timer_key.kind). */
+enum iso_timer_kind {
+	ISO_HRTIMER = 0,      /* expires in the timer interrupt */
+	ISO_HRTIMER_SOFT = 1, /* expires in the HRTIMER softirq */
+	ISO_WHEEL = 2,        /* timer_list: expires in the TIMER softirq */
+};
+
+/*
+ * A timer armed for a watched CPU (iso_timer_arms, per arming CPU), or
+ * one expired there (iso_timer_exps, per watched CPU; tid 0, from_cpu:
+ * the CPU whose wheel base it was on, other than the CPU it ran on when
+ * timer migration expired it for an idle CPU).
+ */
+struct iso_timer_key {
+	__u64 fn;
+	__u32 tid; /* the arming task */
+	__u16 cpu; /* the target CPU */
+	__u16 kind;
+	__u32 from_cpu; /* the arming CPU (expiries: the timer's base CPU) */
+	__u32 pad;
+};
+
+struct iso_timer_armed {
+	__u64 count;
+	char comm[RTS_COMM_LEN];
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* The tick's own hrtimer functions (set by user space; 0: absent). */
+const volatile __u64 iso_fn_tick = 0;
+const volatile __u64 iso_fn_tick_old = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct iso_cpu);
 } iso_cpus_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct iso_timer_key);
+	__type(value, struct iso_timer_armed);
+} iso_timer_arms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct iso_timer_key);
+	__type(value, struct iso_time);
+} iso_timer_exps SEC(".maps");
 
 /* Hard IRQs handled on a watched CPU, by irq number. */
 struct {
@@ -288,6 +347,106 @@ static __always_inline int iso_tick_stop_body(__u32 cpu, __u32 success, __u32 de
 	for (int i = 0; i < ISO_TICK_DEPS; i++)
 		if (dependency & (1u << i))
 			c->tick_deps[i]++;
+	return 0;
+}
+
+static __always_inline bool iso_is_tick(__u64 fn)
+{
+	return fn && (fn == iso_fn_tick || fn == iso_fn_tick_old);
+}
+
+/*
+ * hrtimer_start / timer_start: fn armed on cpu by the current task for the
+ * target CPU's base. Counted, on the arming CPU, when the target is
+ * watched: from another CPU (a remote arming) or on it (the workload's own
+ * timers, and foreign tasks', told apart in user space). The tick's own
+ * hrtimer is left out: always armed on its CPU, reported in the tick
+ * section.
+ */
+static __always_inline int iso_timer_start_body(__u32 cpu, __u32 target, __u64 fn, __u32 kind, __u64 pid_tgid)
+{
+	if (!iso_watched(target) || iso_is_tick(fn))
+		return 0;
+	/*
+	 * On the watched CPU, inside a handler, a softirq or a timer callback
+	 * (a periodic timer re-armed in its own), the current task is only
+	 * the one interrupted: counted with no task (tid 0).
+	 */
+	struct iso_cpu *c = target == cpu ? iso_here(cpu) : 0;
+	if (c && (c->irq_entry || c->softirq_entry || c->wheel.ptr || c->hrtimers[0].ptr || c->hrtimers[1].ptr))
+		pid_tgid = 0;
+	struct iso_timer_key k = {.fn = fn, .tid = (__u32)pid_tgid, .cpu = target, .kind = kind, .from_cpu = cpu};
+	struct iso_timer_armed *a = bpf_map_lookup_elem(&iso_timer_arms, &k);
+	if (!a) {
+		struct iso_timer_armed fresh = {.tgid = pid_tgid >> 32};
+		if (pid_tgid)
+			bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+		bpf_map_update_elem(&iso_timer_arms, &k, &fresh, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&iso_timer_arms, &k);
+		if (!a)
+			return 0;
+	}
+	a->count++;
+	return 0;
+}
+
+/*
+ * The slot of a running callback, by kind: hard hrtimers run in the timer
+ * interrupt, soft ones and the wheel's in their softirqs, one at a time
+ * each, and a hard one may nest in a softirq's. An entry takes its kind's
+ * slot whatever it held: an exit missed (the hooks attached while a
+ * callback ran) must not leave it stale (an on-stack timer expiring again
+ * 516 ms later at the same address was timed from the first entry).
+ */
+static __always_inline struct iso_tslot *iso_tslot_of(struct iso_cpu *c, __u32 kind)
+{
+	if (kind == ISO_WHEEL)
+		return &c->wheel;
+	return kind == ISO_HRTIMER_SOFT ? &c->hrtimers[1] : &c->hrtimers[0];
+}
+
+/*
+ * hrtimer_expire_entry / timer_expire_entry: ptr's callback fn starts on
+ * cpu; base is the CPU of the timer's base (a wheel timer expired here for
+ * an idle CPU by timer migration has another), read now: a callback may
+ * free its timer.
+ */
+static __always_inline int iso_timer_entry_body(__u32 cpu, __u64 ptr, __u64 fn, __u32 kind, __u32 base, __u64 now)
+{
+	struct iso_cpu *c = iso_here(cpu);
+	if (!c || !ptr)
+		return 0;
+	struct iso_tslot *s = iso_tslot_of(c, kind);
+	s->ptr = ptr;
+	s->fn = fn;
+	s->entry = now;
+	s->kind = kind;
+	s->base = base;
+	return 0;
+}
+
+/*
+ * hrtimer_expire_exit / timer_expire_exit: ptr's callback ended on cpu.
+ * The tick's own hrtimer counts apart (iso_cpu.tick).
+ */
+static __always_inline int iso_timer_exit_body(__u32 cpu, __u64 ptr, bool wheel, __u64 now)
+{
+	struct iso_cpu *c = iso_here(cpu);
+	if (!c || !ptr)
+		return 0;
+	struct iso_tslot *s = &c->wheel;
+	if (!wheel)
+		s = c->hrtimers[1].ptr == ptr ? &c->hrtimers[1] : &c->hrtimers[0];
+	if (s->ptr != ptr)
+		return 0;
+	__u64 d = now > s->entry ? now - s->entry : 0;
+	s->ptr = 0;
+	if (iso_is_tick(s->fn)) {
+		iso_add(&c->tick, d);
+		return 0;
+	}
+	struct iso_timer_key k = {.fn = s->fn, .cpu = cpu, .kind = s->kind, .from_cpu = s->base};
+	iso_add_keyed(&iso_timer_exps, &k, d, c);
 	return 0;
 }
 

@@ -75,3 +75,21 @@ int BPF_PROG(test_tick_stop, __u64 cpu, __u64 success, __u64 dependency)
 {
 	return iso_tick_stop_body(cpu, success, dependency);
 }
+
+SEC("raw_tp")
+int BPF_PROG(test_timer_start, __u64 cpu, __u64 target, __u64 fn, __u64 kind)
+{
+	return iso_timer_start_body(cpu, target, fn, kind, bpf_get_current_pid_tgid());
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_timer_entry, __u64 cpu, __u64 ptr, __u64 fn, __u64 kind, __u64 base, __u64 now)
+{
+	return iso_timer_entry_body(cpu, ptr, fn, kind, base, now);
+}
+
+SEC("raw_tp")
+int BPF_PROG(test_timer_exit, __u64 cpu, __u64 ptr, __u64 wheel, __u64 now)
+{
+	return iso_timer_exit_body(cpu, ptr, wheel, now);
+}

@@ -247,9 +247,10 @@ vmkit() {
 
 # ------------------------------------------------------------------- booting
 
-# tests_for GUEST TCG CPUS: names of the guest tests that run on GUEST in a
-# boot with TCG mode TCG ("# tcg:" line of the test, single by default) and
-# CPUS vCPUs ("# cpus:" line, 2 by default), in order.
+# tests_for GUEST TCG CPUS [APPEND]: names of the guest tests that run on
+# GUEST in a boot with TCG mode TCG ("# tcg:" line of the test, single by
+# default), CPUS vCPUs ("# cpus:" line, 2 by default) and the kernel
+# arguments APPEND ("# append:" line, none by default), in order.
 tests_for() {
 	local t mode cpus
 	for t in "$ROOT"/vmtest/guest/tests/*.sh; do
@@ -258,12 +259,29 @@ tests_for() {
 		[ "${mode:-single}" = "$2" ] || continue
 		cpus=$(sed -n 's/^# cpus: *//p' "$t")
 		[ "${cpus:-2}" = "$3" ] || continue
+		[ "$(test_append "$t")" = "${4:-}" ] || continue
 		t=$(basename "$t" .sh)
 		if [ -n "${VMTEST_ONLY:-}" ] && ! [[ $t =~ $VMTEST_ONLY ]]; then
 			continue
 		fi
 		echo "$t"
 	done
+}
+
+# test_append FILE: the kernel arguments a guest test boots with (its
+# "# append:" line, e.g. isolcpus= and nohz_full=, which only a boot can
+# set): tests with the same arguments share a boot.
+test_append() { sed -n 's/^# append: *//p' "$1" | head -1; }
+
+# appends_for GUEST: the distinct "# append:" lines of GUEST's tests, one
+# a line, "-" for the tests without one.
+appends_for() {
+	local t a
+	for t in "$ROOT"/vmtest/guest/tests/*.sh; do
+		grep -Eq "^# guests:.* $1( |\$)" "$t" || continue
+		a=$(test_append "$t")
+		echo "${a:--}"
+	done | sort -u
 }
 
 # budget TESTS...: boot timeout in seconds, from the tests' "# timeout:"
@@ -342,7 +360,9 @@ test_section() {
 	awk -v t="$2" '$0 == "=== " t { on = 1 } on { print } on && $0 ~ "^--- " t " " { exit }' "$1"
 }
 
-# boot GUEST TCG CPUS: boot GUEST with TCG threading TCG and CPUS vCPUs.
+# boot GUEST TCG CPUS APPEND: boot GUEST with TCG threading TCG, CPUS vCPUs
+# and the tests' kernel arguments APPEND ("-": none; the boot is named after
+# the first argument, e.g. rt-isolcpus).
 # Tests run under single-threaded TCG unless they say "# tcg: multi" (a
 # host thread per vCPU): with MTTCG, live kernel text patching (BPF
 # attach/detach, rtla enabling its tracer, insmod) sometimes left both
@@ -356,10 +376,11 @@ test_section() {
 # and booted once more for the tests that have no result (RETRY: the tests,
 # on that second boot).
 boot() {
-	local guest=$1 tcg=$2 cpus=$3 retry=${4:-} name=$1 arch=amd64 qemu append logf tmo start rc t tests wd left
-	tests=${retry:-$(tests_for "$guest" "$tcg" "$cpus")}
+	local guest=$1 tcg=$2 cpus=$3 args=${4#-} retry=${5:-} name=$1 arch=amd64 qemu append logf tmo start rc t tests wd left
+	tests=${retry:-$(tests_for "$guest" "$tcg" "$cpus" "$args")}
 	[ "$tcg" = multi ] && name=$name-multi
 	[ "$cpus" = 2 ] || name=$name-${cpus}cpu
+	[ -z "$args" ] || name=$name-${args%%[= ]*}
 	[ -z "$retry" ] || name=$name-retry
 	[ "$guest" = arm64 ] && arch=arm64
 	# The cache is shared with concurrent runs (several `make test` of the
@@ -377,7 +398,7 @@ boot() {
 	# loglevel=5: kernel warnings (KERN_WARNING, level 4) reach the console.
 	# An rt guest died of "kernel BUG at mm/vmalloc.c:2554" (in_interrupt()
 	# in a clone) with the taint of an earlier WARN that loglevel=4 hid.
-	append="quiet loglevel=5 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.tests=$(echo $tests | tr ' ' ,) ${VMTEST_APPEND:-}"
+	append="quiet loglevel=5 panic=-1 rdinit=/init vmtest.guest=$guest vmtest.tcg=$tcg vmtest.tests=$(echo $tests | tr ' ' ,) $args ${VMTEST_APPEND:-}"
 	if [ "$arch" = arm64 ]; then
 		qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72)
 		append="console=ttyAMA0 $append"
@@ -419,7 +440,7 @@ boot() {
 			RESULTS+=("NOTE $name hung ($(cat "$logf.hung")) in$left: booted once more for them")
 			tests=$(comm -23 <(printf '%s\n' $tests | sort) <(printf '%s\n' $left | sort) | tr '\n' ' ')
 			record "$guest" "$logf" $tests
-			boot "$guest" "$tcg" "$cpus" "${left# }"
+			boot "$guest" "$tcg" "$cpus" "${args:--}" "${left# }"
 			return
 		fi
 		RESULTS+=("FAIL $name: the guest hung ($(cat "$logf.hung")), twice")
@@ -467,11 +488,14 @@ host_tools
 flock -u 9
 vmkit
 for g in "${GUESTS[@]}"; do
+	mapfile -t appends < <(appends_for "$g")
 	for tcg in multi single; do
 		for cpus in 2 1; do
-			if [ -n "$(tests_for "$g" $tcg $cpus)" ]; then
-				boot "$g" $tcg $cpus
-			fi
+			for args in "${appends[@]}"; do
+				if [ -n "$(tests_for "$g" $tcg $cpus "${args#-}")" ]; then
+					boot "$g" $tcg $cpus "$args"
+				fi
+			done
 		done
 	done
 done

@@ -25,24 +25,29 @@ them; device IRQs handled, against their smp_affinity_list and
 effective_affinity_list; softirqs run, by vector; work items run by
 kworkers, with the tasks that queued them onto the CPU; tasks other than the
 workload that ran there (the workload: the --allow COMMs, else the user task
-that ran longest); on nohz_full CPUs, whether the tick stopped and which
-dependency kept it; hypervisor steal, apart from the rest.
+that ran longest); timers expired there (hrtimers and timer-wheel timers, by
+function), with the tasks that armed them, from another CPU or on it (the
+workload's own sleeps left out); on nohz_full CPUs, whether the tick stopped
+and which dependency kept it, and how often its own hrtimer fired;
+hypervisor steal, apart from the rest.
 
 Without -c it watches the isolated CPUs and the nohz_full ones
 (/sys/devices/system/cpu/isolated, nohz_full). rtscope's own threads are
 moved off the watched CPUs, and its own IPIs (attaching its programs
 patches kernel text) are left out. Each CPU's report begins with its judgement:
-how many kinds of intrusion, their total time (IPI, IRQ, softirq and task
-time; work runs inside its kworker's time) and the worst one. Times in
+how many kinds of intrusion, their total time (IPI, IRQ, softirq, task and
+hard hrtimer time; work runs inside its kworker's time, soft and wheel
+timers inside their softirq's) and the worst one. Times in
 microseconds. Needs root. Described in docs/isolation.md.
 
 Two engines, as watch's --engine: btf (tp_btf programs, needs the kernel's
 BTF) and classic (classic tracepoints read at the offsets tracefs prints,
 for kernels without BTF). Both run the same hook bodies; the classic one
 reads the kernel-thread flag and CPU count of the tasks that ran from
-/proc (an exited task is judged a user task) and, on x86, does not count
-irq_work IPIs; its report ends by saying so. A tracepoint this kernel lacks is
-named at the end of the report ("not watched").`
+/proc (an exited task is judged a user task), does not count irq_work
+IPIs on x86, and does not watch timers yet; its report ends by saying so.
+A tracepoint this kernel lacks is named at the end of the report ("not
+watched").`
 
 // isolationFlags are isolation's command line.
 type isolationFlags struct {
@@ -69,7 +74,7 @@ func newIsolationCmd() *cobra.Command {
 	fs := f.flagSet()
 	c := &cobra.Command{
 		Use:     "isolation [flags]",
-		Short:   "what still runs on isolated CPUs, who sent it, and the remedy: IPIs, IRQs, softirqs, work, tasks, tick, steal",
+		Short:   "what still runs on isolated CPUs, who sent it, and the remedy: IPIs, IRQs, softirqs, work, tasks, timers, tick, steal",
 		Long:    isolationLong,
 		Example: "  rtscope isolation -c 1 -d 10s\n  rtscope isolation --allow control --json isolation.json",
 		Annotations: map[string]string{annSeeAlso: "rtla-osnoise(1)",
@@ -120,6 +125,15 @@ func (f *isolationFlags) run(args []string) int {
 	}
 	ctx, stop := stopSignals()
 	defer stop()
+	// Scripts start their workload after this line: under emulation,
+	// attaching takes seconds (vmtest/guest/tests/37-nohz.sh).
+	o.Ready = func() {
+		what := "CPU"
+		if len(o.CPUs) > 1 {
+			what = "CPUs"
+		}
+		fmt.Fprintf(os.Stderr, "rtscope isolation: attached and tracking %s %s for %v; Ctrl-C to stop early\n", what, cpuset.FormatList(o.CPUs), o.Duration)
+	}
 	snap, err := isolation.Collect(ctx, o)
 	if err != nil {
 		return Fail("isolation", err)

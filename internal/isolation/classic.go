@@ -29,6 +29,7 @@ func ClassicObject() engine.Object {
 var ClassicLimits = []string{
 	"a task that exited before the end of the run has no kernel-thread flag nor allowed-CPU count (sched_switch's record lacks them; they are read from /proc for the tasks alive): it is judged as a user task",
 	"on x86, irq_work IPIs are not counted: the kernel refuses a classic tracepoint program on irq_vectors/irq_work_exit (arm64's ipi:ipi_entry/ipi_exit count them)",
+	"timers are not watched yet (no classic stubs for the timer:* hooks): no timer rows, and no hard hrtimer time",
 	"its programs do not nest: an IPI or IRQ taken while another of them runs on the CPU (a softirq's or a work item's hook, run with interrupts on) is not seen; the kernel counts them as the programs' recursion misses",
 }
 

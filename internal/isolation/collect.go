@@ -188,6 +188,9 @@ func setVars(spec *ebpf.CollectionSpec, cpus []int, syms *ksym.Table) error {
 		"ipi_fn_tlb":     syms.Addr("flush_tlb_func"),
 		"ipi_fn_ttwu":    syms.Addr("sched_ttwu_pending"),
 		"ipi_fn_generic": syms.Addr("generic_smp_call_function_single_interrupt"),
+		// The tick's own hrtimer (tick_sched_timer before 6.13).
+		"iso_fn_tick":     syms.Addr("tick_nohz_handler"),
+		"iso_fn_tick_old": syms.Addr("tick_sched_timer"),
 	}
 	for k, v := range vars {
 		if err := spec.Variables[k].Set(v); err != nil {
@@ -206,6 +209,7 @@ type Session struct {
 	o           Options
 	start       time.Time
 	stealBefore map[int]uint64
+	tickBefore  tickState // the nohz_full CPUs' tick at the start (tick.go)
 }
 
 // Start loads and attaches the isolation programs for o.CPUs (o.Duration,
@@ -224,7 +228,7 @@ func Start(o Options) (*Session, error) {
 		p.close()
 		return nil, err
 	}
-	return &Session{p: p, syms: syms, o: o, start: time.Now(), stealBefore: steal}, nil
+	return &Session{p: p, syms: syms, o: o, start: time.Now(), stealBefore: steal, tickBefore: readTickState()}, nil
 }
 
 // Snapshot reads the counts since Start, names resolved. The BPF maps
@@ -240,10 +244,12 @@ func (ss *Session) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	s.Steal = stealDiff(o.CPUs, ss.stealBefore, stealAfter)
+	tickAfter := readTickState()
 	describeSystem(s)
 	if err := readMaps(ss.p.coll, s, ss.syms); err != nil {
 		return nil, err
 	}
+	addTickState(s, ss.tickBefore, tickAfter)
 	ss.p.describe(s)
 	return s, nil
 }

@@ -32,7 +32,7 @@ func readMaps(coll *ebpf.Collection, s *Snapshot, syms *ksym.Table) error {
 		watched[c] = true
 	}
 	for _, f := range []func(*ebpf.Collection, *Snapshot, map[int]bool, *ksym.Table) error{
-		readCPUs, readIPIs, readIRQs, readWorks, readQueued, readTasks,
+		readCPUs, readIPIs, readIRQs, readWorks, readQueued, readTasks, readTimers, readTimerArms,
 	} {
 		if err := f(coll, s, watched, syms); err != nil {
 			return err
@@ -58,8 +58,9 @@ func readCPUs(coll *ebpf.Collection, s *Snapshot, watched map[int]bool, _ *ksym.
 					Time: Time{Count: t.Count, Ns: t.Ns, MaxNs: t.MaxNs}})
 			}
 		}
-		if c.TickStopped+c.TickKept > 0 {
-			tr := TickRow{CPU: cpu, Stopped: c.TickStopped, Kept: c.TickKept}
+		if c.TickStopped+c.TickKept+c.Tick.Count > 0 {
+			tr := TickRow{CPU: cpu, Stopped: c.TickStopped, Kept: c.TickKept,
+				Fired: Time{Count: c.Tick.Count, Ns: c.Tick.Ns, MaxNs: c.Tick.MaxNs}}
 			for b, n := range c.TickDeps {
 				if n > 0 {
 					if tr.Deps == nil {

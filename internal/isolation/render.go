@@ -26,7 +26,8 @@ func (c *CPUResult) Judgement(durationNs uint64) string {
 	if c.Worst.Cause == CauseTask {
 		src = c.Worst.What + " " + c.Worst.Sender
 	} else if c.Worst.Sender != "" {
-		src += " from " + c.Worst.Sender
+		// A timer's armers are a list: the first (most armings) names it.
+		src += " from " + strings.SplitN(c.Worst.Sender, ", ", 2)[0]
 	}
 	kinds := "kinds"
 	if c.Kinds == 1 {
@@ -43,7 +44,7 @@ func Print(w io.Writer, r *Result) {
 		fmt.Fprintln(w, r.CPUs[i].Judgement(r.DurationNs))
 	}
 	for i := range r.CPUs {
-		printCPU(w, &r.CPUs[i])
+		printCPU(w, &r.CPUs[i], r.DurationNs)
 	}
 	if len(r.Missing) > 0 {
 		fmt.Fprintf(w, "\nnot watched (this kernel lacks the tracepoints): %s\n", strings.Join(r.Missing, ", "))
@@ -66,7 +67,7 @@ func printEngine(w io.Writer, r *Result) {
 	}
 }
 
-func printCPU(w io.Writer, c *CPUResult) {
+func printCPU(w io.Writer, c *CPUResult, durationNs uint64) {
 	fmt.Fprintf(w, "\nCPU %d (%s)\n", c.CPU, cpuSetting(c))
 	wl := c.Workload
 	if len(wl) > 3 {
@@ -104,15 +105,19 @@ func printCPU(w io.Writer, c *CPUResult) {
 		}
 		fmt.Fprintf(w, "  and %d smaller ones: %d events, %s us in all, worst %s us (every one in --json)\n", len(rest), t.Count, units.Us(t.Ns), units.Us(t.MaxNs))
 	}
-	if t := c.Tick; t != nil {
-		fmt.Fprintf(w, "  tick: stopped %s, kept running %s\n", times(t.Stopped), times(t.Kept))
+	if t := c.Tick; t != nil && t.Fired.Count > 0 {
+		fmt.Fprintf(w, "  tick: fired %s, %s us in all, worst %s us (its own hrtimer: not counted above)\n",
+			times(t.Fired.Count), units.Us(t.Fired.Ns), units.Us(t.Fired.MaxNs))
+	}
+	if t := c.Tick; t != nil && (t.Stopped+t.Kept > 0 || t.StoppedAtStart != nil || t.TimerIRQs != nil) {
+		fmt.Fprintf(w, "  tick: %s\n", tickSummary(t, durationNs))
 		deps := make([]string, 0, len(t.Deps))
 		for d := range t.Deps {
 			deps = append(deps, d)
 		}
 		sort.Strings(deps)
 		for _, d := range deps {
-			fmt.Fprintf(w, "    kept %s by %s: %s\n", times(t.Deps[d]), d, tickWhy(d))
+			fmt.Fprintf(w, "    kept %s by %s: %s%s\n", times(t.Deps[d]), d, tickWhy(d), schedTasks(c, d))
 		}
 	}
 	fmt.Fprintf(w, "  hypervisor steal: %s us (/proc/stat, in 10 ms steps; the vCPU did not run: not counted above)\n", units.Us(c.StealNs))

@@ -52,6 +52,9 @@ type Intrusion struct {
 	Sender string `json:"sender,omitempty"`
 	Time
 	Remedy string `json:"remedy"`
+	// inner: its time runs inside another cause's (a work item in its
+	// kworker, a soft timer in its softirq): not added to the CPU's total.
+	inner bool
 }
 
 // Analyze groups s's counts by CPU, cause and sender, with remedies.
@@ -74,12 +77,13 @@ func analyzeCPU(s *Snapshot, cpu int) CPUResult {
 	tasks, workload, guessed := taskIntrusions(s, cpu, fx)
 	c.Intrusions = append(c.Intrusions, tasks...)
 	c.Workload, c.Guessed = workload, guessed
+	c.Intrusions = append(c.Intrusions, timerIntrusions(s, cpu, fx, workloadComms(workload, s.Allow))...)
 	sort.SliceStable(c.Intrusions, func(i, j int) bool { return c.Intrusions[i].Ns > c.Intrusions[j].Ns })
 	kinds := map[string]bool{}
 	for i := range c.Intrusions {
 		in := &c.Intrusions[i]
 		kinds[in.Cause] = true
-		if in.Cause == CauseWork {
+		if in.Cause == CauseWork || in.inner {
 			continue
 		}
 		c.TotalNs += in.Ns
@@ -99,6 +103,21 @@ func analyzeCPU(s *Snapshot, cpu int) CPUResult {
 		}
 	}
 	return c
+}
+
+// workloadComms is the set of the workload's comms: those of the tasks
+// that ran ("comm/tid" entries) and the --allow ones.
+func workloadComms(workload, allow []string) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range allow {
+		m[a] = true
+	}
+	for _, w := range workload {
+		if i := strings.LastIndexByte(w, '/'); i >= 0 {
+			m[w[:i]] = true
+		}
+	}
+	return m
 }
 
 func hasCPU(l []int, cpu int) bool {

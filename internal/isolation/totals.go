@@ -5,7 +5,7 @@ import "sort"
 // Causes are the causes of Result's intrusions, in report order: the
 // cause label of serve's per-CPU intrusion counters, each present (zero)
 // from the start.
-var Causes = []string{CauseIPI, CauseIRQ, CauseSoftirq, CauseWork, CauseTask}
+var Causes = []string{CauseIPI, CauseIRQ, CauseSoftirq, CauseWork, CauseTimer, CauseTask}
 
 // CauseTotal is one CPU's intrusions of one cause: how many (IPIs, IRQ
 // and softirq runs, work items run, foreign tasks' switch-outs) and their

@@ -32,8 +32,8 @@ func TestTotalsByCPUAndCause(t *testing.T) {
 	}
 	got := Totals(Analyze(s))
 	want := []CauseTotal{
-		{1, CauseIPI, 10, 540}, {1, CauseIRQ, 0, 0}, {1, CauseSoftirq, 6, 600}, {1, CauseWork, 2, 80}, {1, CauseTask, 6, 4020},
-		{3, CauseIPI, 1, 7}, {3, CauseIRQ, 4, 4000}, {3, CauseSoftirq, 0, 0}, {3, CauseWork, 0, 0}, {3, CauseTask, 0, 0},
+		{1, CauseIPI, 10, 540}, {1, CauseIRQ, 0, 0}, {1, CauseSoftirq, 6, 600}, {1, CauseWork, 2, 80}, {1, CauseTimer, 0, 0}, {1, CauseTask, 6, 4020},
+		{3, CauseIPI, 1, 7}, {3, CauseIRQ, 4, 4000}, {3, CauseSoftirq, 0, 0}, {3, CauseWork, 0, 0}, {3, CauseTimer, 0, 0}, {3, CauseTask, 0, 0},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("totals:\n got %v\nwant %v", got, want)

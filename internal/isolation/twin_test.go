@@ -17,6 +17,12 @@ type twin struct {
 
 func newTwin(t *testing.T) *twin {
 	t.Helper()
+	return newTwinWith(t, nil)
+}
+
+// newTwinWith is newTwin with more load-time constants set.
+func newTwinWith(t *testing.T, vars map[string]any) *twin {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
@@ -28,6 +34,11 @@ func newTwin(t *testing.T) *twin {
 	mask[0] = 1 << 1
 	if err := spec.Variables["iso_cpus"].Set(mask); err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range vars {
+		if err := spec.Variables[k].Set(v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tw := &twin{t: t}
 	if err := spec.LoadAndAssign(&tw.objs, nil); err != nil {
@@ -205,5 +216,131 @@ func TestTwinTick(t *testing.T) {
 	c := tw.cpuState()
 	if c.TickStopped != 1 || c.TickKept != 2 || c.TickDeps[2] != 2 || c.TickDeps[4] != 1 {
 		t.Errorf("tick: stopped %d kept %d deps %v, want 1, 2, SCHED 2 RCU 1", c.TickStopped, c.TickKept, c.TickDeps)
+	}
+}
+
+// tickFn is the twin's tick hrtimer function (iso_fn_tick).
+const tickFn = 0x71c
+
+// newTimerTwin is newTwin with the tick's function set.
+func newTimerTwin(t *testing.T) *twin {
+	t.Helper()
+	return newTwinWith(t, map[string]any{"iso_fn_tick": uint64(tickFn)})
+}
+
+// timerArms sums iso_timer_arms over CPUs, by key.
+func (tw *twin) timerArms() map[isoIsoTimerKey]uint64 {
+	tw.t.Helper()
+	out := map[isoIsoTimerKey]uint64{}
+	var k isoIsoTimerKey
+	var per []isoIsoTimerArmed
+	it := tw.objs.IsoTimerArms.Iterate()
+	for it.Next(&k, &per) {
+		for _, a := range per {
+			out[k] += a.Count
+		}
+	}
+	if err := it.Err(); err != nil {
+		tw.t.Fatal(err)
+	}
+	return out
+}
+
+// A timer armed for a watched CPU counts on the arming CPU by (function,
+// task, target, kind, arming CPU): from another CPU (remote) and from the
+// CPU itself (local) alike, with no task inside a callback there; for a
+// CPU not watched, or the tick's own hrtimer, not.
+func TestTwinTimerStart(t *testing.T) {
+	tw := newTimerTwin(t)
+	p := tw.objs
+	tw.run(p.TestTimerStart, 0, 1, 0xf00, 0) // remote hrtimer
+	tw.run(p.TestTimerStart, 0, 1, 0xf00, 0)
+	tw.run(p.TestTimerStart, 1, 1, 0xf00, 0) // local
+	tw.run(p.TestTimerStart, 0, 1, 0xba2, 2) // remote wheel timer
+	tw.run(p.TestTimerStart, 1, 0, 0xf00, 0) // onto CPU 0: not watched
+	tw.run(p.TestTimerStart, 0, 1, tickFn, 0)
+	tw.run(p.TestTimerEntry, 1, 0xc0, 0x6f, 2, 1, 1000) // in a wheel callback on CPU 1...
+	tw.run(p.TestTimerStart, 1, 1, 0x6f, 2)             // ...a re-arm: no task
+	tw.run(p.TestTimerExit, 1, 0xc0, 1, 1100)
+	got := map[[3]uint64]uint64{}
+	var inCallback uint64
+	for k, n := range tw.timerArms() {
+		if k.Cpu != 1 {
+			t.Errorf("arming counted for CPU %d: %+v", k.Cpu, k)
+		}
+		got[[3]uint64{k.Fn, uint64(k.FromCpu), uint64(k.Kind)}] += n
+		if k.Tid == 0 {
+			inCallback += n
+		}
+	}
+	if inCallback != 1 {
+		t.Errorf("%d armings with no task, want 1 (the re-arm inside a callback)", inCallback)
+	}
+	want := map[[3]uint64]uint64{{0xf00, 0, 0}: 2, {0xf00, 1, 0}: 1, {0xba2, 0, 2}: 1, {0x6f, 1, 2}: 1}
+	if len(got) != len(want) {
+		t.Errorf("armings %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("armings of %#x from CPU %d kind %d: %d, want %d", k[0], k[1], k[2], got[k], n)
+		}
+	}
+}
+
+// Expiries on a watched CPU are timed entry to exit by timer, a hard
+// hrtimer nested in a soft one's callback included; keyed by function,
+// kind and base CPU; the tick's own hrtimer counts apart; CPU 0, an exit
+// with no entry and an entry whose exit was missed count nothing.
+func TestTwinTimerExpiry(t *testing.T) {
+	tw := newTimerTwin(t)
+	p := tw.objs
+	tw.run(p.TestTimerEntry, 1, 0xb0, 0x5f, 1, 1, 100) // soft hrtimer B
+	tw.run(p.TestTimerEntry, 1, 0xa0, 0x4f, 0, 1, 150) // hard hrtimer A inside it
+	tw.run(p.TestTimerExit, 1, 0xa0, 0, 170)
+	tw.run(p.TestTimerExit, 1, 0xb0, 0, 300)
+	tw.run(p.TestTimerEntry, 1, 0xc0, 0x6f, 2, 0, 1000) // CPU 0's wheel timer, migrated
+	tw.run(p.TestTimerExit, 1, 0xc0, 1, 1500)
+	tw.run(p.TestTimerEntry, 1, 0xd0, tickFn, 0, 1, 2000)
+	tw.run(p.TestTimerExit, 1, 0xd0, 0, 2030)
+	tw.run(p.TestTimerEntry, 0, 0xe0, 0x7f, 0, 0, 100) // CPU 0: not watched
+	tw.run(p.TestTimerExit, 0, 0xe0, 0, 900)
+	tw.run(p.TestTimerExit, 1, 0xf0, 0, 900)            // no entry
+	tw.run(p.TestTimerEntry, 1, 0x90, 0x8f, 2, 1, 3000) // its exit missed...
+	tw.run(p.TestTimerEntry, 1, 0x91, 0x6f, 2, 0, 4000) // ...the next entry takes the slot
+	tw.run(p.TestTimerExit, 1, 0x91, 1, 4100)
+	tw.run(p.TestTimerExit, 1, 0x90, 1, 9000) // stale: not timed
+	for _, c := range []struct {
+		fn         uint64
+		kind, base uint16
+		want       isoIsoTime
+	}{
+		{0x4f, 0, 1, isoIsoTime{Count: 1, Ns: 20, MaxNs: 20}},
+		{0x5f, 1, 1, isoIsoTime{Count: 1, Ns: 200, MaxNs: 200}},
+		{0x6f, 2, 0, isoIsoTime{Count: 2, Ns: 600, MaxNs: 500}},
+	} {
+		k := isoIsoTimerKey{Fn: c.fn, Cpu: 1, Kind: c.kind, FromCpu: uint32(c.base)}
+		if got := timeOf(t, p.IsoTimerExps, k); got != c.want {
+			t.Errorf("timer %#x: %+v, want %+v", c.fn, got, c.want)
+		}
+	}
+	var k isoIsoTimerKey
+	var per []isoIsoTime
+	n, it := 0, p.IsoTimerExps.Iterate()
+	for it.Next(&k, &per) {
+		n++
+	}
+	if n != 3 {
+		t.Errorf("%d expiry entries, want 3 (not the tick's, CPU 0's, an exit with no entry or a stale entry)", n)
+	}
+	var tick uint64
+	var states []isoIsoCpu
+	if err := p.IsoCpusState.Lookup(uint32(0), &states); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range states {
+		tick += c.Tick.Ns
+	}
+	if tick != 30 {
+		t.Errorf("tick hrtimer %d ns, want 30", tick)
 	}
 }

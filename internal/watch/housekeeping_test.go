@@ -2,6 +2,7 @@ package watch
 
 import (
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -50,5 +51,37 @@ func TestWatchedPlaces(t *testing.T) {
 	}
 	if h := newHousekeeper([]int{1}, true, io.Discard); h.auto {
 		t.Error("-H given, yet the choice is automatic")
+	}
+}
+
+// TestOwnCandidates: rtscope's own threads keep off the CPUs set apart at
+// boot while another CPU is online, and take any when all are set apart.
+func TestOwnCandidates(t *testing.T) {
+	if got := ownCandidates([]int{0, 1, 2, 3}, []int{1, 3, 1}); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("isolated 1 and 3 of 0-3: %v, want [0 2]", got)
+	}
+	if got := ownCandidates([]int{0, 1}, nil); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("none set apart: %v, want [0 1]", got)
+	}
+	if got := ownCandidates([]int{0, 1}, []int{0, 1}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("every CPU set apart: %v, want them all", got)
+	}
+}
+
+// TestSetApart reads both kernel lists, either of which may be missing.
+func TestSetApart(t *testing.T) {
+	dir := t.TempDir()
+	iso, nohz := dir+"/isolated", dir+"/nohz_full"
+	if err := os.WriteFile(iso, []byte("1-2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nohz, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := sysSetApart
+	defer func() { sysSetApart = old }()
+	sysSetApart = []string{iso, nohz, dir + "/missing"}
+	if got := setApart(); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("setApart = %v, want [1 2]", got)
 	}
 }
