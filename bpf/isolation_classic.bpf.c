@@ -15,10 +15,13 @@
  * (TRACE_EVENT_PERF_PERM), through which a classic program attaches
  * (arm64's ipi_entry/ipi_exit, below, count irq_work).
  *
- * A hook added to isolation.bpf.c needs its stub here too, or it is
- * missing from classic runs (the remote timers of timer:hrtimer_start and
- * timer_start: their records carry the timer, function and expiry, and
- * the target CPU only where the kernel's format has it).
+ * Timers: timer_start's record has the flags, hence the target CPU of a
+ * wheel timer; hrtimer_start's has no base CPU: not hooked, remote hrtimer
+ * armings are not seen. The expiries carry no base CPU either (the CPU
+ * that runs them is passed) nor, for hrtimers, is_soft (told from the
+ * CPU's softirq state, as classic.bpf.c does). A hook added to
+ * isolation.bpf.c needs its stub here too, or it is missing from classic
+ * runs.
  */
 #include "headers/vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -60,6 +63,15 @@ const volatile __u32 off_csd_queue_func = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_cpu = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
+const volatile __u32 off_timer_start_timer = RTS_NOFIELD;
+const volatile __u32 off_timer_start_function = RTS_NOFIELD;
+const volatile __u32 off_timer_start_flags = RTS_NOFIELD;
+const volatile __u32 off_timer_entry_timer = RTS_NOFIELD;
+const volatile __u32 off_timer_entry_function = RTS_NOFIELD;
+const volatile __u32 off_timer_exit_timer = RTS_NOFIELD;
+const volatile __u32 off_hrtimer_entry_hrtimer = RTS_NOFIELD;
+const volatile __u32 off_hrtimer_entry_function = RTS_NOFIELD;
+const volatile __u32 off_hrtimer_exit_hrtimer = RTS_NOFIELD;
 const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
 const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
 
@@ -158,6 +170,60 @@ int on_iso_tick_stop(void *ctx)
 {
 	return iso_tick_stop_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_tick_stop_success),
 				  rd_u32(ctx, off_tick_stop_dependency));
+}
+
+#define ISO_TIMER_CPUMASK 0x0003FFFF /* include/linux/timer.h */
+
+SEC("tracepoint/timer/timer_start")
+int on_iso_timer_start(void *ctx)
+{
+	return iso_timer_start_body(bpf_get_smp_processor_id(), rd_u32(ctx, off_timer_start_flags) & ISO_TIMER_CPUMASK,
+				    rd_u64(ctx, off_timer_start_function), ISO_WHEEL, bpf_get_current_pid_tgid());
+}
+
+SEC("tracepoint/timer/timer_expire_entry")
+int on_iso_timer_entry(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return iso_timer_entry_body(cpu, rd_u64(ctx, off_timer_entry_timer), rd_u64(ctx, off_timer_entry_function),
+				    ISO_WHEEL, cpu, bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/timer/timer_expire_exit")
+int on_iso_timer_exit(void *ctx)
+{
+	return iso_timer_exit_body(bpf_get_smp_processor_id(), rd_u64(ctx, off_timer_exit_timer), true,
+				   bpf_ktime_get_ns());
+}
+
+#define ISO_HRTIMER_SOFTIRQ 8
+
+/*
+ * An hrtimer callback starting on cpu is soft when the CPU is in the
+ * HRTIMER softirq with no callback running (soft ones run one at a time
+ * there); a hard one taken between two soft ones passes for soft.
+ */
+static __always_inline __u32 iso_hrtimer_kind_of(__u32 cpu)
+{
+	struct iso_cpu *c = iso_here(cpu);
+	if (c && c->softirq_entry && c->softirq == ISO_HRTIMER_SOFTIRQ && !c->hrtimers[0].ptr && !c->hrtimers[1].ptr)
+		return ISO_HRTIMER_SOFT;
+	return ISO_HRTIMER;
+}
+
+SEC("tracepoint/timer/hrtimer_expire_entry")
+int on_iso_hrtimer_entry(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return iso_timer_entry_body(cpu, rd_u64(ctx, off_hrtimer_entry_hrtimer), rd_u64(ctx, off_hrtimer_entry_function),
+				    iso_hrtimer_kind_of(cpu), cpu, bpf_ktime_get_ns());
+}
+
+SEC("tracepoint/timer/hrtimer_expire_exit")
+int on_iso_hrtimer_exit(void *ctx)
+{
+	return iso_timer_exit_body(bpf_get_smp_processor_id(), rd_u64(ctx, off_hrtimer_exit_hrtimer), false,
+				   bpf_ktime_get_ns());
 }
 
 SEC("tracepoint/csd/csd_queue_cpu")

@@ -52,6 +52,16 @@ int twin_record(__u64 *ctx)
 		return on_ipi_reschedule_entry(ctx);
 	case 15:
 		return on_ipi_reschedule_exit(ctx);
+	case 16:
+		return on_iso_timer_start(ctx);
+	case 17:
+		return on_iso_timer_entry(ctx);
+	case 18:
+		return on_iso_timer_exit(ctx);
+	case 19:
+		return on_iso_hrtimer_entry(ctx);
+	case 20:
+		return on_iso_hrtimer_exit(ctx);
 	}
 	return -1;
 }

@@ -45,7 +45,8 @@ BTF) and classic (classic tracepoints read at the offsets tracefs prints,
 for kernels without BTF). Both run the same hook bodies; the classic one
 reads the kernel-thread flag and CPU count of the tasks that ran from
 /proc (an exited task is judged a user task), does not count irq_work
-IPIs on x86, and does not watch timers yet; its report ends by saying so.
+IPIs on x86, and sees hrtimers by their expiries only (not who armed
+them); its report ends by saying so.
 A tracepoint this kernel lacks is named at the end of the report ("not
 watched").`
 

@@ -29,7 +29,7 @@ func ClassicObject() engine.Object {
 var ClassicLimits = []string{
 	"a task that exited before the end of the run has no kernel-thread flag nor allowed-CPU count (sched_switch's record lacks them; they are read from /proc for the tasks alive): it is judged as a user task",
 	"on x86, irq_work IPIs are not counted: the kernel refuses a classic tracepoint program on irq_vectors/irq_work_exit (arm64's ipi:ipi_entry/ipi_exit count them)",
-	"timers are not watched yet (no classic stubs for the timer:* hooks): no timer rows, and no hard hrtimer time",
+	"hrtimer armings are not seen, remote or not (hrtimer_start's record has no base CPU; wheel timers' are), and a wheel timer expired for another CPU by timer migration counts as the running CPU's own",
 	"its programs do not nest: an IPI or IRQ taken while another of them runs on the CPU (a softirq's or a work item's hook, run with interrupts on) is not seen; the kernel counts them as the programs' recursion misses",
 }
 
@@ -99,6 +99,15 @@ var classicFields = []classicField{
 	{"off_ipi_send_cpu", "ipi", "ipi_send_cpu", "cpu", 4},
 	{"off_ipi_send_callsite", "ipi", "ipi_send_cpu", "callsite", 8},
 	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", 8},
+	{"off_timer_start_timer", "timer", "timer_start", "timer", 8},
+	{"off_timer_start_function", "timer", "timer_start", "function", 8},
+	{"off_timer_start_flags", "timer", "timer_start", "flags", 4},
+	{"off_timer_entry_timer", "timer", "timer_expire_entry", "timer", 8},
+	{"off_timer_entry_function", "timer", "timer_expire_entry", "function", 8},
+	{"off_timer_exit_timer", "timer", "timer_expire_exit", "timer", 8},
+	{"off_hrtimer_entry_hrtimer", "timer", "hrtimer_expire_entry", "hrtimer", 8},
+	{"off_hrtimer_entry_function", "timer", "hrtimer_expire_entry", "function", 8},
+	{"off_hrtimer_exit_hrtimer", "timer", "hrtimer_expire_exit", "hrtimer", 8},
 	{"off_ipi_entry_reason", "ipi", "ipi_entry", "reason", 8}, // arm64, arm: no irq_vectors
 	{"off_ipi_exit_reason", "ipi", "ipi_exit", "reason", 8},
 }

@@ -179,6 +179,11 @@ const (
 	ctCallSingleExit
 	ctReschedEntry
 	ctReschedExit
+	ctTimerStart
+	ctTimerEntry
+	ctTimerExit
+	ctHrtimerEntry
+	ctHrtimerExit
 )
 
 // twinTLB is the twin's flush_tlb_func (ipi_fn_tlb).
@@ -440,5 +445,55 @@ func TestPrintEngine(t *testing.T) {
 	Print(&b, &Result{Engine: engine.EngineBTF})
 	if strings.Contains(b.String(), "engine") {
 		t.Errorf("a BTF run's report names its engine: %q", b.String())
+	}
+}
+
+// A wheel timer armed from CPU 0 for CPU 1 (timer_start's flags) counts as
+// a remote arming; wheel and hrtimer callbacks on CPU 1 are timed, an
+// hrtimer's soft when it starts inside the HRTIMER softirq.
+func TestClassicTwinTimers(t *testing.T) {
+	tw := newClassicTwin(t)
+	tw.record(0, ctTimerStart, field{off: "off_timer_start_timer", val: 0x5000}, field{off: "off_timer_start_function", val: 0xf00},
+		field{off: "off_timer_start_flags", val: 1 | 1<<20}) // CPU 1, a flag above the CPU mask
+	tw.record(0, ctTimerStart, field{off: "off_timer_start_timer", val: 0x6000}, field{off: "off_timer_start_function", val: 0xf01},
+		field{off: "off_timer_start_flags", val: 0}) // for CPU 0: not watched
+	var k isoIsoTimerKey
+	var per []isoIsoTimerArmed
+	n, it := 0, tw.objs.IsoTimerArms.Iterate()
+	for it.Next(&k, &per) {
+		n++
+		if k.Fn != 0xf00 || k.Cpu != 1 || k.FromCpu != 0 || k.Kind != 2 || per[0].Count != 1 {
+			t.Errorf("armed %+v (%d on CPU 0), want 0xf00 for CPU 1 from CPU 0, a wheel timer, once", k, per[0].Count)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d armings, want 1", n)
+	}
+	tw.record(1, ctTimerEntry, field{off: "off_timer_entry_timer", val: 0x5000}, field{off: "off_timer_entry_function", val: 0xf00})
+	tw.record(1, ctTimerExit, field{off: "off_timer_exit_timer", val: 0x5000})
+	tw.record(1, ctHrtimerEntry, field{off: "off_hrtimer_entry_hrtimer", val: 0x7000}, field{off: "off_hrtimer_entry_function", val: 0xf02})
+	tw.record(1, ctHrtimerExit, field{off: "off_hrtimer_exit_hrtimer", val: 0x7000})
+	tw.record(1, ctSoftirqEntry, field{off: "off_softirq_entry_vec", val: 8}) // HRTIMER
+	tw.record(1, ctHrtimerEntry, field{off: "off_hrtimer_entry_hrtimer", val: 0x8000}, field{off: "off_hrtimer_entry_function", val: 0xf03})
+	tw.record(1, ctHrtimerExit, field{off: "off_hrtimer_exit_hrtimer", val: 0x8000})
+	tw.record(1, ctSoftirqExit, field{off: "off_softirq_exit_vec", val: 8})
+	want := map[uint64]uint16{0xf00: 2, 0xf02: 0, 0xf03: 1} // wheel, hard, soft
+	var tk isoIsoTimerKey
+	var times []isoIsoTime
+	got := map[uint64]uint16{}
+	it = tw.objs.IsoTimerExps.Iterate()
+	for it.Next(&tk, &times) {
+		if tk.Cpu != 1 || tk.FromCpu != 1 || times[1].Count != 1 {
+			t.Errorf("expiry %+v: %+v, want one on CPU 1 (its own base)", tk, times[1])
+		}
+		got[tk.Fn] = tk.Kind
+	}
+	if len(got) != len(want) {
+		t.Errorf("expiries %v, want %v", got, want)
+	}
+	for fn, kind := range want {
+		if k, ok := got[fn]; !ok || k != kind {
+			t.Errorf("callback %#x: kind %d (seen %v), want %d", fn, k, ok, kind)
+		}
 	}
 }
