@@ -109,14 +109,6 @@ func holderLabel(e *trace.Event, kprio int) string {
 	return "preemption by " + who
 }
 
-// throttled tells a switch-out of a runnable real-time or deadline task
-// for a lower class (rts_throttled in BPF): SCHED_OTHER or idle, or, for a
-// deadline task, anything but deadline. A lower real-time priority is not
-// throttling: throttling stops the whole class.
-func throttled(e *trace.Event) bool {
-	return (e.PrevKPrio < 100 && e.NextKPrio >= 100) || (e.PrevKPrio == -1 && e.NextKPrio != -1)
-}
-
 func partKey(e *trace.Event) string {
 	return fmt.Sprintf("%d/%s", e.CPU, strings.TrimSuffix(strings.TrimSuffix(string(e.Type), "_entry"), "_exit"))
 }

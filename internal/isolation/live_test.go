@@ -6,8 +6,6 @@ import (
 	"flag"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,31 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/engine"
+	"github.com/rtscope/rtscope/internal/workload"
 )
 
 var record = flag.Bool("record", false, "write the live run's snapshot to testdata/run.json (the fixture of TestReportGolden)")
-
-// procCallIPIs is cpu's CAL count in /proc/interrupts: every
-// call-function vector it took, TLB shootdowns included.
-func procCallIPIs(t *testing.T, cpu int) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/interrupts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > cpu+1 && f[0] == "CAL:" {
-			n, err := strconv.ParseUint(f[cpu+1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no CAL row in /proc/interrupts")
-	return 0
-}
 
 // pinned runs fn on a thread of its own pinned to cpu, until stop; it
 // returns the thread's tid once it runs. The test's cleanup stops the
@@ -167,4 +144,14 @@ func liveAttribution(t *testing.T, kind string) *Snapshot {
 		t.Fatalf("no intrusion judged on CPU 1: %+v", res)
 	}
 	return snap
+}
+
+// procCallIPIs is workload.CallIPIs, failing t on an error.
+func procCallIPIs(t *testing.T, cpu int) uint64 {
+	t.Helper()
+	n, err := workload.CallIPIs(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -2,8 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,37 +10,8 @@ import (
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/watch"
+	"github.com/rtscope/rtscope/internal/workload"
 )
-
-// procCallIPIs is cpu's count of function-call IPIs in /proc/interrupts:
-// CAL, every call-function vector the CPU took (arm64: the IPIn row of
-// "Function call interrupts"). x86 counts a TLB
-// shootdown both there (irq_call_count, at the vector) and in TLB
-// (irq_tlb_count, in flush_tlb_func): TLB + CAL counted each shootdown
-// twice (+71828 on CPU 1 for 35572 shootdowns received, 2026-11-28).
-func procCallIPIs(t *testing.T, cpu int) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/interrupts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) <= cpu+1 {
-			continue
-		}
-		arm := strings.HasPrefix(f[0], "IPI") && strings.HasSuffix(l, "Function call interrupts")
-		if f[0] == "CAL:" || arm {
-			v, err := strconv.ParseUint(f[cpu+1], 10, 64)
-			if err != nil {
-				t.Fatalf("/proc/interrupts %s: %v", f[0], err)
-			}
-			n += v
-		}
-	}
-	return n
-}
 
 // The intruder's protection changes reach the control loop's CPU as TLB
 // shootdowns: of the call-function IPIs /proc/interrupts counts on that
@@ -164,4 +133,14 @@ func minIPIs() uint64 {
 		return 200
 	}
 	return 1000
+}
+
+// procCallIPIs is workload.CallIPIs, failing t on an error.
+func procCallIPIs(t *testing.T, cpu int) uint64 {
+	t.Helper()
+	n, err := workload.CallIPIs(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

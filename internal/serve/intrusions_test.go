@@ -21,6 +21,7 @@ import (
 	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/isolation"
 	"github.com/rtscope/rtscope/internal/watch"
+	"github.com/rtscope/rtscope/internal/workload"
 )
 
 // gatherIntrusions returns the intrusion counters by metric, cpu and
@@ -149,26 +150,6 @@ func TestIntruderProcess(t *testing.T) {
 	})
 }
 
-// procCAL is cpu's call-function IPIs in /proc/interrupts.
-func procCAL(t *testing.T, cpu int) float64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/interrupts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > cpu+1 && f[0] == "CAL:" {
-			n, err := strconv.ParseFloat(f[cpu+1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no CAL row in /proc/interrupts")
-	return 0
-}
-
 // scrape reads /metrics at addr: the sample of the series line, e.g.
 // `rtscope_cpu_intrusions_total{cause="ipi",cpu="1"}` (-1: absent).
 func scrape(t *testing.T, addr, series string) float64 {
@@ -246,4 +227,14 @@ func TestIntrusionsOnMetrics(t *testing.T) {
 		}
 		break
 	}
+}
+
+// procCAL is workload.CallIPIs, failing t on an error.
+func procCAL(t *testing.T, cpu int) float64 {
+	t.Helper()
+	n, err := workload.CallIPIs(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(n)
 }
