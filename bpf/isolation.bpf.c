@@ -25,6 +25,7 @@ static __always_inline struct rts_task_state *rts_eng_current(void)
 
 #include "ipi.bpf.h"
 #include "isolation.bpf.h"
+#include "isolation_ipi.bpf.h"
 
 /* The workqueue's private types, as much as is read (CO-RE). */
 struct worker_pool {
@@ -174,42 +175,19 @@ int BPF_PROG(on_iso_timer_exit, struct timer_list *t)
 	return iso_timer_exit_body(bpf_get_smp_processor_id(), (__u64)t, true, bpf_ktime_get_ns());
 }
 
-/*
- * IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them, but for the
- * watched CPUs only: a send to another CPU, and a receipt there, return at
- * once (ipi_pairs, a shared hash, is then not filled with other CPUs' pairs).
- */
+/* IPIs: ipi.bpf.h's bodies, as rtscope.bpf.c attaches them, for the watched CPUs (isolation_ipi.bpf.h). */
 SEC("tp_btf/csd_queue_cpu")
 int on_csd_queue_cpu(__u64 *ctx)
 {
 	__u64 func = 0;
-	if (!iso_watched((__u32)ctx[0]))
-		return 0;
 	bpf_probe_read_kernel(&func, sizeof(func), &ctx[2]);
-	return rts_csd_queue_body((__u32)ctx[0], ctx[1], func);
+	return iso_csd_queue_body((__u32)ctx[0], ctx[1], func);
 }
 
 SEC("tp_btf/ipi_send_cpu")
 int BPF_PROG(on_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *callback)
 {
-	if (!iso_watched(cpu))
-		return 0;
-	return rts_ipi_send_cpu_body(cpu, callsite, (__u64)callback);
-}
-
-/* A receipt on a watched CPU (the receiver: none, no task is tracked here). */
-static __always_inline int iso_ipi_entry(__u32 slot)
-{
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_entry_body(slot, 0, bpf_ktime_get_ns());
-}
-
-static __always_inline int iso_ipi_exit(void)
-{
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_exit_body(bpf_ktime_get_ns());
+	return iso_ipi_send_body(cpu, callsite, (__u64)callback);
 }
 
 RTS_IPI_RECEIVER("tp_btf/", call_function_entry, iso_ipi_entry(RTS_IPI_SLOT_CSD))
@@ -225,17 +203,13 @@ RTS_IPI_RECEIVER("tp_btf/", irq_work_exit, iso_ipi_exit())
 SEC("tp_btf/ipi_entry")
 int BPF_PROG(on_ipi_entry, const char *reason)
 {
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_reason_entry_body(reason, 0);
+	return iso_ipi_reason_entry(reason);
 }
 
 SEC("tp_btf/ipi_exit")
 int BPF_PROG(on_ipi_exit, const char *reason)
 {
-	if (!iso_watched(bpf_get_smp_processor_id()))
-		return 0;
-	return rts_ipi_reason_exit_body(reason);
+	return iso_ipi_reason_exit(reason);
 }
 
 struct iso_cpu *iso_btf_cpu __attribute__((unused));

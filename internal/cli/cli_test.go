@@ -132,7 +132,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || stderr != "" || !strings.HasPrefix(out, "rtscope "+Version+"\n") {
 		t.Fatalf("rtscope version: status %d, stderr %q, stdout %q", code, stderr, out)
 	}
-	for _, want := range []string{"commit ", "built ", "go ", "engines     btf, classic", "classic.bpf.o", "timerlat.bpf.o", "isolation.bpf.o", "inject.bpf.o"} {
+	for _, want := range []string{"commit ", "built ", "go ", "engines     btf, classic", "classic.bpf.o", "timerlat.bpf.o", "isolation.bpf.o", "isolation_classic.bpf.o", "inject.bpf.o"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rtscope version lacks %q:\n%s", want, out)
 		}
@@ -149,7 +149,7 @@ func TestVersion(t *testing.T) {
 		}
 		seen[o.SHA256] = true
 	}
-	if b.Schema != "rtscope.version/v1" || b.Version != Version || len(b.Objects) != 7 || len(b.Engines) != 2 || b.Go == "" {
+	if b.Schema != "rtscope.version/v1" || b.Version != Version || len(b.Objects) != 8 || len(b.Engines) != 2 || b.Go == "" {
 		t.Errorf("rtscope version --json: %+v", b)
 	}
 }

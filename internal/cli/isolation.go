@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rtscope/rtscope/internal/cpuset"
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/isolation"
 	"github.com/rtscope/rtscope/internal/outfile"
 )
@@ -37,8 +38,17 @@ patches kernel text) are left out. Each CPU's report begins with its judgement:
 how many kinds of intrusion, their total time (IPI, IRQ, softirq, task and
 hard hrtimer time; work runs inside its kworker's time, soft and wheel
 timers inside their softirq's) and the worst one. Times in
-microseconds. Needs root and the kernel's BTF. Described in
-docs/isolation.md.`
+microseconds. Needs root. Described in docs/isolation.md.
+
+Two engines, as watch's --engine: btf (tp_btf programs, needs the kernel's
+BTF) and classic (classic tracepoints read at the offsets tracefs prints,
+for kernels without BTF). Both run the same hook bodies; the classic one
+reads the kernel-thread flag and CPU count of the tasks that ran from
+/proc (an exited task is judged a user task), does not count irq_work
+IPIs on x86, and sees hrtimers by their expiries only (not who armed
+them); its report ends by saying so.
+A tracepoint this kernel lacks is named at the end of the report ("not
+watched").`
 
 // isolationFlags are isolation's command line.
 type isolationFlags struct {
@@ -46,6 +56,7 @@ type isolationFlags struct {
 	duration time.Duration
 	json     string
 	allow    []string
+	engine   engineFlags // --engine, as watch's
 }
 
 func (f *isolationFlags) flagSet() *pflag.FlagSet {
@@ -55,6 +66,7 @@ func (f *isolationFlags) flagSet() *pflag.FlagSet {
 	fs.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "watch this long (Ctrl-C ends it early)")
 	fs.StringVar(&f.json, "json", "", "write the report as JSON to FILE (- for stdout; the text then goes nowhere)")
 	fs.StringSliceVar(&f.allow, "allow", nil, "COMM[,COMM...]: the tasks that belong on the CPUs (the workload); default: each CPU's longest-running user task")
+	f.engine.addKind(fs)
 	return fs
 }
 
@@ -75,9 +87,12 @@ func newIsolationCmd() *cobra.Command {
 
 // options checks the command line and makes the run's options.
 func (f *isolationFlags) options(args []string) (isolation.Options, error) {
-	o := isolation.Options{Duration: f.duration, Allow: f.allow}
+	o := isolation.Options{Duration: f.duration, Allow: f.allow, Engine: *f.engine.kind}
 	if len(args) > 0 {
 		return o, fmt.Errorf("unexpected argument %q (the CPUs go in -c)", args[0])
+	}
+	if k := o.Engine; k != engine.EngineAuto && k != engine.EngineBTF && k != engine.EngineClassic {
+		return o, fmt.Errorf("--engine %q: must be btf or classic", k)
 	}
 	if f.duration <= 0 || f.duration > 24*time.Hour {
 		return o, fmt.Errorf("-d %v: want a duration above 0 and up to 24h", f.duration)

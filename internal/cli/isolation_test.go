@@ -20,6 +20,7 @@ func TestIsolationCommandLine(t *testing.T) {
 		{[]string{"-c", "4000"}, "rtscope isolation: CPU 4000 is not online"},
 		{[]string{"-c", "1", "-d", "0s"}, "rtscope isolation: -d 0s: want a duration above 0"},
 		{[]string{"-c", "1", "stray"}, `rtscope isolation: unexpected argument "stray" (the CPUs go in -c)`},
+		{[]string{"-c", "1", "--engine", "fast"}, `rtscope isolation: --engine "fast": must be btf or classic`},
 	} {
 		code, stdout, stderr := mainOutput(t, append([]string{"isolation"}, c.args...)...)
 		if code != 1 || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {

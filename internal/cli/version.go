@@ -39,7 +39,7 @@ type BuildInfo struct {
 
 // buildInfo collects BuildInfo from the binary itself.
 func buildInfo() BuildInfo {
-	objs := append(engine.Objects(), timerlat.Object(), isolation.Object(),
+	objs := append(engine.Objects(), timerlat.Object(), isolation.Object(), isolation.ClassicObject(),
 		engine.Object{Name: "inject.bpf.o (scenario fault injectors)", SHA256: inject.ObjectSHA256()})
 	return BuildInfo{Schema: "rtscope.version/v1", Version: Version, Commit: Commit, BuildDate: BuildDate,
 		Go: runtime.Version(), Arch: runtime.GOOS + "/" + runtime.GOARCH,

@@ -80,7 +80,7 @@ var featureTable = [featureCount]featureSpec{
 		since:    "5.5",
 		probe:    "read the first bytes of /sys/kernel/btf/vmlinux; --engine",
 		enables:  "the BTF engine: tp_btf programs, CO-RE reads of kernel structures, the task iterator",
-		fallback: "the classic engine (classic tracepoints, offsets from tracefs); `features.engine_limits` lists what it cannot measure",
+		fallback: "the classic engine (classic tracepoints, offsets from tracefs); `features.engine_limits` lists what it cannot measure. `rtscope isolation` has a classic engine of its own (docs/isolation.md, engines)",
 		missing:  "no usable kernel BTF: the classic engine (classic tracepoints) runs instead",
 	},
 	FeatureTaskStorage: {

@@ -52,6 +52,19 @@ func Print(w io.Writer, r *Result) {
 	if r.Lost > 0 {
 		fmt.Fprintf(w, "\n%d entries not counted: a map was full\n", r.Lost)
 	}
+	printEngine(w, r)
+}
+
+// printEngine says, after a classic engine's report, why it ran and what
+// it cannot see (the BTF engine's report says nothing).
+func printEngine(w io.Writer, r *Result) {
+	if r.EngineNote == "" && len(r.EngineLimits) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s engine (%s); it cannot see:\n", r.Engine, r.EngineNote)
+	for _, l := range r.EngineLimits {
+		fmt.Fprintf(w, "  - %s\n", l)
+	}
 }
 
 func printCPU(w io.Writer, c *CPUResult, durationNs uint64) {

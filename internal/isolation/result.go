@@ -22,6 +22,10 @@ type Result struct {
 	Allow      []string    `json:"allow,omitempty"`
 	Missing    []string    `json:"missing,omitempty"`
 	Lost       uint64      `json:"lost,omitempty"`
+	// Engine, EngineNote and EngineLimits are the Snapshot's.
+	Engine       string   `json:"engine,omitempty"`
+	EngineNote   string   `json:"engine_note,omitempty"`
+	EngineLimits []string `json:"engine_limits,omitempty"`
 }
 
 // CPUResult is one watched CPU's intrusions, largest total first.
@@ -55,7 +59,8 @@ type Intrusion struct {
 
 // Analyze groups s's counts by CPU, cause and sender, with remedies.
 func Analyze(s *Snapshot) *Result {
-	r := &Result{DurationNs: s.DurationNs, Allow: s.Allow, Missing: s.Missing, Lost: s.Lost}
+	r := &Result{DurationNs: s.DurationNs, Allow: s.Allow, Missing: s.Missing, Lost: s.Lost,
+		Engine: s.Engine, EngineNote: s.EngineNote, EngineLimits: s.EngineLimits}
 	for _, cpu := range s.CPUs {
 		r.CPUs = append(r.CPUs, analyzeCPU(s, cpu))
 	}

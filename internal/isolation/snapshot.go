@@ -22,6 +22,11 @@ type Snapshot struct {
 	Lost       uint64        `json:"lost,omitempty"` // entries a full map refused
 	// Missing: the tracepoints this kernel lacks, whose hooks were not attached.
 	Missing []string `json:"missing,omitempty"`
+	// Engine counted it: "btf" or "classic" (docs/isolation.md, engines);
+	// EngineNote says why classic, EngineLimits what it cannot see.
+	Engine       string   `json:"engine,omitempty"`
+	EngineNote   string   `json:"engine_note,omitempty"`
+	EngineLimits []string `json:"engine_limits,omitempty"`
 	// self: the process whose IPIs are left out (rtscope: attaching and
 	// detaching its programs patches kernel text, which calls every CPU,
 	// do_sync_core, 114 times on CPU 1 in an ipi-storm run); 0: none.

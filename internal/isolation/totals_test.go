@@ -97,14 +97,8 @@ func TestSessionSnapshotsGrow(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
-	page, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(page)
-	page[0] = 1
+	page := sharedPage(t)
 	var stop atomic.Bool
-	defer stop.Store(true)
 	var sink atomic.Uint32
 	pinned(t, 1, &stop, func() { sink.Add(uint32(page[0])) })
 	pinned(t, 0, &stop, func() {
