@@ -10,7 +10,7 @@ echo "  host:  $(cat /vmtest/host-version) (./rtscope)"
 check "rtscope --version prints 'rtscope VERSION'" sh -c "echo '$out' | grep -Eqx 'rtscope [^ ]+'"
 first=$(echo "$full" | head -1)
 objects=$(echo "$full" | grep -c 'bpf.o')
-check "rtscope version starts with it and lists the 7 BPF objects" [ "$first" = "$out" -a "$objects" = 7 ]
+check "rtscope version starts with it and lists the 8 BPF objects" [ "$first" = "$out" -a "$objects" = 8 ]
 if [ "$GUEST" != arm64 ]; then
 	check "it is the host's build" [ "$out" = "$(cat /vmtest/host-version)" ]
 fi
