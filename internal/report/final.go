@@ -212,8 +212,12 @@ func writeWorstTable(w io.Writer, tasks []*Task) {
 // Verbose, the windows not kept.
 func WriteSummary(w io.Writer, r *Report, o TextOptions) {
 	l := r.Lost
-	fmt.Fprintf(w, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows\n",
+	fmt.Fprintf(w, "rtscope watch: %d task(s) reported, %s; lost: %d notices, %d tasks not tracked, %d stacks, %d truncated traces, %d windows",
 		len(r.Tasks), time.Duration(r.DurationNs).Round(time.Millisecond), l.Notices, l.TasksNotTracked, l.Stacks, l.TracesTruncated, l.WindowsLost)
+	if l.EventsMissed > 0 {
+		fmt.Fprintf(w, ", %d events missed (a BPF program already ran on their CPU)", l.EventsMissed)
+	}
+	fmt.Fprintln(w)
 	writeHidden(w, r)
 	if o.Verbose {
 		writeWindowNotes(w, l, o)

@@ -202,6 +202,11 @@ type Lost struct {
 	// WindowsLost counts worst-case windows not cut (a snapshot of the
 	// rings failed) or cut for an earlier maximum than the metric's.
 	WindowsLost uint64 `json:"windows_lost"`
+	// EventsMissed counts the engine programs' runs the kernel skipped
+	// because a BPF program already ran on the CPU (recursion misses):
+	// events not seen. Classic tracepoint programs do not nest, so a timer
+	// interrupt during one under a switch storm loses its wakeup.
+	EventsMissed uint64 `json:"events_missed,omitempty"`
 	// ExitedWindowsDropped counts windows of exited tasks released to
 	// bound memory (WindowKeeper): their worst cases say so in worst_note.
 	ExitedWindowsDropped uint64 `json:"exited_windows_dropped"`

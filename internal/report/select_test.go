@@ -182,3 +182,18 @@ func TestSelectHiddenLine(t *testing.T) {
 		t.Errorf("hidden line missing or without the violations:\n%s", b.String())
 	}
 }
+
+// Events the kernel skipped (a BPF program already ran on the CPU) are
+// said in the lost line when there are any, and only then.
+func TestSummaryEventsMissed(t *testing.T) {
+	for _, c := range []struct {
+		missed uint64
+		want   bool
+	}{{0, false}, {17, true}} {
+		var b bytes.Buffer
+		report.WriteSummary(&b, &report.Report{Lost: report.Lost{EventsMissed: c.missed}}, report.TextOptions{})
+		if got := strings.Contains(b.String(), "17 events missed (a BPF program already ran on their CPU)"); got != c.want {
+			t.Errorf("%d missed: said %v, want %v:\n%s", c.missed, got, c.want, b.String())
+		}
+	}
+}

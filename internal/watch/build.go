@@ -40,6 +40,9 @@ func (s *watcher) build() *report.Report {
 	rep.Lost.WindowsLost = s.win.lost
 	rep.Lost.ExitedWindowsDropped = s.win.exited.Dropped
 	rep.Lost.LiveWindowsNotKept = s.win.live.NotKept
+	if st, _, err := s.eng.ProgramStats(); err == nil {
+		rep.Lost.EventsMissed = st.Misses
+	}
 	rep.Housekeeping = s.house.house
 	th := sched.ReadThrottling(os.DirFS("/"))
 	rep.Throttling = &th
