@@ -46,9 +46,9 @@ func TestDetachSettlesHeld(t *testing.T) {
 					return
 				}
 				if i == trials {
-					t.Fatalf("the spinner was preempted in each of %d trials: nothing stayed held to settle", trials)
+					t.Fatalf("the spinner was preempted, or runs missed, in each of %d trials: nothing stayed held to settle", trials)
 				}
-				t.Logf("trial %d: the spinner was preempted %d time(s) before Detach; trying again", i, preempted)
+				t.Logf("trial %d: the spinner was preempted, or runs were missed, %d time(s) before Detach; trying again", i, preempted)
 			}
 		})
 	}
@@ -125,10 +125,20 @@ func detachSettles(t *testing.T, cfg Config, cpu int, held bool) uint64 {
 		{"timer-irq samples", before.M[metric.TimerIRQ].Count, after.M[metric.TimerIRQ].Count},
 		{"timer-thread samples", before.M[metric.TimerThread].Count, after.M[metric.TimerThread].Count},
 	} {
-		if c.after-c.before != want {
-			t.Errorf("%s: %d while it spins, %d after Detach: want %d more (held %v)",
-				c.what, c.before, c.after, want, held)
+		if c.after-c.before == want {
+			continue
 		}
+		// A run the kernel skipped (a BPF program already ran on the CPU:
+		// classic programs do not nest) may have been the release's
+		// wakeup: under another job's switch storm a classic trial lost
+		// its latency sample. Such a trial is repeated, saying so.
+		if st, _, err := e.ProgramStats(); err == nil && st.Misses > 0 {
+			t.Logf("%s: %d while it spins, %d after Detach, with %d program runs missed (nesting)",
+				c.what, c.before, c.after, st.Misses)
+			return st.Misses
+		}
+		t.Errorf("%s: %d while it spins, %d after Detach: want %d more (held %v)",
+			c.what, c.before, c.after, want, held)
 	}
 	return 0
 }
