@@ -56,6 +56,15 @@ func TestPeriodicLoop(t *testing.T) {
 // worst latency, and its window then shows no hog (CI saw an 8.2 ms stall
 // in a timer callback win over the 3 ms bursts).
 func TestHogInLatencyViolations(t *testing.T) {
+	for attempt := 1; !hogInLatencyViolations(t, attempt == 2); attempt++ {
+		t.Log("repeating the run: too few violations kept their events to judge")
+	}
+}
+
+// hogInLatencyViolations is one run of TestHogInLatencyViolations; false:
+// too few windows kept their events (other load overwrote them) and last
+// is not set, so the caller repeats it.
+func hogInLatencyViolations(t *testing.T, last bool) bool {
 	// A deep flight recorder: foreign load on a shared machine must not overwrite the windows.
 	// 25 bursts a second, half of watch.ViolationBudget: a reader that falls
 	// behind (a fresh-clone run analysed 48 of 97 at 50 a second: every
@@ -73,16 +82,32 @@ func TestHogInLatencyViolations(t *testing.T) {
 	if vc == nil || vc.Analysed < bursts/2 {
 		t.Fatalf("violations explained: %+v; want most of the %d analysed (%d bursts)", vc, *lat.Violations, bursts)
 	}
-	var byHog uint64
+	// A window whose CPU's events were overwritten before it was read
+	// (foreign load filling the flight recorder: an acceptance run beside
+	// a switch storm lost 38 of 73) cannot show the hog: left out, as
+	// steal is, the rest judged if there are enough.
+	var byHog, lapped uint64
 	for _, c := range vc.Causes {
-		if c.Cause == "interference" && strings.HasPrefix(c.Culprit, fmt.Sprintf("hog/%d (FIFO 90)", hog.TID)) {
+		switch {
+		case c.Cause == "interference" && strings.HasPrefix(c.Culprit, fmt.Sprintf("hog/%d (FIFO 90)", hog.TID)):
 			byHog += c.Count
-		} else {
+		case c.Cause == "inconclusive" && strings.HasSuffix(c.Culprit, ": no events recorded"):
+			lapped += c.Count
+			t.Logf("not judged: %d violations whose CPU's events were overwritten (%s)", c.Count, c.Culprit)
+		default:
 			t.Logf("not the hog: %d violations, %s by %s (steal %d ns)", c.Count, c.Cause, c.Culprit, c.StealNs)
 		}
 	}
-	if byHog*10 < vc.Analysed*8 {
-		t.Errorf("%d of %d analysed violations blamed on the hog; want 80%%: %+v", byHog, vc.Analysed, vc.Causes)
+	judged := vc.Analysed - lapped
+	if judged < bursts/3 && !last {
+		t.Logf("only %d of %d analysed violations kept their events (%d overwritten by other load)", judged, vc.Analysed, lapped)
+		return false
+	}
+	if judged < bursts/3 {
+		t.Fatalf("only %d of %d analysed violations kept their events (%d overwritten by other load): too few to judge", judged, vc.Analysed, lapped)
+	}
+	if byHog*10 < judged*8 {
+		t.Errorf("%d of %d judged violations blamed on the hog; want 80%%: %+v", byHog, judged, vc.Causes)
 	}
 	// The worst case, when its verdict blames the hog, has the evidence:
 	// the hog hands the CPU to the victim at the end of its window.
@@ -91,7 +116,7 @@ func TestHogInLatencyViolations(t *testing.T) {
 	}
 	if lat.Cause != "interference" || !strings.Contains(lat.Verdict, "hog/") {
 		t.Logf("the worst latency (%.1f us) was not a burst: %s", us(lat.MaxNs), lat.Verdict)
-		return
+		return true
 	}
 	ranHog := false
 	for _, e := range lat.Worst.Events {
@@ -103,6 +128,7 @@ func TestHogInLatencyViolations(t *testing.T) {
 		t.Errorf("the worst latency, blamed on interference (%s), does not show the hog (FIFO 90) running:\n%+v",
 			lat.Verdict, lat.Worst.Events)
 	}
+	return true
 }
 
 // A loop that blocks on a semaphore mid-iteration: response (to the first
