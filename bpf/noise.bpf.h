@@ -71,6 +71,18 @@ static __always_inline struct rts_noise_cpu *rts_noise_cpu(void)
 	return bpf_map_lookup_elem(&noise_cpus, &zero);
 }
 
+/*
+ * Is a tracked task current on this CPU (its interval open or not)? A
+ * switch between untracked tasks skips rts_noise_switch when not: it
+ * would only clear what is clear (n->id 0 has iv.start and irq_tail 0,
+ * and depth is read only under an id).
+ */
+static __always_inline bool rts_noise_open_here(void)
+{
+	struct rts_noise_cpu *n = rts_noise_cpu();
+	return n && n->id;
+}
+
 /* A part of cause `cause` (who: its irq, vector or task) that lasted ns. */
 static __always_inline void rts_noise_part(struct rts_noise_iv *iv, __u8 cause, __u32 who, __u64 ns)
 {

@@ -288,6 +288,13 @@ int BPF_PROG(test_id, __u64 tid)
 	return st ? (int)st->id : 0;
 }
 
+/* The histogram bucket of a value (rts_hist_bucket), against metric.Bucket. */
+SEC("raw_tp")
+int BPF_PROG(test_hist_bucket, __u64 v)
+{
+	return (int)rts_hist_bucket(v);
+}
+
 /* 1 if a stack of what keeps woken tid waiting would be taken at now. */
 SEC("raw_tp")
 int BPF_PROG(test_stack_due, __u64 now, __u64 tid)
