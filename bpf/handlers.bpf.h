@@ -229,15 +229,8 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	 */
 	struct rts_task_stats *s =
 		rts_switch_tasks(ev, ps, ns, cs, now, cpu, !ev->preempt && ev->prev_state != 0, irq_ns, btf);
-	/*
-	 * A switch between untracked tasks, with no tracked task's interval
-	 * open on this CPU, leaves the noise state as it is: the call (a
-	 * global function, and a return through the return thunk on this
-	 * CPU) is for tracked tasks alone, so that such a switch pays what
-	 * it paid before noise existed.
-	 */
-	if (ps || ns || rts_noise_open_here())
-		rts_noise_switch(ev, ps, ns, now, steal);
+	/* A switch between untracked tasks pays one per-CPU load here. */
+	rts_noise_switch_at(ev, ps, ns, now, steal);
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
 	/* Last, where few paths go on: inside rts_switch_tasks they took
