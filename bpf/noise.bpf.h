@@ -285,15 +285,17 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 }
 
 /*
- * rts_noise_switch where it has something to do, and its common cases
- * inline. A switch with no tracked task current here (n->id 0: iv.start
- * and irq_tail are 0 then, and depth is read only under an id) and no
- * tracked next changes nothing. A tracked prev that sleeps with no
- * interval open and no steal to add records nothing, and a next with no
- * interval carried off its CPU only takes the CPU's state: the same stores
- * here, without the call (a global function, and a return through the
- * SRSO return thunk on this CPU: 21-31 ns of a tracked switch,
- * BenchmarkTrackedPathCost). Anything else goes to rts_noise_switch.
+ * rts_noise_switch where it has something to do: a switch with no tracked
+ * task current here (n->id 0: iv.start and irq_tail are 0 then, and depth
+ * is read only under an id) and no tracked next changes nothing, and
+ * returns at one per-CPU load instead of a call (a global function, and a
+ * return through the SRSO return thunk on this CPU). The tracked cases
+ * stay a call: made inline (the common ones: a prev that sleeps with no
+ * interval open, a next with none carried), they took 6-16 ns instead of
+ * 21-31 off a tracked switch (BenchmarkTrackedPathCost), but their
+ * branches took on_sched_switch's verification from 85 to 121 ms (peak
+ * states 1916 to 2251), a start-up issue 37 bounds. Not "!ps && !ns":
+ * clang makes it one OR of the two pointers, which the verifier refuses.
  */
 static __always_inline void rts_noise_switch_at(const struct rts_switch *ev, struct rts_task_state *ps,
 						struct rts_task_state *ns, __u64 now, __u64 steal)
@@ -301,28 +303,10 @@ static __always_inline void rts_noise_switch_at(const struct rts_switch *ev, str
 	struct rts_noise_cpu *n = rts_noise_cpu();
 	if (!n)
 		return;
-	/* Not "!ps && !ns": clang makes it one OR of the two pointers, which the verifier refuses. */
 	bool mine = ps && n->id == ps->id;
 	if (!mine && !ns && !n->id)
 		return;
-	bool quiet = !mine || (!n->iv.start && !ev->preempt && ev->prev_state != 0 &&
-			       (!steal || !n->steal_base || steal <= n->steal_base));
-	if (!quiet || (ns && ns->nz_off)) {
-		rts_noise_switch(ev, ps, ns, now, steal);
-		return;
-	}
-	n->depth = 0;
-	if (mine && steal)
-		n->steal_base = steal;
-	n->id = 0;
-	n->iv.start = 0;
-	n->irq_tail = 0;
-	if (!ns)
-		return;
-	n->id = ns->id;
-	n->tid = ns->tid;
-	n->steal_base = steal;
-	n->quiet_from = now;
+	rts_noise_switch(ev, ps, ns, now, steal);
 }
 
 /* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */
