@@ -70,12 +70,13 @@ static __always_inline unsigned int rts_task_state(struct task_struct *t)
 /*
  * Global BPF functions (non-static, __noinline) are verified once, on
  * their own, whatever the number of calls; a static subprogram is verified
- * again at each call, under each caller state. rts_settle and
- * rts_settle_one (task_logic.bpf.h) are global: inlined at the 14 calls
- * of on_sched_switch, the held-sample settle of commit 20f5549 took its
+ * again at each call, under each caller state. rts_settle_one
+ * (task_logic.bpf.h) is global: inlined at the 14 calls of
+ * on_sched_switch, the held-sample settle of commit 20f5549 took its
  * verification from 116k to 138k instructions and 0.36 s, and added 20k
  * instructions (30-50 ms) to each of on_sched_exit, on_hrtimer_start,
- * settle_held and untrack_existing. rts_sleep_reason_of
+ * settle_held and untrack_existing (rts_settle around it is inlined again
+ * since the histogram bucket lost its branches: 5k instructions). rts_sleep_reason_of
  * (sleep_reason.bpf.h) too: its walk of 16 frames took 16k of the 52k
  * instructions left in on_sched_switch (internal/engine's
  * TestVerifierCost keeps each engine's total under a budget). A global function may take pointers to

@@ -229,12 +229,14 @@ static __always_inline void rts_switch_body(void *ctx, const struct rts_switch *
 	 */
 	struct rts_task_stats *s =
 		rts_switch_tasks(ev, ps, ns, cs, now, cpu, !ev->preempt && ev->prev_state != 0, irq_ns, btf);
-	rts_noise_switch(ev, ps, ns, now, steal);
+	/* A switch between untracked tasks pays one per-CPU load here. */
+	rts_noise_switch_at(ev, ps, ns, now, steal);
 	if (cs)
 		cs->user_pending = ns && ns->release_pending;
 	/* Last, where few paths go on: inside rts_switch_tasks they took
-	 * on_sched_switch from 41k to 221k verified instructions. */
-	if (btf)
+	 * on_sched_switch from 41k to 221k verified instructions. Called
+	 * for a DEADLINE task alone (dl_valid: its entity was read). */
+	if (btf && ((ps && ps->dl_valid) || (ns && ns->dl_valid)))
 		rts_dl_switch(ps, s, ns, now, cpu, !ev->preempt && ev->prev_state != 0);
 }
 

@@ -259,11 +259,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	struct rts_switch ev = {.prev_state = prev_state, .preempt = preempt};
 	task_ref(&ev.prev, prev);
 	task_ref(&ev.next, next);
-	if (ps)
+	/* The entity is read for a DEADLINE task (or one that was): the call
+	 * only clears dl_valid for any other. */
+	if (ps && (ps->dl_valid || prev->policy == RTS_SCHED_DEADLINE))
 		rts_dl_read(ps, prev);
 	if (ns) {
 		ev.next_sched_key = rts_sched_key(next->policy, next->normal_prio);
-		rts_dl_read(ns, next);
+		if (ns->dl_valid || next->policy == RTS_SCHED_DEADLINE)
+			rts_dl_read(ns, next);
 	}
 	rts_switch_body(ctx, &ev, ps, ns, true);
 	return 0;

@@ -288,6 +288,13 @@ int BPF_PROG(test_id, __u64 tid)
 	return st ? (int)st->id : 0;
 }
 
+/* The histogram bucket of a value (rts_hist_bucket), against metric.Bucket. */
+SEC("raw_tp")
+int BPF_PROG(test_hist_bucket, __u64 v)
+{
+	return (int)rts_hist_bucket(v);
+}
+
 /* 1 if a stack of what keeps woken tid waiting would be taken at now. */
 SEC("raw_tp")
 int BPF_PROG(test_stack_due, __u64 now, __u64 tid)
@@ -397,6 +404,61 @@ int BPF_PROG(test_sleep_cost, __u64 variant)
 	return e.flags;
 }
 
+/*
+ * The tracked path's parts, for BenchmarkTrackedPathCost: each variant
+ * times one part between two clock reads into test_path_ns[variant], the
+ * way a ping-pong of two tracked tasks a (running) and b (sleeping) on CPU
+ * 0 takes them at `now`: 0 nothing, 1 a clock read, 2 the statistics
+ * lookup (rts_stats), 3 a flight record (a switch event, filled), 4 b's
+ * wakeup (rts_waking_task), 5 the sleep event of a's switch-out
+ * (rts_on_sleep), 6 the switch's task logic (rts_switch_tasks: a's
+ * switch-out with its settle, b's switch-in), 7 its noise part
+ * (rts_noise_switch_at).
+ */
+__u64 test_path_ns[8] = {};
+
+SEC("raw_tp")
+int BPF_PROG(test_path_cost, __u64 variant, __u64 a, __u64 b, __u64 now)
+{
+	struct rts_task_state *as = task(a), *bs = task(b);
+	struct rts_cpu_state *cs = rts_cpu();
+	if (!as || !bs || !cs)
+		return -1;
+	struct rts_switch ev = {.prev = {.tid = a}, .next = {.tid = b}, .prev_state = 1};
+	struct rts_waker w = {.ctxk = RTS_WAKER_TASK, .who = a};
+	struct rts_event *e;
+	__u64 name[2] = {0x6e2d737365727473ULL, 0x67}; /* "stress-ng" */
+	ev.next_sched_key = bs->sched_key;
+	__u64 t0 = bpf_ktime_get_ns();
+	if (variant == 1) {
+		w.expiry = bpf_ktime_get_ns();
+	} else if (variant == 2) {
+		w.expiry = (__u64)rts_stats(as);
+	} else if (variant == 3) {
+		e = rts_flight_slot(cs, 0, now, RTS_EV_SWITCH, true);
+		if (e) {
+			e->a = a;
+			e->b = b;
+			e->c = 1;
+			e->prio_a = 120;
+			e->prio_b = 120;
+			rts_copy_comm(e->comm, (const char *)name);
+			e->own = rts_own_seq(bs);
+		}
+	} else if (variant == 4) {
+		rts_waking_task(bs, &w, 120, 0, cs, now, 0);
+	} else if (variant == 5) {
+		rts_on_sleep(ctx, cs, as, 0, now, 1);
+	} else if (variant == 6) {
+		rts_switch_tasks(&ev, as, bs, cs, now, 0, true, 0, true);
+	} else if (variant == 7) {
+		twin_current_tid = b;
+		rts_noise_switch_at(&ev, as, bs, now, 0);
+	}
+	test_path_ns[variant & 7] += bpf_ktime_get_ns() - t0;
+	return (int)w.expiry & 0;
+}
+
 /* tid's next own number (rts_own_seq), its last one set to last first when set. */
 SEC("raw_tp")
 int BPF_PROG(test_own_seq, __u64 tid, __u64 set, __u64 last)
@@ -423,7 +485,7 @@ int BPF_PROG(test_noise_switch, __u64 now, __u64 prev_tid, __u64 next_tid, __u64
 				.prev_state = prev_state,
 				.preempt = preempt != 0};
 	twin_current_tid = next_tid;
-	rts_noise_switch(&ev, task(prev_tid), task(next_tid), now, steal);
+	rts_noise_switch_at(&ev, task(prev_tid), task(next_tid), now, steal);
 	return 0;
 }
 

@@ -207,8 +207,8 @@ func TestTwinVariantsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := hasGlobalFunc(spec, "rts_settle"); got != want {
-			t.Errorf("inlined %v: rts_settle global %v, want %v", inlined, got, want)
+		if got := hasGlobalFunc(spec, "rts_settle_one"); got != want {
+			t.Errorf("inlined %v: rts_settle_one global %v, want %v", inlined, got, want)
 		}
 	}
 	global, inlined := twinSequence(t, false), twinSequence(t, true)
@@ -288,14 +288,14 @@ func twinSequence(t *testing.T, inlined bool) []bpfRtsTaskStats {
 // Both engines load and attach their inlined variant (TestInlineVariant,
 // as on a kernel before 5.12), which says so in the features: its
 // on_sched_switch, as the kernel has it, calls no global function but
-// rts_sleep_fn_class (scalar argument), where the other calls rts_settle,
+// rts_sleep_fn_class (scalar argument), where the other calls
 // rts_settle_one, rts_sleep_reason_of, rts_noise_record and
 // rts_noise_switch too (and the tp_btf one the DEADLINE job functions).
 func TestInlinedVariantLoads(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root to load BPF (CI runs as root)")
 	}
-	want := map[bool]string{false: "rts_noise_record rts_noise_switch rts_settle rts_settle_one rts_sleep_fn_class rts_sleep_reason_of", true: "rts_sleep_fn_class"}
+	want := map[bool]string{false: "rts_noise_record rts_noise_switch rts_settle_one rts_sleep_fn_class rts_sleep_reason_of", true: "rts_sleep_fn_class"}
 	// The tp_btf engine's on_sched_switch also calls the DEADLINE job
 	// functions (deadline.bpf.h); the classic one has none (no entity).
 	wantBTF := "rts_dl_record rts_dl_switch_in rts_dl_switch_out " + want[false]

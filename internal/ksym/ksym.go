@@ -2,10 +2,10 @@
 package ksym
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -61,44 +61,98 @@ func (t *Table) Reload(path string) error {
 }
 
 // Load reads a kallsyms-format file ("address type name [module]" a
-// line); only text (code) symbols are kept.
+// line); only text (code) symbols are kept. Start-up reads it once: the
+// file in one read and the lines cut by hand, each order sorted with the
+// file order as the tie-break (the stable order, without a stable sort's
+// merges) took 70 ms instead of 165-300 ms for this kernel's 5.4 MB.
 func Load(path string) (*Table, error) {
-	f, err := os.Open(path)
+	data, err := readAll(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() //nolint:errcheck // read-only
 	var names []byte
 	var syms []sym
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) < 3 || len(fields[1]) != 1 {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		addr, name, ok := textSymbol(line)
+		if !ok {
 			continue
 		}
-		switch fields[1][0] {
-		case 't', 'T', 'w', 'W':
-		default:
-			continue
-		}
-		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
-		if err != nil || addr == 0 {
-			continue
-		}
-		syms = append(syms, sym{addr, uint32(len(names)), uint32(len(fields[2]))})
-		names = append(names, fields[2]...)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+		syms = append(syms, sym{addr, uint32(len(names)), uint32(len(name))})
+		names = append(names, name...)
 	}
 	if len(names) > math.MaxUint32 {
 		return nil, fmt.Errorf("%s: %d bytes of names, more than a table holds", path, len(names))
 	}
 	t := &Table{names: string(names), syms: syms, byName: slices.Clone(syms)}
-	slices.SortStableFunc(t.syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
-	slices.SortStableFunc(t.byName, func(a, b sym) int { return strings.Compare(t.name(a), t.name(b)) })
+	// off grows with the file's order: the tie-break keeps it, as a stable sort would.
+	slices.SortFunc(t.syms, func(a, b sym) int { return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.off, b.off)) })
+	slices.SortFunc(t.byName, func(a, b sym) int {
+		return cmp.Or(strings.Compare(t.name(a), t.name(b)), cmp.Compare(a.off, b.off))
+	})
 	return t, nil
+}
+
+// readAll reads a file whose size stat does not tell (/proc's): in 1 MiB
+// reads into a buffer that starts at 8 MiB (this kernel's kallsyms is 5.4
+// MB), where os.ReadFile's doubling from 512 bytes spent 30 ms copying.
+func readAll(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	buf := make([]byte, 0, 8<<20)
+	for {
+		if cap(buf)-len(buf) < 1<<20 {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF || (err == nil && n == 0) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// textSymbol parses one kallsyms line: the address and name of a text
+// symbol (type t, T, w or W, non-zero address), else ok false.
+func textSymbol(line []byte) (addr uint64, name []byte, ok bool) {
+	fields := [3][]byte{}
+	n := 0
+	for n < 3 {
+		line = bytes.TrimLeft(line, " \t")
+		if len(line) == 0 {
+			break
+		}
+		i := bytes.IndexAny(line, " \t")
+		if i < 0 {
+			i = len(line)
+		}
+		fields[n], line = line[:i], line[i:]
+		n++
+	}
+	if n < 3 || len(fields[1]) != 1 {
+		return 0, nil, false
+	}
+	switch fields[1][0] {
+	case 't', 'T', 'w', 'W':
+	default:
+		return 0, nil, false
+	}
+	addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
+	if err != nil || addr == 0 {
+		return 0, nil, false
+	}
+	return addr, fields[2], true
 }
 
 func (t *Table) name(s sym) string { return t.names[s.off : s.off+s.n] }
