@@ -163,7 +163,7 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 		case b.field == "prev_state":
 			sizeOK = fd.Size == 4 || fd.Size == 8
 		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "expires" || b.field == "now" || b.field == "clone_flags" ||
-			b.field == "callsite" || b.field == "func" || b.field == "callback":
+			b.field == "callsite" || b.field == "func" || b.field == "callback" || b.field == "reason":
 			sizeOK = fd.Size == 8
 		default:
 			sizeOK = fd.Size == 4

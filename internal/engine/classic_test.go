@@ -69,6 +69,36 @@ func TestClassicOffsets(t *testing.T) {
 	}
 }
 
+// arm64's receipt record (ipi:ipi_entry, one pointer after the common
+// fields) binds its reason: the arm64 guest's classic engine refused to
+// load ("field reason is const char * of 8 bytes at 8, which the classic
+// engine cannot read"), --ipi or not.
+func TestClassicOffsetsARM64Receipts(t *testing.T) {
+	const format = `name: ipi_entry
+ID: 9
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:const char * reason;	offset:8;	size:8;	signed:0;
+`
+	host := readCaptured(nil)
+	offs, err := classicOffsets(func(system, event string) (*tpformat.Format, error) {
+		if system == "ipi" && (event == "ipi_entry" || event == "ipi_exit") {
+			return tpformat.ParseFormat(format)
+		}
+		return host(system, event)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offs["off_ipi_entry_reason"] != 8 || offs["off_ipi_exit_reason"] != 8 {
+		t.Errorf("reason at %d and %d, want 8", offs["off_ipi_entry_reason"], offs["off_ipi_exit_reason"])
+	}
+}
+
 // A missing optional field reads as absent; a missing required one, or a
 // layout the BPF side cannot read, is refused naming the field.
 func TestClassicOffsetsErrors(t *testing.T) {
