@@ -23,11 +23,9 @@
 #include "compat.bpf.h"
 #include "handlers.bpf.h"
 #include "ipi.bpf.h"
+#include "tprecord.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* A field this kernel's tracepoint does not have. */
-#define RTS_NOFIELD 0xffff
 
 /* Field offsets in the tracepoint records, set by the loader from tracefs. */
 const volatile __u32 off_switch_prev_pid = RTS_NOFIELD;
@@ -118,22 +116,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct classic_armed);
 } armed SEC(".maps");
-
-static __always_inline __u32 rd_u32(void *ctx, __u32 off)
-{
-	__u32 v = 0;
-	if (off != RTS_NOFIELD)
-		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
-	return v;
-}
-
-static __always_inline __u64 rd_u64(void *ctx, __u32 off)
-{
-	__u64 v = 0;
-	if (off != RTS_NOFIELD)
-		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
-	return v;
-}
 
 /* A char[16] comm field (all comm fields used here are arrays, not __data_loc). */
 static __always_inline void rd_comm(void *ctx, __u32 off, char *dst)

@@ -39,9 +39,7 @@ static __always_inline struct rts_task_state *rts_eng_current(void)
 #include "ipi.bpf.h"
 #include "isolation.bpf.h"
 #include "isolation_ipi.bpf.h"
-
-/* A field this kernel's tracepoint does not have. */
-#define RTS_NOFIELD 0xffff
+#include "tprecord.bpf.h"
 
 /* Field offsets in the tracepoint records, set by the loader from tracefs. */
 const volatile __u32 off_irq_entry_irq = RTS_NOFIELD;
@@ -74,22 +72,6 @@ const volatile __u32 off_hrtimer_entry_function = RTS_NOFIELD;
 const volatile __u32 off_hrtimer_exit_hrtimer = RTS_NOFIELD;
 const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
 const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
-
-static __always_inline __u32 rd_u32(void *ctx, __u32 off)
-{
-	__u32 v = 0;
-	if (off != RTS_NOFIELD)
-		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
-	return v;
-}
-
-static __always_inline __u64 rd_u64(void *ctx, __u32 off)
-{
-	__u64 v = 0;
-	if (off != RTS_NOFIELD)
-		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
-	return v;
-}
 
 SEC("tracepoint/irq/irq_handler_entry")
 int on_iso_irq_entry(void *ctx)

@@ -74,16 +74,13 @@ func TestClassicOffsets(t *testing.T) {
 // load ("field reason is const char * of 8 bytes at 8, which the classic
 // engine cannot read"), --ipi or not.
 func TestClassicOffsetsARM64Receipts(t *testing.T) {
-	const format = `name: ipi_entry
-ID: 9
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:const char * reason;	offset:8;	size:8;	signed:0;
-`
+	// arm64's layout (include/trace/events/ipi.h, ipi_handler), as its
+	// QEMU guest prints it.
+	b, err := os.ReadFile(filepath.Join("..", "tpformat", "testdata", "arm64", "ipi_entry.format"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := string(b)
 	host := readCaptured(nil)
 	offs, err := classicOffsets(func(system, event string) (*tpformat.Format, error) {
 		if system == "ipi" && (event == "ipi_entry" || event == "ipi_exit") {

@@ -61,16 +61,11 @@ func TestClassicOffsets(t *testing.T) {
 // arm64's receipt record (include/trace/events/ipi.h, ipi_handler: one
 // pointer after the common fields) binds its reason.
 func TestClassicOffsetsARM64(t *testing.T) {
-	const format = `name: ipi_entry
-ID: 9
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:const char * reason;	offset:8;	size:8;	signed:0;
-`
+	b, err := os.ReadFile(filepath.Join("..", "tpformat", "testdata", "arm64", "ipi_entry.format"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := string(b)
 	x86 := readCaptured("call_function_entry", "call_function_exit", "call_function_single_entry",
 		"call_function_single_exit", "reschedule_entry", "reschedule_exit")
 	read := func(system, event string) (*tpformat.Format, error) {
