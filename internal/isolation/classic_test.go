@@ -190,7 +190,7 @@ func newClassicTwin(t *testing.T) *classicTwin {
 		t.Fatal("needs root to load BPF programs (CI runs as root)")
 	}
 	if runtime.NumCPU() < 2 {
-		t.Skip("needs CPUs 0 and 1")
+		t.Fatal("needs CPUs 0 and 1 (CI has 2)")
 	}
 	spec, err := loadIsoclassictwin()
 	if err != nil {

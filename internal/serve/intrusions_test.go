@@ -115,20 +115,26 @@ func TestIntrusionWorkload(t *testing.T) {
 	}
 }
 
-// intruderEnv runs this test binary as the intruder process
-// (TestIntruderProcess): a reader of a page on CPU 1 and an mprotect loop
-// on CPU 0. It must be another process: serve leaves its own IPIs out.
+// intruderEnv runs this test binary as the intruder process (TestMain):
+// a reader of a page on CPU 1 and an mprotect loop on CPU 0. It must be
+// another process: serve leaves its own IPIs out.
 const intruderEnv = "RTSCOPE_TEST_INTRUDER"
 
-// TestIntruderProcess is the intruder when run by TestIntrusionsOnMetrics
-// (it returns at once otherwise): it runs until killed.
-func TestIntruderProcess(t *testing.T) {
-	if os.Getenv(intruderEnv) == "" {
-		t.Skip("the intruder of TestIntrusionsOnMetrics, run by it")
+// TestMain runs the package's tests, or, with intruderEnv set (by
+// TestIntrusionsOnMetrics), the intruder until it is killed.
+func TestMain(m *testing.M) {
+	if os.Getenv(intruderEnv) != "" {
+		runIntruder()
 	}
+	os.Exit(m.Run())
+}
+
+// runIntruder sends CPU 1 TLB shootdowns until killed.
+func runIntruder() {
 	page, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "intruder:", err)
+		os.Exit(1)
 	}
 	page[0] = 1
 	var sink atomic.Uint32
@@ -137,7 +143,8 @@ func TestIntruderProcess(t *testing.T) {
 		var set unix.CPUSet
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			t.Error(err)
+			fmt.Fprintln(os.Stderr, "intruder:", err)
+			os.Exit(1)
 		}
 		for {
 			fn()
@@ -182,7 +189,7 @@ func TestIntrusionsOnMetrics(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: the agent loads the BPF engine and the isolation programs (CI runs as root)")
 	}
-	intruder := exec.Command(os.Args[0], "-test.run=^TestIntruderProcess$")
+	intruder := exec.Command(os.Args[0], "-test.run=^$")
 	intruder.Env = append(os.Environ(), intruderEnv+"=1")
 	if err := intruder.Start(); err != nil {
 		t.Fatal(err)
