@@ -221,8 +221,6 @@ func (v *Violations) WriteText(w io.Writer, metricName string, slo uint64, inden
 	}
 }
 
-// WriteSteal prints the hypervisor's share of the run and of its worst
-// cases in one line.
 // WriteMonitor prints rtscope's own share of the windows it explained,
 // when it had one: the observer effect, for the user to see.
 func WriteMonitor(w io.Writer, m *Monitor) {
@@ -265,20 +263,47 @@ func WriteThrottling(w io.Writer, r *Report) {
 	fmt.Fprintln(w)
 }
 
+// stealTickNs is /proc/stat's unit of steal (USER_HZ 100): the run's
+// steal is known to 10 ms, a CPU.
+const stealTickNs = 10_000_000
+
+// WriteSteal prints the hypervisor's share of the run and of its worst
+// cases in one line. The run's figure is /proc/stat's, in 10 ms steps a
+// CPU: a run whose windows held 17 ms of steal read "0.0 us over the run"
+// (pmqtest, 5.6 s, each CPU's counter short of its next step), so a run
+// below one step says so. A stall inside several windows (a task's
+// timer-irq, timer-thread and timer-user windows share its cycle) counts
+// in each: the sum says so.
 func WriteSteal(w io.Writer, s *Steal, durationNs uint64) {
 	if s == nil {
 		return
 	}
 	ncpu := uint64(len(s.PerCPUNs))
-	share := ""
-	if ncpu > 0 && durationNs > 0 {
-		share = fmt.Sprintf(" (%.1f%% of CPU time)", float64(s.RunNs)*100/float64(durationNs*ncpu))
+	if s.RunNs == 0 {
+		fmt.Fprintf(w, "rtscope watch: hypervisor steal over the run: under %d us a CPU (/proc/stat: %d us steps)",
+			stealTickNs/1000, stealTickNs/1000)
+	} else {
+		share := ""
+		if ncpu > 0 && durationNs > 0 {
+			share = fmt.Sprintf("%.1f%% of CPU time; ", float64(s.RunNs)*100/float64(durationNs*ncpu))
+		}
+		fmt.Fprintf(w, "rtscope watch: hypervisor steal over the run: %d us (%s/proc/stat: %d us steps)",
+			s.RunNs/1000, share, stealTickNs/1000)
 	}
-	fmt.Fprintf(w, "rtscope watch: hypervisor steal %s us over the run%s", units.Us(s.RunNs), share)
 	if !s.Readable {
 		fmt.Fprintf(w, "; steal inside windows unknown: %s\n", strings.TrimPrefix(s.Clock, "unreadable: "))
 		return
 	}
-	fmt.Fprintf(w, "; %d of %d worst cases hold steal (%s us), %d mostly the platform's\n",
-		s.WorstCasesWithSteal, s.WorstCases, units.Us(s.WorstCaseStealNs), s.WorstCasesHypervisor)
+	fmt.Fprintf(w, "; %d of %d worst cases hold steal", s.WorstCasesWithSteal, s.WorstCases)
+	switch {
+	case s.WorstCasesWithSteal > 1:
+		fmt.Fprintf(w, " (%s us summed over them, a stall counted in each window it is in)", units.Us(s.WorstCaseStealNs))
+	case s.WorstCasesWithSteal == 1:
+		fmt.Fprintf(w, " (%s us)", units.Us(s.WorstCaseStealNs))
+	}
+	fmt.Fprintf(w, ", %d mostly the platform's", s.WorstCasesHypervisor)
+	if s.WorstCasesHypervisor > s.WorstCasesWithSteal {
+		fmt.Fprint(w, " (steal, or a CPU that did not run)")
+	}
+	fmt.Fprintln(w)
 }
