@@ -153,6 +153,9 @@ func (a *accountant) ctxItem(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 	case ctxNotKept:
 		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: cpu, key: fmt.Sprint("notkept", cpu),
 			Label: fmt.Sprintf("CPU %d: not kept", cpu)}, from, to)
+	case ctxOverwritten:
+		a.add(Item{Phase: phase, Kind: KindUnknown, CPU: cpu, key: fmt.Sprint("overwritten", cpu),
+			Label: fmt.Sprintf("CPU %d: overwritten", cpu)}, from, to)
 	case ctxSoftIRQ:
 		it := a.add(Item{Phase: phase, Kind: KindSoftIRQ, CPU: cpu, Vec: c.vec, VecName: c.vecName,
 			key: fmt.Sprint("softirq", deref(c.vec)), Label: "softirq " + c.vecName}, from, to)
@@ -438,6 +441,9 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	tl.stealClock = tr.StealClock
 	if tr.SparseUntil != nil {
 		tl.notKept(*tr.SparseUntil, s.TID)
+	}
+	for _, cpu := range tr.Overwritten {
+		tl.overwritten(cpu)
 	}
 	for _, tid := range tr.Monitor {
 		tl.monitor[tid] = true

@@ -9,16 +9,17 @@ import (
 
 // Contexts a CPU can be in.
 const (
-	ctxUnknown = iota // no event tells (before the first one, CPU not recorded)
-	ctxTask           // a task (thr) in task context
-	ctxIdle           // the idle task
-	ctxHardIRQ        // an IRQ handler (irq_entry/exit)
-	ctxTickGap        // inside the timer interrupt between two callbacks
-	ctxTimer          // an hrtimer callback (hard or soft)
-	ctxSoftIRQ        // a softirq vector
-	ctxSteal          // the hypervisor ran something else: this vCPU was not running
-	ctxIPI            // an IPI handler (ipi_entry/exit, ipi.go)
-	ctxNotKept        // a sparse window's start: the CPU's events were not kept (notKept)
+	ctxUnknown     = iota // no event tells (before the first one, CPU not recorded)
+	ctxTask               // a task (thr) in task context
+	ctxIdle               // the idle task
+	ctxHardIRQ            // an IRQ handler (irq_entry/exit)
+	ctxTickGap            // inside the timer interrupt between two callbacks
+	ctxTimer              // an hrtimer callback (hard or soft)
+	ctxSoftIRQ            // a softirq vector
+	ctxSteal              // the hypervisor ran something else: this vCPU was not running
+	ctxIPI                // an IPI handler (ipi_entry/exit, ipi.go)
+	ctxNotKept            // a sparse window's start: the CPU's events were not kept (notKept)
+	ctxOverwritten        // before a CPU's first event, its flight recorder overwritten (overwritten)
 )
 
 // cpuCtx is what a CPU runs. Frames of IRQs are shared by the segments
@@ -74,6 +75,9 @@ type timelines struct {
 	// means none); steal: ns charged to the hypervisor per CPU.
 	stealClock bool
 	steal      map[int]uint64
+	// lapped: a CPU's ring lost the window's start (overwritten), and
+	// with it any steal event there.
+	lapped bool
 	// monitor: rtscope's own threads (trace.Trace.Monitor).
 	monitor map[uint32]bool
 	// lowest: each thread's lowest priority seen in the window (its own,
@@ -381,6 +385,41 @@ func (tl *timelines) notKept(until int64, tid uint32) {
 		}
 		tl.cpus[cpu] = out
 	}
+}
+
+// overwritten marks what cpu ran before its first event as overwritten:
+// its flight recorder lapped past the window's start (Trace.Overwritten),
+// so the backfill (the first switch's prev task, the frame of an exit
+// with no entry) is a guess. A signaltest thread's 62.4 ms response
+// window kept CPU 0's events from 40.9 ms on, the first an
+// hrtimer_wakeup callback's exit: "CPU 0 spent 41469.3 us (66%) of the
+// window in hard-IRQ context, mostly timer callback hrtimer_wakeup".
+// Steal is kept: it is placed by the steal clock, not by the ring.
+func (tl *timelines) overwritten(cpu int) {
+	first, ok := int64(0), false
+	for i := range tl.events {
+		if e := &tl.events[i]; e.CPU == cpu && e.Type != trace.EventSteal {
+			first, ok = e.T, true
+			break
+		}
+	}
+	var out []ctxSeg
+	for _, sg := range tl.cpus[cpu] {
+		if (ok && sg.from >= first) || sg.c.kind == ctxSteal {
+			out = append(out, sg)
+			continue
+		}
+		end := sg.to
+		if ok {
+			end = min(sg.to, first)
+		}
+		out = append(out, ctxSeg{sg.from, end, &cpuCtx{kind: ctxOverwritten}})
+		if end < sg.to {
+			out = append(out, ctxSeg{end, sg.to, sg.c})
+		}
+	}
+	tl.cpus[cpu] = out
+	tl.lapped = true
 }
 
 // Task states.

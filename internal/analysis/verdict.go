@@ -141,7 +141,9 @@ func verdict(res *Result, tl *timelines, s Subject, segs []taskSeg) {
 	c := groupBreakdown(res)
 	res.BlockingThread = blockingThread(res)
 	res.RuledOut = ruledOut(res, c.groups, segs)
-	if tl.stealClock && c.groups[KindHypervisor.String()] == nil {
+	// Steal events live in the CPUs' rings: where one was overwritten,
+	// its steal there is unknown too.
+	if tl.stealClock && c.groups[KindHypervisor.String()] == nil && !tl.lapped {
 		res.RuledOut = append(res.RuledOut, "hypervisor (no steal time)")
 	}
 	defer stealSuffix(res, c.groups)
@@ -763,7 +765,7 @@ func unknownVerdict(res *Result, top *Item, share string) {
 			"with no recorded wakeup or switch-in in between, so the window may span activations the engine did not see", share)
 		return
 	}
-	if strings.Contains(top.key, "notkept") {
+	if strings.Contains(top.key, "notkept") || strings.Contains(top.key, "overwritten") {
 		notKeptVerdict(res, top, share)
 		return
 	}
@@ -775,11 +777,15 @@ func unknownVerdict(res *Result, top *Item, share string) {
 }
 
 // notKeptVerdict: the largest part of a sparse window is its start, whose
-// other events were not kept; the largest part seen after it is said, as
-// seen there only.
+// other events were not kept, or of a truncated one the start its CPU's
+// ring lost; the largest part seen after it is said, as seen there only.
 func notKeptVerdict(res *Result, top *Item, share string) {
 	res.Verdict = fmt.Sprintf("inconclusive: on CPU %d, %s were not kept (the window held more events than "+
 		"--trace-max-events: only the task's own were kept there; raise it)", top.CPU, share)
+	if strings.Contains(top.key, "overwritten") {
+		res.Verdict = fmt.Sprintf("inconclusive: on CPU %d, %s are unknown: its flight recorder was overwritten "+
+			"before the window could be read (raise --trace-events)", top.CPU, share)
+	}
 	var seen *Item
 	for i := range res.Breakdown {
 		it := &res.Breakdown[i]

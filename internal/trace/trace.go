@@ -162,7 +162,11 @@ type Trace struct {
 	// it (the task's events are kept beyond them, Snapshot.KeepOwn), or the
 	// window has more events than Window.MaxEvents. Not truncated: none
 	// of the task's events is missing.
-	SparseUntil *int64  `json:"sparse_until_t_ns,omitempty"`
+	SparseUntil *int64 `json:"sparse_until_t_ns,omitempty"`
+	// Overwritten lists the CPUs whose flight recorder lapped past the
+	// window's start before it was read (Truncated): what each ran before
+	// its first event here is unknown, not what that event says.
+	Overwritten []int   `json:"overwritten_cpus,omitempty"`
 	Events      []Event `json:"events"`
 }
 
@@ -532,6 +536,7 @@ func (sn *Snapshot) noteOverwritten(tr *Trace, missing []int, involved map[int]b
 			continue
 		}
 		tr.Truncated = true
+		tr.Overwritten = append(tr.Overwritten, cpu)
 		lost := "its first events are missing"
 		if evs := sn.cpus[cpu]; len(evs) == 0 || evs[0].Ts > tr.End {
 			// Read after the ring lapped past the window's end (a

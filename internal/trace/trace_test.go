@@ -95,6 +95,9 @@ func TestCutDetectsOverwrittenStart(t *testing.T) {
 	if len(tr.Events) != 8 || !strings.Contains(tr.Note, "its first events are missing") {
 		t.Errorf("%d events kept, want the 8 that remain; note %q", len(tr.Events), tr.Note)
 	}
+	if len(tr.Overwritten) != 1 || tr.Overwritten[0] != 0 {
+		t.Errorf("overwritten CPUs %v, want [0]: the analysis marks what CPU 0 ran before its first event unknown", tr.Overwritten)
+	}
 	// Read after the ring lapped past the window's end: nothing is left,
 	// and the note says so instead of "its first events".
 	tr, err = Cut(f, Window{Metric: "cycle", TID: 2, Start: 1000, End: 1200, CPUStart: 0, CPUEnd: 0}, NewNames(nil, nil))
