@@ -255,11 +255,17 @@ func (a *accountant) runnable(cpu int, from, to int64) {
 // share, or rt_rq throttling's, from the subject (the defaults when the
 // caller could not read them).
 func throttleWords(s Subject) string {
+	return fmt.Sprintf("RT throttling (fair server: %s)", fairServerWords(s))
+}
+
+// fairServerWords is the fair server's share from the subject (the
+// defaults when the caller could not read them).
+func fairServerWords(s Subject) string {
 	run, per := s.FairServerRuntimeNs, s.FairServerPeriodNs
 	if run == 0 || per == 0 {
 		run, per = 50_000_000, 1_000_000_000
 	}
-	return fmt.Sprintf("RT throttling (fair server: SCHED_OTHER tasks get %s of every %s)", msWords(run), msWords(per))
+	return fmt.Sprintf("SCHED_OTHER tasks get %s of every %s", msWords(run), msWords(per))
 }
 
 func msWords(ns uint64) string {
@@ -293,9 +299,14 @@ func throttleVerdict(res *Result, s Subject, g *group, share string) {
 		ran = append(ran, strings.Join(sampled, ", ")+" ran in user space (preemptible) while it was queued")
 	}
 	if s.KPrio == -1 {
-		res.Verdict = fmt.Sprintf("%s: %s: this DEADLINE task was runnable but throttled on CPU %d for %s (%d interval(s); %s): "+
-			"it used up its runtime, or the fair server took its turn; give it more runtime, or keep the CPU's real-time load lower",
-			throttleWords(s), us(g.ns), cpu, share, len(res.Throttling), strings.Join(ran, "; "))
+		// Not "RT throttling": a DEADLINE task is throttled by its own
+		// runtime (or an earlier deadline, the fair server's), not by
+		// sched_rt_runtime_us (deadline_test read "RT throttling (fair
+		// server: ...)" over "it used up its runtime").
+		res.Culprit = "DEADLINE throttling"
+		res.Verdict = fmt.Sprintf("DEADLINE throttling: %s: this DEADLINE task was runnable but throttled on CPU %d for %s (%d interval(s); %s): "+
+			"it used up its runtime, or the fair server (%s) took its turn; give it more runtime, or keep the CPU's real-time load lower",
+			us(g.ns), cpu, share, len(res.Throttling), strings.Join(ran, "; "), fairServerWords(s))
 		return
 	}
 	res.Verdict = fmt.Sprintf("%s: %s: this %s task was runnable but CPU %d was taken from the real-time class for %s "+

@@ -40,6 +40,25 @@ func TestThrottledWakeup(t *testing.T) {
 	}
 }
 
+// A DEADLINE task runnable while its CPU ran a SCHED_OTHER task was
+// throttled by its own runtime (or the fair server's earlier deadline):
+// "DEADLINE throttling", never "RT throttling" (deadline_test read "RT
+// throttling (fair server: ...)" over "it used up its runtime").
+func TestDeadlineThrottled(t *testing.T) {
+	job := th{101, "dljob", "DEADLINE", -1}
+	tr := window("latency", job, us1(50_000),
+		wakeTimer(0, 1, job, 0),
+		sw(us1(5), 1, hog, "S", other),
+		sw(us1(50_000), 1, other, "R+", job))
+	r := explain(tr, subject(job, "latency"), "none")
+	checkSums(t, r)
+	wantCause(t, r, "rt-throttling", "DEADLINE throttling: ", "this DEADLINE task was runnable but throttled on CPU 1",
+		"the fair server (SCHED_OTHER tasks get 50 ms of every 1000 ms)")
+	if strings.Contains(r.Verdict, "RT throttling") || r.Culprit != "DEADLINE throttling" {
+		t.Errorf("culprit %q, verdict %q: a DEADLINE task's throttling called RT throttling", r.Culprit, r.Verdict)
+	}
+}
+
 // A higher priority, or an equal one, taking the CPU is no throttling; nor
 // is a SCHED_OTHER task's wait behind another.
 func TestNotThrottled(t *testing.T) {

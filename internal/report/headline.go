@@ -216,7 +216,11 @@ func hygieneWarnings(t *Task) []string {
 	}
 	// Preempted for a lower class: the real-time load of its CPU is
 	// throttled (the fair server, sched_rt_runtime_us).
-	if n := t.Counters.Throttled; n > 0 {
+	// A DEADLINE task's throttling is its own runtime's (or the fair
+	// server's earlier deadline), not sched_rt_runtime_us.
+	if n := t.Counters.Throttled; n > 0 && t.Policy == "DEADLINE" {
+		out = append(out, fmt.Sprintf("DEADLINE-throttled %s (its runtime used up, or the fair server's turn)", times(n)))
+	} else if n > 0 {
 		out = append(out, fmt.Sprintf("RT-throttled %s (its CPU given to SCHED_OTHER tasks: the fair server, sched_rt_runtime_us)", times(n)))
 	}
 	return out
