@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
 
 const interruptsSample = `            CPU0       CPU1       
    0:         44          0   IO-APIC    2-edge      timer
@@ -31,17 +36,72 @@ func TestParseInterrupts(t *testing.T) {
 	}
 }
 
-// The load's rate is its last "ops N seconds S" line.
+// The load's rate is its last "ops N seconds S" line, its slices' 90th
+// percentile the "slice-p90 R" line before it.
 func TestParseIPILoad(t *testing.T) {
-	got, err := parseIPILoad([]byte("warming up\nops 2096816 seconds 2.000\n"))
-	if err != nil || got != 1048408 {
-		t.Errorf("%v, %v; want 1048408 ops/s", got, err)
+	got, p90, err := parseIPILoad([]byte("warming up\nslice-p90 1200000\nops 2096816 seconds 2.000\n"))
+	if err != nil || got != 1048408 || p90 != 1200000 {
+		t.Errorf("%v, %v, %v; want 1048408 ops/s, p90 1200000", got, p90, err)
 	}
-	if _, err := parseIPILoad([]byte("ops 5 seconds 0\n")); err == nil {
+	if _, _, err := parseIPILoad([]byte("ops 5 seconds 0\n")); err == nil {
 		t.Error("no error for a run of 0 seconds")
 	}
-	if _, err := parseIPILoad([]byte("killed\n")); err == nil {
+	if _, _, err := parseIPILoad([]byte("killed\n")); err == nil {
 		t.Error("no error without the ops line")
+	}
+}
+
+// The IPIs received are CAL summed over the header's CPUs.
+func TestSumInterrupts(t *testing.T) {
+	got, err := sumInterrupts([]byte(interruptsSample), "CAL")
+	if err != nil || got != 11388530+13326398 {
+		t.Errorf("%d, %v; want %d", got, err, 11388530+13326398)
+	}
+	if _, err := sumInterrupts([]byte("nothing\n CAL: 1 2\n"), "CAL"); err == nil {
+		t.Error("no error without CPU columns")
+	}
+}
+
+// The slices' rate is the nearest rank below the quantile.
+func TestPercentile(t *testing.T) {
+	v := []float64{50, 10, 40, 20, 30, 60, 70, 80, 90, 100}
+	if got := percentile(v, 0.9); got != 90 {
+		t.Errorf("p90 %v; want 90 (the 9th of 10, nearest rank below)", got)
+	}
+	if got := percentile(v, 0); got != 10 {
+		t.Errorf("p0 %v; want 10", got)
+	}
+	if percentile(nil, 0.9) != 0 {
+		t.Error("p90 of no slices is not 0")
+	}
+	if v[0] != 50 {
+		t.Error("percentile sorted its argument")
+	}
+}
+
+// The load process runs each mode and counts its ops: every load sends
+// and counts (root: perf_event_open on a CPU, membarrier; 2 CPUs).
+func TestIPILoadModes(t *testing.T) {
+	if os.Geteuid() != 0 || runtime.NumCPU() < 2 {
+		t.Fatal("needs root and 2 CPUs, as the ipi phase")
+	}
+	for _, mode := range ipiLoads {
+		l := &ipiLoadRun{}
+		var err error
+		if mode == "perfcall" {
+			err = l.startPerfCall()
+		} else {
+			err = l.startOneWay(mode)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		ops, secs, p90 := l.sample(100 * time.Millisecond)
+		l.stop.Store(true)
+		l.wg.Wait()
+		if ops <= 0 || secs < 0.1 || p90 <= 0 {
+			t.Errorf("%s: %d ops in %.3f s, p90 %.0f/s: want ops counted", mode, ops, secs, p90)
+		}
 	}
 }
 
