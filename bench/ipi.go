@@ -60,9 +60,9 @@ func (b *bench) phaseIPI() error {
 	spin := []string{"--comm", ipiSpinnerComm + "," + ipiPeerComm}
 	cfgs := b.selected([]monitor{
 		{name: "no monitor", kind: "none"},
-		{name: "rtscope watch, the spinner tracked (no --ipi)", kind: "rtscope", args: spin, expect: 0},
-		{name: "rtscope watch --ipi, the spinner tracked", kind: "rtscope", args: append([]string{"--ipi"}, spin...), expect: 0},
-		{name: "rtscope watch --ipi --engine classic, the spinner tracked", kind: "rtscope",
+		{name: "rtscope watch, the load's threads tracked (no --ipi)", kind: "rtscope", args: spin, expect: 0},
+		{name: "rtscope watch --ipi, the load's threads tracked", kind: "rtscope", args: append([]string{"--ipi"}, spin...), expect: 0},
+		{name: "rtscope watch --ipi --engine classic, the load's threads tracked", kind: "rtscope",
 			args: append([]string{"--ipi", "--engine", "classic"}, spin...), expect: 0},
 		{name: "rtscope isolation -c 1", kind: "rtscope", sub: "isolation", args: []string{"-c", "1", "-d", "1h"}, expect: -1, progs: 10},
 	})
