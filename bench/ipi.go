@@ -28,6 +28,7 @@ type ipiRow struct {
 	Name        string
 	OpsPerS     []float64 // the load's operations (mprotect pairs, membarrier calls, perf ioctls) per second
 	SliceP90    []float64 // the 90th percentile of the load's 20 ms slices' ops a second (ipiSlice)
+	OpsPerCPUS  []float64 // the load's ops per second its sending threads were on their CPUs
 	IPIPerS     []float64 // call-function IPIs received a second, all CPUs (/proc/interrupts CAL)
 	BPFNsPerOp  []float64 // every program's run time per op of the load
 	BPFNsPerIPI []float64 // every program's run time per IPI received
@@ -97,13 +98,13 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var ops, p90 float64
+	var lr ipiLoadResult
 	var cal0, cal1 uint64
 	w, err := b.measure(r, 0, func() error {
 		if cal0, err = callIPIs(); err != nil {
 			return err
 		}
-		ops, p90, err = b.ipiLoad(row.Load, load)
+		lr, err = b.ipiLoad(row.Load, load)
 		if err != nil {
 			return err
 		}
@@ -117,8 +118,10 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	if serr != nil {
 		return serr
 	}
+	ops := lr.OpsPerS
 	row.OpsPerS = append(row.OpsPerS, ops)
-	row.SliceP90 = append(row.SliceP90, p90)
+	row.SliceP90 = append(row.SliceP90, lr.SliceP90)
+	row.OpsPerCPUS = append(row.OpsPerCPUS, lr.OpsPerCPUS)
 	row.IPIPerS = append(row.IPIPerS, float64(cal1-cal0)/w.seconds)
 	row.CPUPct = append(row.CPUPct, 100*w.cpu.Seconds()/w.seconds)
 	rt, _, _ := Sum(w.progs)
@@ -140,29 +143,43 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	return nil
 }
 
-// ipiLoad runs the load process (bench ipiload) for d: its ops a second,
-// over the run and the 90th percentile of its slices.
-func (b *bench) ipiLoad(mode string, d time.Duration) (float64, float64, error) {
+// ipiLoadResult is what one run of the load process printed.
+type ipiLoadResult struct {
+	OpsPerS    float64 // over the run
+	SliceP90   float64 // the 90th percentile of its slices' rates
+	OpsPerCPUS float64 // ops per second of its sending threads' CPU time (0: not printed)
+}
+
+// ipiLoad runs the load process (bench ipiload) for d.
+func (b *bench) ipiLoad(mode string, d time.Duration) (ipiLoadResult, error) {
 	out, err := exec.Command(b.self, "ipiload", mode, d.String()).CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("ipiload: %v: %s", err, tail(string(out), 300))
+		return ipiLoadResult{}, fmt.Errorf("ipiload: %v: %s", err, tail(string(out), 300))
 	}
 	return parseIPILoad(out)
 }
 
-// parseIPILoad reads the load's lines "slice-p90 R" and, last, "ops N
-// seconds S": ops a second over the run, and R.
-func parseIPILoad(out []byte) (float64, float64, error) {
-	var ops, secs, p90 float64
+// parseIPILoad reads the load's lines "slice-p90 R", "cpu-seconds C" and,
+// last, "ops N seconds S".
+func parseIPILoad(out []byte) (ipiLoadResult, error) {
+	var r ipiLoadResult
+	var ops, secs, cpu float64
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if _, err := fmt.Sscanf(l, "slice-p90 %g", &p90); err == nil {
+		if _, err := fmt.Sscanf(l, "slice-p90 %g", &r.SliceP90); err == nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(l, "cpu-seconds %g", &cpu); err == nil {
 			continue
 		}
 		if _, err := fmt.Sscanf(l, "ops %g seconds %g", &ops, &secs); err == nil && secs > 0 {
-			return ops / secs, p90, nil
+			r.OpsPerS = ops / secs
+			if cpu > 0 {
+				r.OpsPerCPUS = ops / cpu
+			}
+			return r, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("ipiload printed no \"ops N seconds S\": %s", tail(string(out), 300))
+	return r, fmt.Errorf("ipiload printed no \"ops N seconds S\": %s", tail(string(out), 300))
 }
 
 // callIPIs is the count of call-function IPIs received, all CPUs, in
@@ -235,20 +252,29 @@ func (r *results) ipiMarkdown(w *strings.Builder) {
 		"when the spinner runs there). Two-way: `perfcall`'s thread on each CPU disables and enables a software perf event bound to the "+
 		"other CPU (a function-call IPI an ioctl, waited for, whatever the target runs). IPIs/s: call-function IPIs received, all CPUs "+
 		"(`/proc/interrupts` CAL), over the window. Slices' p90: the 90th percentile of the load's ops a second over %v slices (the rate "+
-		"while nothing else took its CPUs). BPF ns: every program of the monitor, run time per operation of the load and per IPI "+
+		"while nothing else took its CPUs). Per CPU second: ops per second that the load's sending threads were on their CPUs "+
+		"(their thread CPU clocks: what other tasks took of the two CPUs divided out). BPF ns: every program of the monitor, run time per operation of the load and per IPI "+
 		"received. Median over repetitions (min..max).\n\n", r.IPILoad, ipiSlice)
-	base, base90 := map[string]float64{}, map[string]float64{}
-	p("| load | configuration | ops/s | vs no monitor | slices' p90 ops/s | vs no monitor | IPIs/s received | BPF ns per op | " +
-		"BPF ns per IPI | monitor process CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	base := map[string]*ipiRow{}
+	p("| load | configuration | ops/s | vs no monitor | slices' p90 ops/s | vs no monitor | ops per CPU second | vs no monitor | " +
+		"IPIs/s received | BPF ns per op | BPF ns per IPI | monitor process CPU |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.IPI {
 		if c.Name == "no monitor" {
-			base[c.Load], base90[c.Load] = median(c.OpsPerS), median(c.SliceP90)
+			base[c.Load] = c
 		}
 	}
+	vs := func(c *ipiRow, f func(*ipiRow) []float64) string {
+		if base[c.Load] == nil {
+			return "-"
+		}
+		return ratio(median(f(c)), median(f(base[c.Load])))
+	}
 	for _, c := range r.IPI {
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Load, c.Name, spread(c.OpsPerS, count), ratio(median(c.OpsPerS), base[c.Load]),
-			spread(c.SliceP90, count), ratio(median(c.SliceP90), base90[c.Load]), spread(c.IPIPerS, count), spread(c.BPFNsPerOp, ns),
-			spread(c.BPFNsPerIPI, ns), spread(c.CPUPct, pct))
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Load, c.Name,
+			spread(c.OpsPerS, count), vs(c, func(c *ipiRow) []float64 { return c.OpsPerS }),
+			spread(c.SliceP90, count), vs(c, func(c *ipiRow) []float64 { return c.SliceP90 }),
+			spread(c.OpsPerCPUS, count), vs(c, func(c *ipiRow) []float64 { return c.OpsPerCPUS }),
+			spread(c.IPIPerS, count), spread(c.BPFNsPerOp, ns), spread(c.BPFNsPerIPI, ns), spread(c.CPUPct, pct))
 	}
 	p("\n")
 	r.ipiPerIPI(w)

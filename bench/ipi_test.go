@@ -39,14 +39,14 @@ func TestParseInterrupts(t *testing.T) {
 // The load's rate is its last "ops N seconds S" line, its slices' 90th
 // percentile the "slice-p90 R" line before it.
 func TestParseIPILoad(t *testing.T) {
-	got, p90, err := parseIPILoad([]byte("warming up\nslice-p90 1200000\nops 2096816 seconds 2.000\n"))
-	if err != nil || got != 1048408 || p90 != 1200000 {
-		t.Errorf("%v, %v, %v; want 1048408 ops/s, p90 1200000", got, p90, err)
+	got, err := parseIPILoad([]byte("warming up\nslice-p90 1200000\ncpu-seconds 4.0\nops 2096816 seconds 2.000\n"))
+	if err != nil || got != (ipiLoadResult{OpsPerS: 1048408, SliceP90: 1200000, OpsPerCPUS: 524204}) {
+		t.Errorf("%+v, %v; want 1048408 ops/s, p90 1200000, 524204 per CPU second", got, err)
 	}
-	if _, _, err := parseIPILoad([]byte("ops 5 seconds 0\n")); err == nil {
+	if _, err := parseIPILoad([]byte("ops 5 seconds 0\n")); err == nil {
 		t.Error("no error for a run of 0 seconds")
 	}
-	if _, _, err := parseIPILoad([]byte("killed\n")); err == nil {
+	if _, err := parseIPILoad([]byte("killed\n")); err == nil {
 		t.Error("no error without the ops line")
 	}
 }
@@ -96,11 +96,19 @@ func TestIPILoadModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
-		ops, secs, p90 := l.sample(100 * time.Millisecond)
+		ops, secs, p90, cpu := l.sample(100 * time.Millisecond)
 		l.stop.Store(true)
 		l.wg.Wait()
 		if ops <= 0 || secs < 0.1 || p90 <= 0 {
 			t.Errorf("%s: %d ops in %.3f s, p90 %.0f/s: want ops counted", mode, ops, secs, p90)
+		}
+		// The senders' CPU clocks ran, at most as long as the window on each.
+		senders := 1.0
+		if mode == "perfcall" {
+			senders = 2
+		}
+		if cpu <= 0 || cpu > senders*1.5*secs {
+			t.Errorf("%s: senders on their CPUs %.3f s of a %.3f s window", mode, cpu, secs)
 		}
 	}
 }

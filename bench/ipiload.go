@@ -29,15 +29,43 @@ type ipiCounter struct {
 
 // ipiLoadRun is a running load: its threads stop when stop is set.
 type ipiLoadRun struct {
-	stop atomic.Bool
-	ctr  [2]ipiCounter
-	wg   sync.WaitGroup
+	stop    atomic.Bool
+	ctr     [2]ipiCounter
+	wg      sync.WaitGroup
+	ready   sync.WaitGroup // the sending threads pinned, their tids known
+	senders [2]atomic.Int64
+}
+
+// sending registers the calling thread as a sender: the time it is on its
+// CPU divides the load's ops (ipiLoadRun.cpuTime).
+func (l *ipiLoadRun) sending(i int) {
+	l.senders[i].Store(int64(unix.Gettid()))
+	l.ready.Done()
+}
+
+// cpuTime is the sending threads' time on their CPUs, in seconds (their
+// CLOCK_THREAD_CPUTIME_ID clocks, made from their tids as glibc's
+// pthread_getcpuclockid does: CPUCLOCK_SCHED, per thread).
+func (l *ipiLoadRun) cpuTime() float64 {
+	var sum float64
+	for i := range l.senders {
+		tid := l.senders[i].Load()
+		if tid == 0 {
+			continue
+		}
+		var ts unix.Timespec
+		if unix.ClockGettime(int32(^tid<<3|6), &ts) == nil {
+			sum += float64(ts.Nano()) / 1e9
+		}
+	}
+	return sum
 }
 
 // runIPILoad is the "ipiload MODE DURATION" process. Modes mprotect and
 // membarrier are one-way (startOneWay), perfcall two-way (startPerfCall).
 // It prints "slice-p90 R" (the 90th percentile of the 20 ms slices' ops
-// a second) and, last, "ops N seconds S".
+// a second), "cpu-seconds C" (the sending threads' time on their CPUs) and,
+// last, "ops N seconds S".
 func runIPILoad(args []string) {
 	d, err := time.Duration(0), error(nil)
 	if len(args) == 2 {
@@ -57,10 +85,10 @@ func runIPILoad(args []string) {
 		fmt.Fprintln(os.Stderr, "bench ipiload:", err)
 		os.Exit(1)
 	}
-	ops, secs, p90 := l.sample(d)
+	ops, secs, p90, cpu := l.sample(d)
 	l.stop.Store(true)
 	l.wg.Wait()
-	fmt.Printf("slice-p90 %.0f\nops %d seconds %.3f\n", p90, ops, secs)
+	fmt.Printf("slice-p90 %.0f\ncpu-seconds %.4f\nops %d seconds %.3f\n", p90, cpu, ops, secs)
 }
 
 func isIPILoad(mode string) bool {
@@ -89,6 +117,7 @@ func (l *ipiLoadRun) startOneWay(mode string) error {
 	}
 	page[0] = 1
 	l.wg.Add(2)
+	l.ready.Add(1)
 	go func() {
 		defer l.wg.Done()
 		pinAs(1, ipiSpinnerComm)
@@ -102,6 +131,7 @@ func (l *ipiLoadRun) startOneWay(mode string) error {
 		defer l.wg.Done()
 		pinAs(0, ipiSenderComm)
 		time.Sleep(10 * time.Millisecond) // the spinner on CPU 1
+		l.sending(0)
 		for !l.stop.Load() {
 			if mode == "membarrier" {
 				_ = membarrier(memPrivateExpedited)
@@ -137,10 +167,12 @@ func (l *ipiLoadRun) startPerfCall() error {
 		fds[cpu] = fd
 	}
 	l.wg.Add(2)
+	l.ready.Add(2)
 	for cpu := range fds {
 		go func() {
 			defer l.wg.Done()
 			pinAs(cpu, ipiPeerComm)
+			l.sending(cpu)
 			other := fds[1-cpu]
 			for !l.stop.Load() {
 				for _, req := range []uint{unix.PERF_EVENT_IOC_DISABLE, unix.PERF_EVENT_IOC_ENABLE} {
@@ -155,12 +187,13 @@ func (l *ipiLoadRun) startPerfCall() error {
 }
 
 // sample counts the load's ops over d after a warm-up slice, in slices of
-// ipiSlice: the ops, the seconds and the 90th percentile of the slices'
-// rates (ops a second).
-func (l *ipiLoadRun) sample(d time.Duration) (int64, float64, float64) {
+// ipiSlice: the ops, the seconds, the 90th percentile of the slices' rates
+// (ops a second) and the sending threads' CPU seconds.
+func (l *ipiLoadRun) sample(d time.Duration) (int64, float64, float64, float64) {
 	total := func() int64 { return l.ctr[0].n.Load() + l.ctr[1].n.Load() }
-	time.Sleep(ipiSlice) // the threads pinned and running
-	t0, n0 := time.Now(), total()
+	l.ready.Wait()
+	time.Sleep(ipiSlice) // the threads running
+	t0, n0, c0 := time.Now(), total(), l.cpuTime()
 	prevT, prevN := t0, n0
 	var rates []float64
 	for time.Since(t0) < d {
@@ -169,7 +202,7 @@ func (l *ipiLoadRun) sample(d time.Duration) (int64, float64, float64) {
 		rates = append(rates, float64(n-prevN)/t.Sub(prevT).Seconds())
 		prevT, prevN = t, n
 	}
-	return prevN - n0, prevT.Sub(t0).Seconds(), percentile(rates, 0.9)
+	return prevN - n0, prevT.Sub(t0).Seconds(), percentile(rates, 0.9), l.cpuTime() - c0
 }
 
 // percentile is the q-quantile of v (the nearest rank below), 0 if empty.
