@@ -84,8 +84,9 @@ func (b *bench) phaseIPI() error {
 			if err := b.ipiRun(mons[i], rows[i], load); err != nil {
 				return err
 			}
-			b.logf("ipi %-10s %-58s rep %d: %.0f ops/s (slices' p90 %.0f), %.0f IPIs/s received, %.0f BPF ns/IPI", rows[i].Load, rows[i].Name,
-				rep+1, last(rows[i].OpsPerS), last(rows[i].SliceP90), last(rows[i].IPIPerS), last(rows[i].BPFNsPerIPI))
+			b.logf("ipi %-10s %-58s rep %d: %.0f ops/s (slices' p90 %.0f, per CPU second %.0f), %.0f IPIs/s received, %.0f BPF ns/IPI",
+				rows[i].Load, rows[i].Name, rep+1, last(rows[i].OpsPerS), last(rows[i].SliceP90), last(rows[i].OpsPerCPUS),
+				last(rows[i].IPIPerS), last(rows[i].BPFNsPerIPI))
 		}
 	}
 	b.res.IPI = rows
