@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,5 +139,28 @@ func TestIPISplit(t *testing.T) {
 	send, recv, n := ipiSplit(progs)
 	if send != 5000 || recv != 5000 || n != 12 {
 		t.Errorf("send %d, receive %d ns over %d receipts; want 5000, 5000 over 12", send, recv, n)
+	}
+}
+
+// The IPI table gives each configuration's ops/s, slices' p90 and ops per
+// CPU second against no monitor under the same load, and "-" without one.
+func TestIPIMarkdownRatios(t *testing.T) {
+	r := &results{IPILoad: 3 * time.Second, IPI: []*ipiRow{
+		{Load: "perfcall", Name: "no monitor", OpsPerS: []float64{100e3, 120e3, 80e3}, SliceP90: []float64{150e3},
+			OpsPerCPUS: []float64{80e3}, IPIPerS: []float64{100e3}},
+		{Load: "perfcall", Name: "rtscope watch --ipi", OpsPerS: []float64{90e3}, SliceP90: []float64{120e3},
+			OpsPerCPUS: []float64{76e3}, IPIPerS: []float64{90e3}, BPFNsPerIPI: []float64{950}},
+		{Load: "mprotect", Name: "rtscope isolation -c 1", OpsPerS: []float64{50e3}},
+	}}
+	var w strings.Builder
+	r.ipiMarkdown(&w)
+	out := w.String()
+	for _, want := range []string{
+		"| perfcall | rtscope watch --ipi | 90k | 0.90x | 120k | 0.80x | 76k | 0.95x | 90k | - | 950 ns |",
+		"| mprotect | rtscope isolation -c 1 | 50k | - | - | - | - | - |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no row %q in:\n%s", want, out)
+		}
 	}
 }
