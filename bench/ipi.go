@@ -10,36 +10,37 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
-// The IPI load's threads' names (comm): the spinner is the receiving
-// "loop" that watch --ipi tracks.
+// The IPI loads' threads' names (comm): the one-way loads' spinner is the
+// receiving "loop" that watch --ipi tracks, the two-way load's peers (each
+// sends and receives) are tracked both.
 const (
 	ipiSpinnerComm = "ipi-spinner"
 	ipiSenderComm  = "ipi-sender"
+	ipiPeerComm    = "ipi-peer"
 )
 
 // ipiRow is one configuration of the ipi phase, over its repetitions.
 type ipiRow struct {
-	Load       string // ipiLoads
-	Name       string
-	OpsPerS    []float64 // the load's operations (mprotect pairs, membarrier calls) per second
-	IPIPerS    []float64 // call-function IPIs the receiving CPU took a second (/proc/interrupts CAL)
-	BPFNsPerOp []float64 // every program's run time per op of the load
-	CPUPct     []float64 // the monitor's user-space process, % of one CPU
-	PerProg    map[string]*ProgStat
+	Load        string // ipiLoads
+	Name        string
+	OpsPerS     []float64 // the load's operations (mprotect pairs, membarrier calls, perf ioctls) per second
+	SliceP90    []float64 // the 90th percentile of the load's 20 ms slices' ops a second (ipiSlice)
+	OpsPerCPUS  []float64 // the load's ops per second its sending threads were on their CPUs
+	IPIPerS     []float64 // call-function IPIs received a second, all CPUs (/proc/interrupts CAL)
+	BPFNsPerOp  []float64 // every program's run time per op of the load
+	BPFNsPerIPI []float64 // every program's run time per IPI received
+	CPUPct      []float64 // the monitor's user-space process, % of one CPU
+	PerProg     map[string]*ProgStat
 }
 
-// ipiLoads are the IPI loads (bench ipiload MODE): TLB shootdowns from
-// mprotect pairs, the realistic one, and membarrier's function calls, the
-// fastest this machine sends.
-var ipiLoads = []string{"mprotect", "membarrier"}
+// ipiLoads are the IPI loads (bench ipiload MODE, ipiload.go): TLB
+// shootdowns from mprotect pairs, the realistic one, and membarrier's
+// function calls, both one-way to a spinner; perfcall's function calls
+// both ways, the one that reaches 100k IPIs/s here.
+var ipiLoads = []string{"mprotect", "membarrier", "perfcall"}
 
 // phaseIPI: the IPI hooks' cost (watch --ipi, both engines, and the
 // isolation command) under IPI loads as fast as the machine sends them: a
@@ -57,18 +58,22 @@ func (b *bench) phaseIPI() error {
 		load = 3 * time.Second
 	}
 	b.res.IPILoad = load
-	spin := []string{"--comm", ipiSpinnerComm}
+	spin := []string{"--comm", ipiSpinnerComm + "," + ipiPeerComm}
 	cfgs := b.selected([]monitor{
 		{name: "no monitor", kind: "none"},
-		{name: "rtscope watch, the spinner tracked (no --ipi)", kind: "rtscope", args: spin, expect: 0},
-		{name: "rtscope watch --ipi, the spinner tracked", kind: "rtscope", args: append([]string{"--ipi"}, spin...), expect: 0},
-		{name: "rtscope watch --ipi --engine classic, the spinner tracked", kind: "rtscope",
+		{name: "rtscope watch, the load's threads tracked (no --ipi)", kind: "rtscope", args: spin, expect: 0},
+		{name: "rtscope watch --ipi, the load's threads tracked", kind: "rtscope", args: append([]string{"--ipi"}, spin...), expect: 0},
+		{name: "rtscope watch --ipi --engine classic, the load's threads tracked", kind: "rtscope",
 			args: append([]string{"--ipi", "--engine", "classic"}, spin...), expect: 0},
 		{name: "rtscope isolation -c 1", kind: "rtscope", sub: "isolation", args: []string{"-c", "1", "-d", "1h"}, expect: -1, progs: 10},
 	})
 	var rows []*ipiRow
 	var mons []monitor
-	for _, l := range ipiLoads {
+	loads := ipiLoads
+	if len(b.ipiLoads) > 0 {
+		loads = b.ipiLoads
+	}
+	for _, l := range loads {
 		for _, c := range cfgs {
 			rows = append(rows, &ipiRow{Load: l, Name: c.name, PerProg: map[string]*ProgStat{}})
 			mons = append(mons, c)
@@ -79,8 +84,9 @@ func (b *bench) phaseIPI() error {
 			if err := b.ipiRun(mons[i], rows[i], load); err != nil {
 				return err
 			}
-			b.logf("ipi %-10s %-58s rep %d: %.0f ops/s, %.0f IPIs/s on CPU 1, %.0f BPF ns/op", rows[i].Load, rows[i].Name, rep+1,
-				last(rows[i].OpsPerS), last(rows[i].IPIPerS), last(rows[i].BPFNsPerOp))
+			b.logf("ipi %-10s %-58s rep %d: %.0f ops/s (slices' p90 %.0f, per CPU second %.0f), %.0f IPIs/s received, %.0f BPF ns/IPI",
+				rows[i].Load, rows[i].Name, rep+1, last(rows[i].OpsPerS), last(rows[i].SliceP90), last(rows[i].OpsPerCPUS),
+				last(rows[i].IPIPerS), last(rows[i].BPFNsPerIPI))
 		}
 	}
 	b.res.IPI = rows
@@ -93,17 +99,17 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var ops float64
+	var lr ipiLoadResult
 	var cal0, cal1 uint64
 	w, err := b.measure(r, 0, func() error {
-		if cal0, err = callIPIs(1); err != nil {
+		if cal0, err = callIPIs(); err != nil {
 			return err
 		}
-		ops, err = b.ipiLoad(row.Load, load)
+		lr, err = b.ipiLoad(row.Load, load)
 		if err != nil {
 			return err
 		}
-		cal1, err = callIPIs(1)
+		cal1, err = callIPIs()
 		return err
 	})
 	_, serr := r.stop()
@@ -113,12 +119,18 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	if serr != nil {
 		return serr
 	}
+	ops := lr.OpsPerS
 	row.OpsPerS = append(row.OpsPerS, ops)
+	row.SliceP90 = append(row.SliceP90, lr.SliceP90)
+	row.OpsPerCPUS = append(row.OpsPerCPUS, lr.OpsPerCPUS)
 	row.IPIPerS = append(row.IPIPerS, float64(cal1-cal0)/w.seconds)
 	row.CPUPct = append(row.CPUPct, 100*w.cpu.Seconds()/w.seconds)
 	rt, _, _ := Sum(w.progs)
 	if r.p != nil && ops > 0 {
 		row.BPFNsPerOp = append(row.BPFNsPerOp, float64(rt)/(ops*w.seconds))
+	}
+	if r.p != nil && cal1 > cal0 {
+		row.BPFNsPerIPI = append(row.BPFNsPerIPI, float64(rt)/float64(cal1-cal0))
 	}
 	for _, p := range w.progs {
 		q := row.PerProg[p.Name]
@@ -132,33 +144,71 @@ func (b *bench) ipiRun(c monitor, row *ipiRow, load time.Duration) error {
 	return nil
 }
 
-// ipiLoad runs the load process (bench ipiload) for d: its ops a second.
-func (b *bench) ipiLoad(mode string, d time.Duration) (float64, error) {
+// ipiLoadResult is what one run of the load process printed.
+type ipiLoadResult struct {
+	OpsPerS    float64 // over the run
+	SliceP90   float64 // the 90th percentile of its slices' rates
+	OpsPerCPUS float64 // ops per second of its sending threads' CPU time (0: not printed)
+}
+
+// ipiLoad runs the load process (bench ipiload) for d.
+func (b *bench) ipiLoad(mode string, d time.Duration) (ipiLoadResult, error) {
 	out, err := exec.Command(b.self, "ipiload", mode, d.String()).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("ipiload: %v: %s", err, tail(string(out), 300))
+		return ipiLoadResult{}, fmt.Errorf("ipiload: %v: %s", err, tail(string(out), 300))
 	}
 	return parseIPILoad(out)
 }
 
-// parseIPILoad reads the load's last line, "ops N seconds S": ops a second.
-func parseIPILoad(out []byte) (float64, error) {
-	var ops, secs float64
+// parseIPILoad reads the load's lines "slice-p90 R", "cpu-seconds C" and,
+// last, "ops N seconds S".
+func parseIPILoad(out []byte) (ipiLoadResult, error) {
+	var r ipiLoadResult
+	var ops, secs, cpu float64
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if _, err := fmt.Sscanf(l, "slice-p90 %g", &r.SliceP90); err == nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(l, "cpu-seconds %g", &cpu); err == nil {
+			continue
+		}
 		if _, err := fmt.Sscanf(l, "ops %g seconds %g", &ops, &secs); err == nil && secs > 0 {
-			return ops / secs, nil
+			r.OpsPerS = ops / secs
+			if cpu > 0 {
+				r.OpsPerCPUS = ops / cpu
+			}
+			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("ipiload printed no \"ops N seconds S\": %s", tail(string(out), 300))
+	return r, fmt.Errorf("ipiload printed no \"ops N seconds S\": %s", tail(string(out), 300))
 }
 
-// callIPIs is cpu's count of call-function IPIs in /proc/interrupts (CAL).
-func callIPIs(cpu int) (uint64, error) {
+// callIPIs is the count of call-function IPIs received, all CPUs, in
+// /proc/interrupts (CAL; a TLB shootdown is in it, and again in TLB).
+func callIPIs() (uint64, error) {
 	b, err := os.ReadFile("/proc/interrupts")
 	if err != nil {
 		return 0, err
 	}
-	return parseInterrupts(b, "CAL", cpu)
+	return sumInterrupts(b, "CAL")
+}
+
+// sumInterrupts is the row named name of /proc/interrupts summed over the
+// CPUs of its header.
+func sumInterrupts(text []byte, name string) (uint64, error) {
+	var sum uint64
+	cpus := strings.Count(strings.SplitN(string(text), "\n", 2)[0], "CPU")
+	for cpu := 0; cpu < cpus; cpu++ {
+		n, err := parseInterrupts(text, name, cpu)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	if cpus == 0 {
+		return 0, fmt.Errorf("/proc/interrupts: no CPU in the header")
+	}
+	return sum, nil
 }
 
 // parseInterrupts finds the row named name (e.g. CAL) of /proc/interrupts
@@ -186,87 +236,6 @@ func parseInterrupts(text []byte, name string, cpu int) (uint64, error) {
 	return 0, fmt.Errorf("/proc/interrupts: no row %s", name)
 }
 
-// runIPILoad is the "ipiload MODE DURATION" process: a thread on CPU 1
-// spinning on a page of the process (so that CPU 1 runs the mm, and is not
-// skipped as lazy), and one on CPU 0 that sends it IPIs as fast as it can,
-// each waited for: mode mprotect write-protects and unprotects the page (a
-// TLB shootdown a pair), membarrier calls
-// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a function call to each CPU
-// running the process). It prints "ops N seconds S".
-func runIPILoad(args []string) {
-	d, err := time.Duration(0), error(nil)
-	if len(args) == 2 {
-		d, err = time.ParseDuration(args[1])
-	}
-	if len(args) != 2 || err != nil || d <= 0 || (args[0] != "mprotect" && args[0] != "membarrier") {
-		fmt.Fprintln(os.Stderr, "usage: bench ipiload mprotect|membarrier DURATION")
-		os.Exit(2)
-	}
-	page, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err == nil && args[0] == "membarrier" {
-		err = membarrier(memRegisterPrivateExpedited)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench ipiload:", err)
-		os.Exit(1)
-	}
-	page[0] = 1
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		pinAs(1, ipiSpinnerComm)
-		var sink byte
-		for !stop.Load() {
-			sink += page[64]
-		}
-		_ = sink
-	}()
-	pinAs(0, ipiSenderComm)
-	time.Sleep(10 * time.Millisecond) // the spinner on CPU 1
-	ops := 0
-	t := time.Now()
-	for time.Since(t) < d {
-		if args[0] == "membarrier" {
-			_ = membarrier(memPrivateExpedited)
-		} else {
-			page[0]++
-			_ = unix.Mprotect(page, unix.PROT_READ)
-			_ = unix.Mprotect(page, unix.PROT_READ|unix.PROT_WRITE)
-		}
-		ops++
-	}
-	secs := time.Since(t).Seconds()
-	stop.Store(true)
-	wg.Wait()
-	fmt.Printf("ops %d seconds %.3f\n", ops, secs)
-}
-
-// membarrier(2) commands (linux/membarrier.h).
-const (
-	memPrivateExpedited         = 1 << 3
-	memRegisterPrivateExpedited = 1 << 4
-)
-
-func membarrier(cmd uintptr) error {
-	if _, _, e := unix.Syscall(unix.SYS_MEMBARRIER, cmd, 0, 0); e != 0 {
-		return fmt.Errorf("membarrier(%d): %w", cmd, e)
-	}
-	return nil
-}
-
-// pinAs locks the goroutine to its thread, pins it on cpu and names it.
-func pinAs(cpu int, comm string) {
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	_ = unix.SchedSetaffinity(0, &set)
-	if name, err := unix.BytePtrFromString(comm); err == nil {
-		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0)
-	}
-}
-
 // ipiProgram says whether a program is one of the IPI hooks (send, csd,
 // receipt entry and exit), for the per-program table.
 func ipiProgram(name string) bool {
@@ -278,21 +247,35 @@ func (r *results) ipiMarkdown(w *strings.Builder) {
 		return
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("## IPI hooks under an IPI load\n\nLoad: `bench ipiload MODE %v` per repetition: a thread on CPU 0 sends IPIs to CPU 1, "+
+	p("## IPI hooks under an IPI load\n\nLoad: `bench ipiload MODE %v` per repetition. One-way: a thread on CPU 0 sends IPIs to CPU 1, "+
 		"where a thread of the same process spins, each one waited for: `mprotect` write-protects and unprotects a page of the process "+
 		"in a loop (a TLB shootdown a pair), `membarrier` calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a function call to CPU 1 "+
-		"when the spinner runs there). IPIs/s: CPU 1's call-function IPIs (`/proc/interrupts` CAL) over the window. BPF ns/op: every "+
-		"program of the monitor, run time per operation of the load. Median over repetitions (min..max).\n\n", r.IPILoad)
-	base := map[string]float64{}
-	p("| load | configuration | ops/s | vs no monitor | IPIs/s on CPU 1 | BPF ns per op | monitor process CPU |\n|---|---|---|---|---|---|---|\n")
+		"when the spinner runs there). Two-way: `perfcall`'s thread on each CPU disables and enables a software perf event bound to the "+
+		"other CPU (a function-call IPI an ioctl, waited for, whatever the target runs). IPIs/s: call-function IPIs received, all CPUs "+
+		"(`/proc/interrupts` CAL), over the window. Slices' p90: the 90th percentile of the load's ops a second over %v slices (the rate "+
+		"while nothing else took its CPUs). Per CPU second: ops per second that the load's sending threads were on their CPUs "+
+		"(their thread CPU clocks: what other tasks took of the two CPUs divided out). BPF ns: every program of the monitor, run time per operation of the load and per IPI "+
+		"received. Median over repetitions (min..max).\n\n", r.IPILoad, ipiSlice)
+	base := map[string]*ipiRow{}
+	p("| load | configuration | ops/s | vs no monitor | slices' p90 ops/s | vs no monitor | ops per CPU second | vs no monitor | " +
+		"IPIs/s received | BPF ns per op | BPF ns per IPI | monitor process CPU |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.IPI {
 		if c.Name == "no monitor" {
-			base[c.Load] = median(c.OpsPerS)
+			base[c.Load] = c
 		}
 	}
+	vs := func(c *ipiRow, f func(*ipiRow) []float64) string {
+		if base[c.Load] == nil {
+			return "-"
+		}
+		return ratio(median(f(c)), median(f(base[c.Load])))
+	}
 	for _, c := range r.IPI {
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", c.Load, c.Name, spread(c.OpsPerS, count), ratio(median(c.OpsPerS), base[c.Load]),
-			spread(c.IPIPerS, count), spread(c.BPFNsPerOp, ns), spread(c.CPUPct, pct))
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Load, c.Name,
+			spread(c.OpsPerS, count), vs(c, func(c *ipiRow) []float64 { return c.OpsPerS }),
+			spread(c.SliceP90, count), vs(c, func(c *ipiRow) []float64 { return c.SliceP90 }),
+			spread(c.OpsPerCPUS, count), vs(c, func(c *ipiRow) []float64 { return c.OpsPerCPUS }),
+			spread(c.IPIPerS, count), spread(c.BPFNsPerOp, ns), spread(c.BPFNsPerIPI, ns), spread(c.CPUPct, pct))
 	}
 	p("\n")
 	r.ipiPerIPI(w)

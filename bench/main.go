@@ -40,6 +40,7 @@ type bench struct {
 	cycRuns  int       // -cyclictest-runs: runs a configuration in the cyclictest phase (0: its default)
 	lastStop time.Time // when the last monitor stopped (settle)
 	configs  []string  // -configs: only the configurations whose names contain one of these (and "no monitor")
+	ipiLoads []string  // -ipi-loads: the ipi phase's loads (default ipiLoads)
 	log      io.Writer
 	res      *results
 }
@@ -63,6 +64,7 @@ func main() {
 		only    = flag.String("only", "", "comma-separated phases to run (startstop,cost,ipi,tail,scaling,loss,cyclictest,cyclecost,self); default all")
 		cycRuns = flag.Int("cyclictest-runs", 0, "runs of each configuration in the cyclictest phase (default 8, 1 with -quick); more narrow the interval of the paired shift (24 runs: the 8th to 17th differences)")
 		reps    = flag.Int("reps", 0, "repetitions of each configuration in the cost, scaling and cyclecost phases (default 3, 1 with -quick): more narrow the medians on a shared machine")
+		ipiLds  = flag.String("ipi-loads", "", "comma-separated loads of the ipi phase (mprotect,membarrier,perfcall); default all")
 		configs = flag.String("configs", "", "name parts separated by | (a part ending in $: the whole name): in the cost and cyclictest phases, only the configurations whose names contain one (\"no monitor\" always runs); default all")
 	)
 	flag.Parse()
@@ -76,6 +78,14 @@ func main() {
 	for _, c := range strings.Split(*configs, "|") { // names hold commas
 		if c != "" {
 			b.configs = append(b.configs, c)
+		}
+	}
+	for _, l := range strings.Split(*ipiLds, ",") {
+		if l != "" && !isIPILoad(l) {
+			fatal(fmt.Sprintf("-ipi-loads: no load %q (%s)", l, strings.Join(ipiLoads, ", ")))
+		}
+		if l != "" {
+			b.ipiLoads = append(b.ipiLoads, l)
 		}
 	}
 	b.reps = 3
