@@ -153,15 +153,16 @@ struct rts_task_stats {
 	/* Its current identity, from when it took it to its last switch-out */
 	__u64 sched_open_ns;
 	struct rts_dl_stats dl;
+	char comm[RTS_COMM_LEN];
+	struct rts_metric_stats m[RTS_M_COUNT];
 	/*
 	 * Its recorded noise intervals' parts by cause - 1 (enum
 	 * rts_noise_cause; noise.bpf.h): their number, and their own time
-	 * (a nested part's time is its own, not its enclosing part's).
+	 * (a nested part's time is its own, not its enclosing part's). After
+	 * m, whose offsets stay as they were.
 	 */
 	__u64 noise_ns[RTS_NOISE_CAUSES];
 	__u32 noise_parts[RTS_NOISE_CAUSES];
-	char comm[RTS_COMM_LEN];
-	struct rts_metric_stats m[RTS_M_COUNT];
 };
 
 /* Flight recorder: one ring per CPU, every scheduler/IRQ/timer event. */
