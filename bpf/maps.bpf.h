@@ -80,6 +80,9 @@ struct rts_noise_iv {
 	__u8 top_cause; /* enum rts_noise_cause */
 	__u8 mask;      /* 1 << cause of each of its parts */
 	__u8 pad[6];
+	/* Its parts by cause - 1: their number and own time (rts_noise_sum), for its task's stats */
+	__u64 cause_ns[RTS_NOISE_CAUSES];
+	__u32 cause_parts[RTS_NOISE_CAUSES];
 };
 
 /* Hot per-task state of the state machine; see task_logic.bpf.h. */

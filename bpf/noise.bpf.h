@@ -47,6 +47,9 @@
  */
 #define RTS_NOISE_TAIL_NS 100000ULL
 
+/* Levels of nested interruptions whose own time is kept apart (a softirq, the local timer interrupt in it, a callback in that). */
+#define RTS_NOISE_LEVELS 4
+
 /* Per-CPU noise state: the tracked task current here and its open interval. */
 struct rts_noise_cpu {
 	__u64 id; /* tracking id of the tracked task current here, 0: none */
@@ -55,6 +58,9 @@ struct rts_noise_cpu {
 	__u64 steal_base; /* steal clock at the last reading while it was current (0: none yet) */
 	__u64 quiet_from; /* what came before is recorded, or not its (its switch-in, its last recorded end) */
 	__u64 irq_tail;   /* when the last hard IRQ part ended, nothing since (0: none) */
+	/* By level (depth - 1) of the part in progress there: the time of the parts that nested in it, and how many were timer interruptions */
+	__u64 nest_ns[RTS_NOISE_LEVELS];
+	__u8 nest_timers[RTS_NOISE_LEVELS];
 	struct rts_noise_iv iv;
 };
 
@@ -82,6 +88,17 @@ static __always_inline void rts_noise_part(struct rts_noise_iv *iv, __u8 cause, 
 	}
 }
 
+/* Add parts (a difference: may be negative) of cause, taking ns of their own time, to iv's sums. */
+static __always_inline void rts_noise_sum(struct rts_noise_iv *iv, __u8 cause, __s32 parts, __u64 ns)
+{
+	__u32 i = cause - 1;
+	if (i >= RTS_NOISE_CAUSES)
+		return;
+	__u32 p = iv->cause_parts[i];
+	iv->cause_parts[i] = parts < 0 && p < (__u32)-parts ? 0 : p + parts;
+	iv->cause_ns[i] += ns;
+}
+
 /* Begin an interval at `at` on cpu, unless one is open. */
 static __always_inline void rts_noise_open(struct rts_noise_iv *iv, __u64 at, __u32 cpu)
 {
@@ -94,6 +111,8 @@ static __always_inline void rts_noise_open(struct rts_noise_iv *iv, __u64 at, __
 	iv->top_cause = RTS_NC_NONE;
 	iv->mask = 0;
 	iv->cpu_start = cpu;
+	__builtin_memset(iv->cause_ns, 0, sizeof(iv->cause_ns));
+	__builtin_memset(iv->cause_parts, 0, sizeof(iv->cause_parts));
 }
 
 /* Can the interval no longer grow by a part starting at `at`? */
@@ -124,6 +143,12 @@ RTS_VERIFIED_ONCE int rts_noise_record(struct rts_task_state *st, struct rts_noi
 		return 0;
 	struct rts_task_stats *s = rts_stats(st);
 	rts_record(st, s, RTS_M_NOISE, end - start, start, end, iv->cpu_start, cpu);
+	if (s) {
+		for (int i = 0; i < RTS_NOISE_CAUSES; i++) {
+			s->noise_ns[i] += iv->cause_ns[i];
+			s->noise_parts[i] += iv->cause_parts[i];
+		}
+	}
 	/* Its wall time runs to here at least: a poller's switch-outs, which
 	 * account it, can be seconds apart (oslat: 4.7 of 8 s accounted, the
 	 * noise per second read 999 ms/s). */
@@ -170,6 +195,9 @@ static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy, bo
 		return;
 	if (!busy)
 		n->depth = 0;
+	__u32 lv = n->depth & (RTS_NOISE_LEVELS - 1);
+	n->nest_ns[lv] = 0;
+	n->nest_timers[lv] = 0;
 	if (n->depth++) {
 		/* Inside the local timer interrupt (feature local_timer): the
 		 * callback's due time is when that interrupt took the CPU. */
@@ -205,8 +233,37 @@ static __always_inline void rts_noise_steal(struct rts_noise_cpu *n, __u64 at, _
 		n->iv.start = start; /* the stall came before the interrupt that saw it */
 	rts_noise_open(&n->iv, start, cpu);
 	rts_noise_part(&n->iv, RTS_NC_STEAL, 0, d);
+	rts_noise_sum(&n->iv, RTS_NC_STEAL, 1, d);
 	if (at > n->iv.end)
 		n->iv.end = at;
+}
+
+/*
+ * The sums of n's part of cause, ns long, that ends at level lv (depth -
+ * 1): its own time is ns less the parts nested in it, so that the causes'
+ * times add up to the interval's. A hard IRQ or timer interrupt that
+ * ran hard timer callbacks (the local timer interrupt; arm64's arch_timer
+ * IRQ) is one timer interruption, however many callbacks it ran: counted
+ * once (as rtla osnoise counts it), all of its time the timer's. A
+ * softirq is its own part, whatever interrupted it.
+ */
+static __always_inline void rts_noise_nest(struct rts_noise_cpu *n, __u32 lv, __u8 cause, __u64 ns)
+{
+	lv &= RTS_NOISE_LEVELS - 1;
+	__u64 inner = n->nest_ns[lv];
+	__u32 timers = n->nest_timers[lv];
+	__u64 own = ns > inner ? ns - inner : 0;
+	if (cause != RTS_NC_SOFTIRQ && timers) {
+		cause = RTS_NC_TIMER;
+		rts_noise_sum(&n->iv, cause, 1 - (__s32)timers, own);
+	} else {
+		rts_noise_sum(&n->iv, cause, 1, own);
+	}
+	if (!lv)
+		return;
+	n->nest_ns[(lv - 1) & (RTS_NOISE_LEVELS - 1)] += ns;
+	if (cause == RTS_NC_TIMER)
+		n->nest_timers[(lv - 1) & (RTS_NOISE_LEVELS - 1)]++;
 }
 
 /*
@@ -219,7 +276,9 @@ static __always_inline struct rts_noise_cpu *rts_noise_leave(__u64 now, __u64 si
 	struct rts_noise_cpu *n = rts_noise_cpu();
 	if (!n || !n->id || !n->depth)
 		return 0;
-	rts_noise_part(&n->iv, cause, who, now > since ? now - since : 0);
+	__u64 ns = now > since ? now - since : 0;
+	rts_noise_part(&n->iv, cause, who, ns);
+	rts_noise_nest(n, n->depth - 1, cause, ns);
 	if (--n->depth)
 		return 0;
 	n->iv.end = now;
@@ -277,7 +336,9 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 	n->quiet_from = now;
 	if (ns->nz_off) {
 		n->iv = ns->nz;
-		rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, now > ns->nz_off ? now - ns->nz_off : 0);
+		__u64 off = now > ns->nz_off ? now - ns->nz_off : 0;
+		rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, off);
+		rts_noise_sum(&n->iv, ns->nz_cause, 1, off);
 		n->iv.end = now;
 		ns->nz_off = 0;
 	}

@@ -95,6 +95,9 @@ struct rts_dl_stats {
 	__u64 lateness_max_end; /* when that job ended */
 };
 
+/* The causes of noise parts, RTS_NC_COUNT - 1 (asserted after enum rts_noise_cause, which comes later). */
+#define RTS_NOISE_CAUSES 6
+
 /* Per tracked task statistics: value of the `stats` hash, key = tracking id. */
 struct rts_task_stats {
 	__u64 id;
@@ -152,6 +155,14 @@ struct rts_task_stats {
 	struct rts_dl_stats dl;
 	char comm[RTS_COMM_LEN];
 	struct rts_metric_stats m[RTS_M_COUNT];
+	/*
+	 * Its recorded noise intervals' parts by cause - 1 (enum
+	 * rts_noise_cause; noise.bpf.h): their number, and their own time
+	 * (a nested part's time is its own, not its enclosing part's). After
+	 * m, whose offsets stay as they were.
+	 */
+	__u64 noise_ns[RTS_NOISE_CAUSES];
+	__u32 noise_parts[RTS_NOISE_CAUSES];
 };
 
 /* Flight recorder: one ring per CPU, every scheduler/IRQ/timer event. */
@@ -195,6 +206,8 @@ enum rts_noise_cause {
 	RTS_NC_STEAL,    /* the hypervisor ran something else (steal clock grew while it ran) */
 	RTS_NC_COUNT,
 };
+
+_Static_assert(RTS_NOISE_CAUSES == RTS_NC_COUNT - 1, "RTS_NOISE_CAUSES: one a noise cause");
 
 /*
  * Flag of RTS_EV_TIMER_ENTRY and RTS_EV_TIMER_ARM: the timer's slack is

@@ -39,8 +39,13 @@ type TaskStats struct {
 	SchedOpenNs       uint64
 	Throttled         uint32
 	Dl                DLStats
-	Comm              [16]int8
-	M                 [metric.Count]MetricStats
+	// NoiseNs and NoiseParts are its recorded noise intervals' parts by
+	// cause (index cause - 1: NoiseIRQ - 1 ...): their own time (nested
+	// parts' time taken out) and number.
+	NoiseNs    [NoiseCauseCount - 1]uint64
+	NoiseParts [NoiseCauseCount - 1]uint32
+	Comm       [16]int8
+	M          [metric.Count]MetricStats
 }
 
 // DLStats is a SCHED_DEADLINE task's jobs (struct rts_dl_stats); zero for
@@ -115,7 +120,8 @@ func (c histCarries) join(k *bpfRtsTaskStats) (s *TaskStats, pending bool) {
 		TimerReleases: k.TimerReleases, Overruns: k.Overruns, NominalPeriod: k.NominalPeriod,
 		Hygiene: k.Hygiene, SchedSeen: k.SchedSeen, SchedChanges: k.SchedChanges, SchedCur: k.SchedCur,
 		SchedMs: k.SchedMs, StartupIterations: k.StartupIterations, StartupUs: k.StartupUs,
-		SchedOpenNs: k.SchedOpenNs, Throttled: k.Throttled, Dl: k.Dl, Comm: k.Comm}
+		SchedOpenNs: k.SchedOpenNs, Throttled: k.Throttled, Dl: k.Dl, NoiseNs: k.NoiseNs, NoiseParts: k.NoiseParts,
+		Comm: k.Comm}
 	t := c[k.Id]
 	for i := range k.M {
 		km, m := &k.M[i], &s.M[i]

@@ -239,3 +239,74 @@ func TestTwinNoiseLocalTimer(t *testing.T) {
 	checkNoise(t, evs[0], 100, 480_000, 600_000, bit(NoiseTimer), NoiseTimer, 0)
 	checkNoise(t, evs[1], 100, 900_000, 950_000, bit(NoiseTimer), NoiseTimer, 0)
 }
+
+// byCause reads tid's noise totals by cause (index cause - 1).
+func (nt *noiseTwin) byCause(tid uint32) (ns [NoiseCauseCount - 1]uint64, parts [NoiseCauseCount - 1]uint32) {
+	nt.t.Helper()
+	id := uint64(onCPU0(nt.t, nt.objs.TestId, uint64(tid)))
+	var k bpfRtsTaskStats
+	if err := nt.objs.Stats.Lookup(id, &k); err != nil {
+		nt.t.Fatalf("stats of %d: %v", tid, err)
+	}
+	s, _ := histCarries{}.join(&k)
+	return s.NoiseNs, s.NoiseParts
+}
+
+// A task's noise totals by cause: each part counted once with its own
+// time, a part nested in another taken out of the other's time; the local
+// timer interrupt and the callbacks it runs are one timer part, and so is
+// a device IRQ that runs hard timer callbacks (arm64's arch_timer); a
+// preemption and a throttled interval are counted at the switch-in that
+// ends them, steal where the tick reads it; an untracked task's
+// interruptions count for nobody.
+func TestTwinNoiseByCause(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	irq := func(now, leave, busy uint64, c uint8, who uint32, since, steal uint64) {
+		onCPU0(t, nt.objs.TestNoiseIrq, now, leave, busy, uint64(c), uint64(who), since, steal)
+	}
+	nt.switchTo(1_000, 0, 100, false, 120, 50, 0)
+	nt.part(10_000, 13_000, NoiseIRQ, 5, 0)        // IRQ 3 us
+	nt.part(13_500, 20_000, NoiseSoftirq, 1, 0)    // softirq 6.5 us
+	nt.switchTo(20_500, 100, 200, true, 50, 40, 0) // preempted 29.5 us
+	nt.switchTo(50_000, 200, 100, false, 40, 50, 7_000)
+	irq(100_000, 0, 0, 0, 0, 0, 0)                        // local_timer_entry
+	irq(110_000, 0, 1, 0, 0, 0, 0)                        // its callback
+	irq(115_000, 1, 0, NoiseTimer, 0, 110_000, 0)         // 5 us
+	irq(130_000, 1, 0, NoiseTimer, 0, 100_000, 0)         // local_timer_exit: 30 us in all
+	irq(200_000, 0, 0, 0, 0, 0, 0)                        // softirq
+	irq(205_000, 0, 1, 0, 0, 0, 0)                        // IRQ inside it
+	irq(207_000, 1, 0, NoiseIRQ, 9, 205_000, 0)           // 2 us
+	irq(220_000, 1, 0, NoiseSoftirq, 3, 200_000, 0)       // 20 us, 18 of its own
+	nt.part(300_000, 301_000, NoiseTimer, 0, 17_000)      // 1 us, 10 us stolen before it
+	nt.switchTo(450_000, 100, 300, true, 50, 120, 17_000) // throttled 50 us, past the timer's tail
+	nt.part(470_000, 475_000, NoiseIRQ, 9, 0)             // 300 is not tracked
+	nt.switchTo(500_000, 300, 100, false, 120, 50, 17_000)
+	irq(600_000, 0, 0, 0, 0, 0, 0)                         // arm64's timer IRQ
+	irq(601_000, 0, 1, 0, 0, 0, 0)                         // its callback
+	irq(603_000, 1, 0, NoiseTimer, 0, 601_000, 0)          // 2 us
+	irq(605_000, 1, 0, NoiseIRQ, 11, 600_000, 0)           // 5 us in all: the timer's
+	nt.switchTo(1_000_000, 100, 0, false, 50, 120, 17_000) // sleeps
+	if evs := nt.events(); len(evs) != 6 {
+		for _, e := range evs {
+			t.Logf("[%d, %d] causes %#x", EventX(&e), EventY(&e), e.Flags)
+		}
+		t.Fatalf("%d noise events, want 6", len(evs))
+	}
+	ns, parts := nt.byCause(100)
+	want := map[uint8]struct {
+		parts uint32
+		ns    uint64
+	}{
+		NoiseIRQ: {2, 5_000}, NoiseTimer: {3, 36_000}, NoiseSoftirq: {2, 24_500},
+		NoisePreempt: {1, 29_500}, NoiseThrottle: {1, 50_000}, NoiseSteal: {1, 10_000},
+	}
+	for c := uint8(1); c < uint8(NoiseCauseCount); c++ {
+		w := want[c]
+		if parts[c-1] != w.parts || ns[c-1] != w.ns {
+			t.Errorf("cause %d: %d parts, %d ns; want %d, %d", c, parts[c-1], ns[c-1], w.parts, w.ns)
+		}
+	}
+	if m := nt.noise(100); m.Count != 6 {
+		t.Errorf("noise: %d samples, want 6", m.Count)
+	}
+}

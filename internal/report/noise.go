@@ -1,12 +1,16 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/rtscope/rtscope/internal/trace"
-
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/trace"
 	"github.com/rtscope/rtscope/internal/units"
 )
 
@@ -75,4 +79,71 @@ func describeNoise(e trace.Event) string {
 	}
 	return fmt.Sprintf("noise    %s interrupted %s us (%s; largest: %s)", taskLabel(e.TID, e.Comm, ""),
 		units.Us(uint64(max(ns, 0))), strings.Join(causes, ", "), top)
+}
+
+// NoiseCauseTotal is a task's noise parts of one cause: how many, and
+// their own time (a part nested in another, an IRQ in a softirq, is taken
+// out of the other's time; the local timer interrupt and the callbacks it
+// runs are one timer part). Steal is read where the tick reads it, and
+// may overlap the interrupt that saw it.
+type NoiseCauseTotal struct {
+	Count uint64 `json:"count"`
+	Ns    uint64 `json:"ns"`
+}
+
+// noiseByCause is s's noise totals by cause, nil without any.
+func noiseByCause(s *engine.TaskStats) map[trace.NoiseCause]NoiseCauseTotal {
+	var m map[trace.NoiseCause]NoiseCauseTotal
+	for i := range s.NoiseParts {
+		if s.NoiseParts[i] == 0 && s.NoiseNs[i] == 0 {
+			continue
+		}
+		c, ok := trace.NoiseCauses[uint8(i+1)]
+		if !ok {
+			continue
+		}
+		if m == nil {
+			m = map[trace.NoiseCause]NoiseCauseTotal{}
+		}
+		m[c] = NoiseCauseTotal{Count: uint64(s.NoiseParts[i]), Ns: s.NoiseNs[i]}
+	}
+	return m
+}
+
+// noiseCauseWords name the noise causes in text.
+var noiseCauseWords = map[trace.NoiseCause]string{
+	trace.NoiseIRQ: "IRQ", trace.NoiseTimer: "timer IRQ", trace.NoiseSoftirq: "softirq",
+	trace.NoisePreempt: "preemption", trace.NoiseThrottle: "throttling", trace.NoiseSteal: "steal",
+}
+
+// noiseTime is ns in us, or in ms from 1 ms on.
+func noiseTime(ns uint64) string {
+	if ns >= 1_000_000 {
+		return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64) + " ms"
+	}
+	return units.Us(ns) + " us"
+}
+
+// writeNoiseByCause writes t's noise totals by cause, the longest first,
+// each with its number of parts; nothing without.
+func writeNoiseByCause(w io.Writer, t *Task) {
+	if len(t.NoiseByCause) == 0 {
+		return
+	}
+	causes := make([]trace.NoiseCause, 0, len(t.NoiseByCause))
+	for c := range t.NoiseByCause {
+		causes = append(causes, c)
+	}
+	slices.SortFunc(causes, func(a, b trace.NoiseCause) int {
+		return cmp.Or(cmp.Compare(t.NoiseByCause[b].Ns, t.NoiseByCause[a].Ns), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		word := noiseCauseWords[c]
+		if word == "" {
+			word = string(c)
+		}
+		parts[i] = fmt.Sprintf("%s %s (%d)", word, noiseTime(t.NoiseByCause[c].Ns), t.NoiseByCause[c].Count)
+	}
+	fmt.Fprintf(w, "   noise by cause: %s\n", strings.Join(parts, ", "))
 }

@@ -1,10 +1,14 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/rtscope/rtscope/internal/engine"
 	"github.com/rtscope/rtscope/internal/metric"
+	"github.com/rtscope/rtscope/internal/trace"
 )
 
 // busyPoller: a task that never slept, 2 wakeups (its start), 1000
@@ -49,5 +53,52 @@ func TestSleeperKeepsLatencyHeadline(t *testing.T) {
 	Judge(task)
 	if !strings.HasPrefix(task.Headline, "worst latency 30.0 us") {
 		t.Errorf("headline %q; want its latency", task.Headline)
+	}
+}
+
+// A task's noise totals by cause come from its statistics (index cause -
+// 1), the causes without a part left out; the text report gives them on
+// one line, the longest first (ms from 1 ms on, us below), and JSON as
+// noise_by_cause, which a report read back keeps.
+func TestNoiseByCause(t *testing.T) {
+	s := &engine.TaskStats{Tid: 7, Pid: 7, Policy: 1, Prio: 49}
+	s.NoiseParts[engine.NoiseIRQ-1], s.NoiseNs[engine.NoiseIRQ-1] = 340, 1_234_000
+	s.NoiseParts[engine.NoiseSoftirq-1], s.NoiseNs[engine.NoiseSoftirq-1] = 12, 85_300
+	s.NoiseParts[engine.NoiseThrottle-1], s.NoiseNs[engine.NoiseThrottle-1] = 2, 100_000_000
+	task := FromStats(s)
+	want := map[trace.NoiseCause]NoiseCauseTotal{
+		trace.NoiseIRQ: {340, 1_234_000}, trace.NoiseSoftirq: {12, 85_300}, trace.NoiseThrottle: {2, 100_000_000},
+	}
+	if len(task.NoiseByCause) != len(want) {
+		t.Fatalf("noise by cause %v, want %v", task.NoiseByCause, want)
+	}
+	for c, w := range want {
+		if task.NoiseByCause[c] != w {
+			t.Errorf("%s: %+v, want %+v", c, task.NoiseByCause[c], w)
+		}
+	}
+	var out bytes.Buffer
+	Final(&out, task, false)
+	line := "   noise by cause: throttling 100.0 ms (2), IRQ 1.2 ms (340), softirq 85.3 us (12)\n"
+	if !strings.Contains(out.String(), line) {
+		t.Errorf("text report without %q:\n%s", line, out.String())
+	}
+	b, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"noise_by_cause":{"irq":{"count":340,"ns":1234000},"softirq":{"count":12,"ns":85300},"throttling":{"count":2,"ns":100000000}}`) {
+		t.Errorf("JSON without its noise by cause: %s", b)
+	}
+	var back Task
+	if err := json.Unmarshal(b, &back); err != nil || back.NoiseByCause[trace.NoiseThrottle] != want[trace.NoiseThrottle] {
+		t.Errorf("read back: %v %v", back.NoiseByCause, err)
+	}
+	// Without noise, no line and no field.
+	quiet := FromStats(&engine.TaskStats{Tid: 8})
+	out.Reset()
+	Final(&out, quiet, false)
+	if b, _ := json.Marshal(quiet); strings.Contains(out.String(), "noise by cause") || strings.Contains(string(b), "noise_by_cause") {
+		t.Errorf("a task without noise has noise by cause: %s", b)
 	}
 }

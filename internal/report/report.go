@@ -276,6 +276,11 @@ type Task struct {
 	// poller's share of its CPU it did not get; absent without noise
 	// samples or wall time (Judge).
 	NoiseNsPerS *float64 `json:"noise_ns_per_s,omitempty"`
+	// NoiseByCause is its noise intervals' parts by cause (irq,
+	// timer_irq, softirq, preemption, throttling, steal): how many and
+	// their own time; absent without noise, and in reports of an older
+	// rtscope.
+	NoiseByCause map[trace.NoiseCause]NoiseCauseTotal `json:"noise_by_cause,omitempty"`
 
 	id uint64
 }
@@ -453,6 +458,7 @@ func FromStats(s *engine.TaskStats) *Task {
 		t.NominalPeriodNs = u64p(s.NominalPeriod)
 	}
 	t.Deadline = deadlineOf(s)
+	t.NoiseByCause = noiseByCause(s)
 	t.SchedChanges = s.SchedChanges
 	for i, id := range engine.SchedSeen(s) {
 		d := sched.Describe(id.Policy, id.Prio)

@@ -117,6 +117,7 @@ func Final(w io.Writer, t *Task, withTraces bool) {
 	if len(hy) > 0 {
 		fmt.Fprintf(w, "   real-time hygiene: %s\n", strings.Join(hy, ", "))
 	}
+	writeNoiseByCause(w, t)
 	writeTaskIPIs(w, t.IPIs)
 	for _, id := range metric.All() {
 		if m := t.Metrics[id.String()]; m != nil && m.ViolationCauses != nil && m.SLONs != nil {

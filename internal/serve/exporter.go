@@ -17,6 +17,7 @@ import (
 	"github.com/rtscope/rtscope/internal/metric"
 	"github.com/rtscope/rtscope/internal/report"
 	"github.com/rtscope/rtscope/internal/target"
+	"github.com/rtscope/rtscope/internal/trace"
 )
 
 // MaxTargets bounds the series of each metric: tasks are aggregated by
@@ -63,8 +64,10 @@ type agg struct {
 	m                                    [metric.Count]hist
 	wakeups, voluntary, preempted, timer uint64
 	overruns                             uint64
-	tasks                                uint64 // live tasks
-	exited                               uint64
+	// noise parts by cause - 1: how many and their own time (engine.TaskStats.NoiseParts, NoiseNs)
+	noiseParts, noiseNs [engine.NoiseCauseCount - 1]uint64
+	tasks               uint64 // live tasks
+	exited              uint64
 	// health is the worst judgement of the target's tasks, live and
 	// exited (report.Judge on their statistics): a Health.Rank.
 	health int
@@ -92,6 +95,10 @@ func (a *agg) add(st *engine.TaskStats) {
 	a.preempted += st.SwitchesPreempted
 	a.timer += st.TimerReleases
 	a.overruns += st.Overruns
+	for i := range a.noiseParts {
+		a.noiseParts[i] += uint64(st.NoiseParts[i])
+		a.noiseNs[i] += st.NoiseNs[i]
+	}
 }
 
 func (a *agg) merge(b *agg) {
@@ -109,6 +116,10 @@ func (a *agg) merge(b *agg) {
 	a.preempted += b.preempted
 	a.timer += b.timer
 	a.overruns += b.overruns
+	for i := range a.noiseParts {
+		a.noiseParts[i] += b.noiseParts[i]
+		a.noiseNs[i] += b.noiseNs[i]
+	}
 	a.tasks += b.tasks
 	a.exited += b.exited
 	a.health = max(a.health, b.health)
@@ -188,6 +199,7 @@ type exporterDescs struct {
 	wakeups, switches, timer, overruns, tasks, exited    *prometheus.Desc
 	lost, deferred, events, mem, bpfRun, bpfRuns, misses *prometheus.Desc
 	overflow, started, health                            *prometheus.Desc
+	noiseParts, noiseSeconds                             *prometheus.Desc
 }
 
 // MetricName is the Prometheus name of an engine metric's histogram.
@@ -217,6 +229,9 @@ func NewExporter() *Exporter {
 	d.health = prometheus.NewDesc("rtscope_target_health", "The worst judgement of the target's tasks since the agent started, "+
 		"as its health label and as a value: 0 ok, 1 unknown (too few events), 2 warn (real-time hygiene), 3 fail (an SLO violated, a period missed).",
 		[]string{"target", "unit", "pod", "health"}, nil)
+	tc := []string{"target", "unit", "pod", "cause"}
+	d.noiseParts = prometheus.NewDesc("rtscope_noise_parts_total", "Parts of the target's tasks' noise intervals, by cause (docs/noise.md).", tc, nil)
+	d.noiseSeconds = prometheus.NewDesc("rtscope_noise_part_seconds_total", "Own time of those parts, by cause (a nested part's time taken out of the other's).", tc, nil)
 	d.tasks = prometheus.NewDesc("rtscope_tasks", "Tasks of the target tracked now.", t, nil)
 	d.exited = prometheus.NewDesc("rtscope_tasks_exited_total", "Tasks of the target that exited while tracked (their counts stay in the totals).", t, nil)
 	d.lost = prometheus.NewDesc("rtscope_lost_total", "What was lost, by kind: notices (notice ring full), tasks_not_tracked (stats map full or task storage failed), stacks, windows (worst-case windows not cut).", []string{"kind"}, nil)
@@ -495,6 +510,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		counter(d.switches, a.preempted, with("preempted")...)
 		counter(d.timer, a.timer, lv...)
 		counter(d.overruns, a.overruns, lv...)
+		x.collectNoise(ch, a, lv)
 		counter(d.exited, a.exited, lv...)
 		ch <- prometheus.MustNewConstMetric(d.tasks, prometheus.GaugeValue, float64(a.tasks), lv...)
 		ch <- prometheus.MustNewConstMetric(d.health, prometheus.GaugeValue, float64(a.health), with(string(healthWords[a.health]))...)
@@ -523,6 +539,20 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter(d.overflow, x.overflow)
 	x.collectIPIs(ch)
 	ch <- prometheus.MustNewConstMetric(d.started, prometheus.GaugeValue, float64(x.started.UnixNano())/1e9)
+}
+
+// collectNoise sends a target's noise parts by cause, the causes it had
+// any of (none without noise).
+func (x *Exporter) collectNoise(ch chan<- prometheus.Metric, a *agg, lv []string) {
+	for i, n := range a.noiseParts {
+		c, ok := trace.NoiseCauses[uint8(i+1)]
+		if !ok || (n == 0 && a.noiseNs[i] == 0) {
+			continue
+		}
+		l := append(slices.Clone(lv), string(c))
+		ch <- prometheus.MustNewConstMetric(x.descs.noiseParts, prometheus.CounterValue, float64(n), l...)
+		ch <- prometheus.MustNewConstMetric(x.descs.noiseSeconds, prometheus.CounterValue, float64(a.noiseNs[i])/1e9, l...)
+	}
 }
 
 // histMetric is one target's histogram of one metric, with classic buckets
