@@ -371,6 +371,7 @@ enum rts_counter {
 	RTS_C_EVENTS,          /* flight recorder events written */
 	RTS_C_STACK_LOST,      /* stack trace could not be stored */
 	RTS_C_TRACK_DEFERRED,  /* task storage busy: tracking retried at the task's next switch-in */
+	RTS_C_UNSEEN_WAKEUPS,  /* a tracked task asleep was next seen on its CPU: its wakeup went unreported */
 	RTS_C_COUNT,
 };
 

@@ -85,6 +85,10 @@ const (
 	// CounterTrackDeferred: tasks whose task storage was busy when they
 	// were to be tracked; tracked at their next switch-in instead.
 	CounterTrackDeferred = int(bpfRtsCounterRTS_C_TRACK_DEFERRED)
+	// CounterUnseenWakeups: wakeups of tracked tasks the kernel did not
+	// report: a task asleep since its last switch-out was next seen on its
+	// CPU (its switch-in, or its switch-out).
+	CounterUnseenWakeups = int(bpfRtsCounterRTS_C_UNSEEN_WAKEUPS)
 	counterCount         = int(bpfRtsCounterRTS_C_COUNT)
 )
 

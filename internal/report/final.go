@@ -217,6 +217,9 @@ func WriteSummary(w io.Writer, r *Report, o TextOptions) {
 	if l.EventsMissed > 0 {
 		fmt.Fprintf(w, ", %d events missed (a BPF program already ran on their CPU)", l.EventsMissed)
 	}
+	if l.WakeupsUnseen > 0 {
+		fmt.Fprintf(w, ", %d wakeups the kernel did not report (their cycles left out)", l.WakeupsUnseen)
+	}
 	fmt.Fprintln(w)
 	writeHidden(w, r)
 	if o.Verbose {

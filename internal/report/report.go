@@ -207,6 +207,11 @@ type Lost struct {
 	// events not seen. Classic tracepoint programs do not nest, so a timer
 	// interrupt during one under a switch storm loses its wakeup.
 	EventsMissed uint64 `json:"events_missed,omitempty"`
+	// WakeupsUnseen counts wakeups of tracked tasks the kernel did not
+	// report: a task asleep since its last switch-out was next seen on its
+	// CPU (engine.CounterUnseenWakeups). Their cycles are left out rather
+	// than spanning two activations.
+	WakeupsUnseen uint64 `json:"wakeups_unseen,omitempty"`
 	// ExitedWindowsDropped counts windows of exited tasks released to
 	// bound memory (WindowKeeper): their worst cases say so in worst_note.
 	ExitedWindowsDropped uint64 `json:"exited_windows_dropped"`

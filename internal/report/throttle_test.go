@@ -63,3 +63,13 @@ func TestWriteStealResolution(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// TestSummaryWakeupsUnseen: runs seen only by their end are said in the lost
+// line, with what became of their cycles.
+func TestSummaryWakeupsUnseen(t *testing.T) {
+	var b strings.Builder
+	WriteSummary(&b, &Report{Lost: Lost{WakeupsUnseen: 3}}, TextOptions{})
+	if !strings.Contains(b.String(), ", 3 wakeups the kernel did not report (their cycles left out)") {
+		t.Errorf("lost line without the unseen runs:\n%s", b.String())
+	}
+}

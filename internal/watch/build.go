@@ -28,7 +28,8 @@ func (s *watcher) build() *report.Report {
 		Features:   report.FeaturesFrom(&s.eng.Features, s.eng.Tracing()),
 		Lost: report.Lost{Notices: c[engine.CounterNoticeLost],
 			TasksNotTracked: c[engine.CounterStatsFull] + c[engine.CounterStorageFail],
-			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred]},
+			Stacks:          c[engine.CounterStackLost], TrackingDeferred: c[engine.CounterTrackDeferred],
+			WakeupsUnseen: c[engine.CounterUnseenWakeups]},
 	}
 	s.selectTasks(rep)
 	s.ipis(rep)
