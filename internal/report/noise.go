@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rtscope/rtscope/internal/engine"
@@ -116,16 +115,9 @@ var noiseCauseWords = map[trace.NoiseCause]string{
 	trace.NoisePreempt: "preemption", trace.NoiseThrottle: "throttling", trace.NoiseSteal: "steal",
 }
 
-// noiseTime is ns in us, or in ms from 1 ms on.
-func noiseTime(ns uint64) string {
-	if ns >= 1_000_000 {
-		return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64) + " ms"
-	}
-	return units.Us(ns) + " us"
-}
-
 // writeNoiseByCause writes t's noise totals by cause, the longest first,
-// each with its number of parts; nothing without.
+// each with its number of parts, in microseconds as every time a report
+// prints; nothing without.
 func writeNoiseByCause(w io.Writer, t *Task) {
 	if len(t.NoiseByCause) == 0 {
 		return
@@ -143,7 +135,7 @@ func writeNoiseByCause(w io.Writer, t *Task) {
 		if word == "" {
 			word = string(c)
 		}
-		parts[i] = fmt.Sprintf("%s %s (%d)", word, noiseTime(t.NoiseByCause[c].Ns), t.NoiseByCause[c].Count)
+		parts[i] = fmt.Sprintf("%s %s us (%d)", word, units.Us(t.NoiseByCause[c].Ns), t.NoiseByCause[c].Count)
 	}
 	fmt.Fprintf(w, "   noise by cause: %s\n", strings.Join(parts, ", "))
 }

@@ -79,7 +79,7 @@ func TestNoiseByCause(t *testing.T) {
 	}
 	var out bytes.Buffer
 	Final(&out, task, false)
-	line := "   noise by cause: throttling 100.0 ms (2), IRQ 1.2 ms (340), softirq 85.3 us (12)\n"
+	line := "   noise by cause: throttling 100000.0 us (2), IRQ 1234.0 us (340), softirq 85.3 us (12)\n"
 	if !strings.Contains(out.String(), line) {
 		t.Errorf("text report without %q:\n%s", line, out.String())
 	}
