@@ -48,13 +48,19 @@ func (nt *noiseTwin) part(entry, exit uint64, c uint8, who uint32, steal uint64)
 
 func (nt *noiseTwin) noise(tid uint32) MetricStats {
 	nt.t.Helper()
+	return nt.stats(tid).M[metric.Noise]
+}
+
+// stats reads tid's statistics as user space sees them.
+func (nt *noiseTwin) stats(tid uint32) *TaskStats {
+	nt.t.Helper()
 	id := uint64(onCPU0(nt.t, nt.objs.TestId, uint64(tid)))
 	var k bpfRtsTaskStats
 	if err := nt.objs.Stats.Lookup(id, &k); err != nil {
 		nt.t.Fatalf("stats of %d: %v", tid, err)
 	}
 	s, _ := histCarries{}.join(&k)
-	return s.M[metric.Noise]
+	return s
 }
 
 func (nt *noiseTwin) events() []Event { return flightEvents(nt.t, nt.objs, noiseSlots, EventNoise) }
@@ -243,12 +249,7 @@ func TestTwinNoiseLocalTimer(t *testing.T) {
 // byCause reads tid's noise totals by cause (index cause - 1).
 func (nt *noiseTwin) byCause(tid uint32) (ns [NoiseCauseCount - 1]uint64, parts [NoiseCauseCount - 1]uint32) {
 	nt.t.Helper()
-	id := uint64(onCPU0(nt.t, nt.objs.TestId, uint64(tid)))
-	var k bpfRtsTaskStats
-	if err := nt.objs.Stats.Lookup(id, &k); err != nil {
-		nt.t.Fatalf("stats of %d: %v", tid, err)
-	}
-	s, _ := histCarries{}.join(&k)
+	s := nt.stats(tid)
 	return s.NoiseNs, s.NoiseParts
 }
 
