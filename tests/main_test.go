@@ -84,6 +84,7 @@ type metric struct {
 	SLONs      *uint64  `json:"slo_ns"`
 	Violations *uint64  `json:"violations"`
 	Worst      *worst   `json:"worst"`
+	WorstNote  string   `json:"worst_note"` // why Worst is null
 	Verdict    string   `json:"verdict"`
 	Cause      string   `json:"cause"`
 	// ViolationCauses: every SLO violation explained (docs/json.md).

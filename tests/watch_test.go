@@ -111,8 +111,15 @@ func hogInLatencyViolations(t *testing.T, last bool) bool {
 	}
 	// The worst case, when its verdict blames the hog, has the evidence:
 	// the hog hands the CPU to the victim at the end of its window.
+	// A maximum can be left without a window, which worst_note says (a
+	// maximum reached as the run ended, its notice read too late, or a
+	// failed snapshot): one fresh-clone run of this stop's two had none.
 	if lat.Worst == nil {
-		t.Fatal("no worst latency trace")
+		if lat.WorstNote == "" {
+			t.Fatal("no worst latency trace, and no worst_note saying why")
+		}
+		t.Logf("the worst latency (%.1f us) has no window: %s", us(lat.MaxNs), lat.WorstNote)
+		return true
 	}
 	if lat.Cause != "interference" || !strings.Contains(lat.Verdict, "hog/") {
 		t.Logf("the worst latency (%.1f us) was not a burst: %s", us(lat.MaxNs), lat.Verdict)
