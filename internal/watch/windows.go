@@ -203,6 +203,19 @@ func (w *windows) attach(t *report.Task, explain func(m metric.ID, tr *trace.Tra
 		// One counter, one lookup: Counters took one a counter, 6000
 		// system calls in the stop at 1000 tracked threads.
 		noteLostNotices(t, w.eng.Counter(engine.CounterNoticeLost))
+		noteNoWindow(t)
+	}
+}
+
+// noteNoWindow says why a maximum still has no window and no note: no
+// window was cut for it. A maximum settled as the run ended (a task's
+// samples are held until its switch-out, the last ones settled after the
+// detach) sends its notice when no window can be cut any more.
+func noteNoWindow(t *report.Task) {
+	for _, m := range metric.All() {
+		if rm := t.Metrics[m.String()]; rm != nil && rm.MaxNs != nil && rm.Worst == nil && rm.WorstNote == "" {
+			rm.WorstNote = "no window: none was cut for this maximum (reached as the run ended, or its notice came too late to cut one)"
+		}
 	}
 }
 
