@@ -202,20 +202,7 @@ func (w *windows) attach(t *report.Task, explain func(m metric.ID, tr *trace.Tra
 	if w.eng.Tracing() {
 		// One counter, one lookup: Counters took one a counter, 6000
 		// system calls in the stop at 1000 tracked threads.
-		noteLostNotices(t, w.eng.Counter(engine.CounterNoticeLost))
-		noteNoWindow(t)
-	}
-}
-
-// noteNoWindow says why a maximum still has no window and no note: no
-// window was cut for it. A maximum settled as the run ended (a task's
-// samples are held until its switch-out, the last ones settled after the
-// detach) sends its notice when no window can be cut any more.
-func noteNoWindow(t *report.Task) {
-	for _, m := range metric.All() {
-		if rm := t.Metrics[m.String()]; rm != nil && rm.MaxNs != nil && rm.Worst == nil && rm.WorstNote == "" {
-			rm.WorstNote = "no window: none was cut for this maximum (reached as the run ended, or its notice came too late to cut one)"
-		}
+		noteNoWindow(t, w.eng.Counter(engine.CounterNoticeLost))
 	}
 }
 
@@ -235,18 +222,22 @@ func (w *windows) forget(id uint64) {
 	w.noise.forget(id)
 }
 
-// noteLostNotices says why a maximum of t has no window when the notice
-// ring overflowed (user space read it too late): its new-maximum notice may
-// be among those lost, which lost.notices counts. A fresh-clone run of
-// TestExitedTasksWindowsBounded on a loaded machine left 3563 maxima of
-// 1000 short tasks without a window and without a word.
-func noteLostNotices(t *report.Task, lost uint64) {
-	if lost == 0 {
-		return
+// noteNoWindow says why a maximum of t still has no window and no note.
+// When the notice ring overflowed (user space read it too late), its
+// new-maximum notice may be among those lost, which lost.notices counts: a
+// fresh-clone run of TestExitedTasksWindowsBounded on a loaded machine
+// left 3563 maxima of 1000 short tasks without a window and without a
+// word. Else none was cut for it: a maximum settled as the run ended (a
+// task's samples are held until its switch-out, the last ones settled
+// after the detach) sends its notice when no window can be cut any more.
+func noteNoWindow(t *report.Task, lost uint64) {
+	note := "no window: none was cut for this maximum (reached as the run ended, or its notice came too late to cut one)"
+	if lost > 0 {
+		note = fmt.Sprintf("no window: the notice ring was full (%d notices lost in the run), so this maximum's notice may not have been read", lost)
 	}
 	for _, m := range metric.All() {
 		if rm := t.Metrics[m.String()]; rm != nil && rm.MaxNs != nil && rm.Worst == nil && rm.WorstNote == "" {
-			rm.WorstNote = fmt.Sprintf("no window: the notice ring was full (%d notices lost in the run), so this maximum's notice may not have been read", lost)
+			rm.WorstNote = note
 		}
 	}
 }

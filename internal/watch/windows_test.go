@@ -48,10 +48,10 @@ func TestAdmitWindowsOfOnePoll(t *testing.T) {
 	}
 }
 
-// TestNoteLostNotices: when the notice ring overflowed, a maximum left
-// without a window says that its notice may be lost; a window, an earlier
-// note, or no loss at all leave the metric as it was.
-func TestNoteLostNotices(t *testing.T) {
+// TestNoteNoWindow: a maximum left without a window says why: its notice
+// may be lost when the notice ring overflowed, else none was cut for it; a
+// window, or an earlier note, leave the metric as it was.
+func TestNoteNoWindow(t *testing.T) {
 	max := uint64(5000)
 	task := func() *report.Task {
 		return &report.Task{Metrics: map[string]*report.Metric{
@@ -62,11 +62,12 @@ func TestNoteLostNotices(t *testing.T) {
 		}}
 	}
 	tk := task()
-	noteLostNotices(tk, 0)
-	if n := tk.Metrics["latency"].WorstNote; n != "" {
-		t.Errorf("no notice lost, yet a note: %q", n)
+	noteNoWindow(tk, 0)
+	if n := tk.Metrics["latency"].WorstNote; !strings.Contains(n, "none was cut for this maximum") || strings.Contains(n, "notices lost") {
+		t.Errorf("no notice lost: note %q, want none cut (no lost notices named)", n)
 	}
-	noteLostNotices(tk, 7)
+	tk = task()
+	noteNoWindow(tk, 7)
 	if n := tk.Metrics["latency"].WorstNote; !strings.Contains(n, "7 notices lost") {
 		t.Errorf("latency note %q, want the 7 lost notices", n)
 	}
