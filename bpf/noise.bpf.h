@@ -94,9 +94,32 @@ static __always_inline void rts_noise_sum(struct rts_noise_iv *iv, __u8 cause, _
 	__u32 i = cause - 1;
 	if (i >= RTS_NOISE_CAUSES)
 		return;
-	__u32 p = iv->cause_parts[i];
+	__u8 bit = 1 << i;
+	__u32 p = iv->sums & bit ? iv->cause_parts[i] : 0;
 	iv->cause_parts[i] = parts < 0 && p < (__u32)-parts ? 0 : p + parts;
-	iv->cause_ns[i] += ns;
+	iv->cause_ns[i] = (iv->sums & bit ? iv->cause_ns[i] : 0) + ns;
+	iv->sums |= bit;
+}
+
+/*
+ * *dst = *src, the sums only when it has any: a preempted task's interval
+ * is carried off its CPU and back at every preemption (44% of the switches
+ * of stress-ng --switch), most with no part yet.
+ */
+static __always_inline void rts_noise_copy(struct rts_noise_iv *dst, const struct rts_noise_iv *src)
+{
+	dst->start = src->start;
+	dst->end = src->end;
+	dst->top_ns = src->top_ns;
+	dst->top_who = src->top_who;
+	dst->cpu_start = src->cpu_start;
+	dst->top_cause = src->top_cause;
+	dst->mask = src->mask;
+	dst->sums = src->sums;
+	if (!src->sums)
+		return;
+	__builtin_memcpy(dst->cause_ns, src->cause_ns, sizeof(dst->cause_ns));
+	__builtin_memcpy(dst->cause_parts, src->cause_parts, sizeof(dst->cause_parts));
 }
 
 /* Begin an interval at `at` on cpu, unless one is open. */
@@ -111,8 +134,7 @@ static __always_inline void rts_noise_open(struct rts_noise_iv *iv, __u64 at, __
 	iv->top_cause = RTS_NC_NONE;
 	iv->mask = 0;
 	iv->cpu_start = cpu;
-	__builtin_memset(iv->cause_ns, 0, sizeof(iv->cause_ns));
-	__builtin_memset(iv->cause_parts, 0, sizeof(iv->cause_parts));
+	iv->sums = 0;
 }
 
 /* Can the interval no longer grow by a part starting at `at`? */
@@ -145,6 +167,8 @@ RTS_VERIFIED_ONCE int rts_noise_record(struct rts_task_state *st, struct rts_noi
 	rts_record(st, s, RTS_M_NOISE, end - start, start, end, iv->cpu_start, cpu);
 	if (s) {
 		for (int i = 0; i < RTS_NOISE_CAUSES; i++) {
+			if (!(iv->sums & (1 << i)))
+				continue;
 			s->noise_ns[i] += iv->cause_ns[i];
 			s->noise_parts[i] += iv->cause_parts[i];
 		}
@@ -292,6 +316,36 @@ static __always_inline bool rts_noise_runnable(const struct rts_switch *ev, cons
 	return (ev->preempt || ev->prev_state == 0) && !rts_dl_waits(ev, ps);
 }
 
+/* prev (ps), runnable, leaves its CPU at now: its interval, opened at now if none is, goes with it. */
+static __always_inline void rts_noise_carry_off(const struct rts_switch *ev, struct rts_task_state *ps,
+						struct rts_noise_cpu *n, __u64 now, __u32 cpu)
+{
+	rts_noise_open(&n->iv, now, cpu);
+	rts_noise_copy(&ps->nz, &n->iv);
+	ps->nz_off = now;
+	ps->nz_who = ev->next.tid;
+	/* The throttling rule of rts_throttled: a lower class, not a lower RT priority. */
+	ps->nz_cause = rts_throttled(ev) ? RTS_NC_THROTTLE : RTS_NC_PREEMPT;
+}
+
+/* next (ns) gets this CPU at now: the interval it carries, if any, goes on here with its time off the CPU as a part. */
+static __always_inline void rts_noise_take_on(struct rts_noise_cpu *n, struct rts_task_state *ns, __u64 now,
+					      __u64 steal)
+{
+	n->id = ns->id;
+	n->tid = ns->tid;
+	n->steal_base = steal;
+	n->quiet_from = now;
+	if (!ns->nz_off)
+		return;
+	rts_noise_copy(&n->iv, &ns->nz);
+	__u64 off = now > ns->nz_off ? now - ns->nz_off : 0;
+	rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, off);
+	rts_noise_sum(&n->iv, ns->nz_cause, 1, off);
+	n->iv.end = now;
+	ns->nz_off = 0;
+}
+
 /*
  * The switch from ev->prev (ps when tracked) to ev->next (ns) at now on
  * this CPU; steal: the CPU's steal clock (0: not readable). prev's interval is
@@ -316,32 +370,14 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 		if ((rts_noise_over(&n->iv, now) && !(runnable && rts_noise_irq_tail(n, now))) ||
 		    (!runnable && n->iv.start))
 			rts_noise_record(ps, &n->iv, bpf_get_smp_processor_id(), now);
-		if (rts_noise_runnable(ev, ps)) {
-			rts_noise_open(&n->iv, now, bpf_get_smp_processor_id());
-			ps->nz = n->iv;
-			ps->nz_off = now;
-			ps->nz_who = ev->next.tid;
-			/* The throttling rule of rts_throttled: a lower class, not a lower RT priority. */
-			ps->nz_cause = rts_throttled(ev) ? RTS_NC_THROTTLE : RTS_NC_PREEMPT;
-		}
+		if (rts_noise_runnable(ev, ps))
+			rts_noise_carry_off(ev, ps, n, now, bpf_get_smp_processor_id());
 	}
 	n->id = 0;
 	n->iv.start = 0;
 	n->irq_tail = 0;
-	if (!ns)
-		return 0;
-	n->id = ns->id;
-	n->tid = ns->tid;
-	n->steal_base = steal;
-	n->quiet_from = now;
-	if (ns->nz_off) {
-		n->iv = ns->nz;
-		__u64 off = now > ns->nz_off ? now - ns->nz_off : 0;
-		rts_noise_part(&n->iv, ns->nz_cause, ns->nz_who, off);
-		rts_noise_sum(&n->iv, ns->nz_cause, 1, off);
-		n->iv.end = now;
-		ns->nz_off = 0;
-	}
+	if (ns)
+		rts_noise_take_on(n, ns, now, steal);
 	return 0;
 }
 
@@ -350,13 +386,16 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
  * task current here (n->id 0: iv.start and irq_tail are 0 then, and depth
  * is read only under an id) and no tracked next changes nothing, and
  * returns at one per-CPU load instead of a call (a global function, and a
- * return through the SRSO return thunk on this CPU). The tracked cases
- * stay a call: made inline (the common ones: a prev that sleeps with no
- * interval open, a next with none carried), they took 6-16 ns instead of
- * 21-31 off a tracked switch (BenchmarkTrackedPathCost), but their
- * branches took on_sched_switch's verification from 85 to 121 ms (peak
- * states 1916 to 2251), a start-up issue 37 bounds. Not "!ps && !ns":
- * clang makes it one OR of the two pointers, which the verifier refuses.
+ * return through the SRSO return thunk on this CPU). A switch that only
+ * hands the CPU on is done inline too: prev, when tracked and current
+ * here, has no interval open and no steal to add (it sleeps, or is
+ * preempted and carries a new one off), whatever next carries. That is
+ * every switch of stress-ng --switch 2 with its tasks tracked but the few
+ * after an interruption; the call costs them 20 ns, inline 5-9
+ * (BenchmarkTrackedPathCost's noise part), with on_sched_switch's
+ * verification unchanged (0.24-0.26 s of system time for `rtscope watch
+ * -q -d 0.2s --tid 1`, before and after). Not "!ps && !ns": clang makes
+ * it one OR of the two pointers, which the verifier refuses.
  */
 static __always_inline void rts_noise_switch_at(const struct rts_switch *ev, struct rts_task_state *ps,
 						struct rts_task_state *ns, __u64 now, __u64 steal)
@@ -367,7 +406,19 @@ static __always_inline void rts_noise_switch_at(const struct rts_switch *ev, str
 	bool mine = ps && n->id == ps->id;
 	if (!mine && !ns && !n->id)
 		return;
-	rts_noise_switch(ev, ps, ns, now, steal);
+	bool quiet = mine ? !n->iv.start && steal == n->steal_base : !n->id;
+	if (!quiet) {
+		rts_noise_switch(ev, ps, ns, now, steal);
+		return;
+	}
+	n->depth = 0;
+	if (mine && rts_noise_runnable(ev, ps))
+		rts_noise_carry_off(ev, ps, n, now, bpf_get_smp_processor_id());
+	n->id = 0;
+	n->iv.start = 0;
+	n->irq_tail = 0;
+	if (ns)
+		rts_noise_take_on(n, ns, now, steal);
 }
 
 /* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */
