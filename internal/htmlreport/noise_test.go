@@ -172,3 +172,25 @@ func checkNoise(t *testing.T, sec *node, tk *report.Task) {
 		}
 	}
 }
+
+// In a recorded watch of oslat (its polling threads RT-throttled), every
+// task with noise parts has its table with the JSON's causes, and the
+// others none.
+func TestNoiseByCauseRecorded(t *testing.T) {
+	r := recordedReports(t)["rt-tests-oslat-noise"]
+	sections := parseHTML(t, render(t, r)).all("details.task")
+	if len(sections) != len(r.Tasks) {
+		t.Fatalf("%d task sections, want %d", len(sections), len(r.Tasks))
+	}
+	tables, withParts := 0, 0
+	for i, tk := range r.Tasks {
+		checkNoise(t, sections[i], tk)
+		tables += len(sections[i].all("table.noise-causes"))
+		if len(tk.NoiseByCause) > 0 {
+			withParts++
+		}
+	}
+	if withParts < 2 || tables != withParts {
+		t.Errorf("%d noise by cause tables for %d tasks with noise parts, want one each (of oslat's threads at least)", tables, withParts)
+	}
+}
