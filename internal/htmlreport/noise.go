@@ -51,8 +51,11 @@ func noiseCauses(t *report.Task) *noiseView {
 	}
 	v.Summary = fmt.Sprintf("the parts' own times add up to %s µs", units.Us(parts))
 	if total > 0 {
-		n := t.Metrics[metric.Noise.String()].Count
-		v.Summary = fmt.Sprintf("share of the %s µs of its %d noise intervals; %s", units.UsF(total), n, v.Summary)
+		intervals := fmt.Sprintf("%d noise intervals", t.Metrics[metric.Noise.String()].Count)
+		if intervals == "1 noise intervals" {
+			intervals = "1 noise interval"
+		}
+		v.Summary = fmt.Sprintf("share of the %s µs of its %s; %s", units.UsF(total), intervals, v.Summary)
 	}
 	return v
 }

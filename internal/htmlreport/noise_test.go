@@ -85,6 +85,20 @@ func TestNoiseByCauseTable(t *testing.T) {
 	if doc.byID("task-1-noise") == nil {
 		t.Error("the task with noise but no part lost its noise section")
 	}
+
+	// One interval, all of it one part.
+	one := &engine.TaskStats{Id: 4, Tid: 13, Pid: 13}
+	record(one, metric.Noise, 5_111_200)
+	one.NoiseParts[engine.NoisePreempt-1], one.NoiseNs[engine.NoisePreempt-1] = 1, 5_111_200
+	r = &report.Report{Schema: report.Schema, Tasks: []*report.Task{report.FromStats(one)}}
+	sec = parseHTML(t, render(t, r)).byID("task-0-noise")
+	h = sec.first("div.noise-causes").first("h4").textContent()
+	if w := "noise by cause share of the 5111.2 µs of its 1 noise interval; the parts' own times add up to 5111.2 µs"; h != w {
+		t.Errorf("heading %q, want %q", h, w)
+	}
+	if c := sec.first("tr.noise-cause").cells(); !slices.Equal(c, []string{"preemption", "5111.2", "1", "100.0%"}) {
+		t.Errorf("row %q", c)
+	}
 }
 
 // The page shows whatever causes the JSON carries, a cause it has no word
