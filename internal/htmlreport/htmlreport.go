@@ -314,6 +314,9 @@ func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
 	c := t.Counters
 	tv.Counters = fmt.Sprintf("wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
+	if c.Throttled > 0 {
+		tv.Counters += fmt.Sprintf(", throttled %d", c.Throttled)
+	}
 	if t.NominalPeriodNs != nil {
 		tv.Counters += ", period " + units.Us(*t.NominalPeriodNs) + " µs"
 	}

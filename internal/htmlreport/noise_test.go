@@ -14,12 +14,14 @@ import (
 	"github.com/rtscope/rtscope/internal/units"
 )
 
-// pollerStats is a FIFO 1 busy poller's statistics with known sums: 252
+// pollerStats is a FIFO 1 busy poller's statistics with known sums,
+// RT-throttled twice: 252
 // noise intervals of 100 ms in all (2 of 25 ms, 250 of 200 us), and their
 // parts: throttling 50 ms (2), timer IRQ 40 ms (245), preemption and
 // softirq 2.5 ms each (1 and 10: equal times), IRQ 1 us (3).
 func pollerStats(id uint64, tid uint32) *engine.TaskStats {
-	s := &engine.TaskStats{Id: id, Tid: tid, Pid: tid, Policy: 1, Prio: 98, RtPriority: 1, CpusMask: 2, NrCpusAllowed: 1}
+	s := &engine.TaskStats{Id: id, Tid: tid, Pid: tid, Policy: 1, Prio: 98, RtPriority: 1, CpusMask: 2, NrCpusAllowed: 1,
+		Throttled: 2}
 	setComm(s, "poller")
 	for range 2 {
 		record(s, metric.Noise, 25_000_000)
@@ -80,6 +82,13 @@ func TestNoiseByCauseTable(t *testing.T) {
 	for _, id := range []string{"task-1", "task-2"} {
 		if n := len(doc.byID(id).all("table.noise-causes")); n != 0 {
 			t.Errorf("%s: %d noise by cause tables for a task without a part", id, n)
+		}
+	}
+	// Its throttled switch-outs beside its other counters, as in the text
+	// report: the throttling parts' count.
+	for id, want := range map[string]string{"task-0": "overruns 0, throttled 2", "task-1": "overruns 0"} {
+		if c := doc.byID(id).first("p.note").textContent(); !strings.HasSuffix(c, want) {
+			t.Errorf("%s: counters %q, want them to end with %q", id, c, want)
 		}
 	}
 	if doc.byID("task-1-noise") == nil {
