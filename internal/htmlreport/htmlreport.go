@@ -114,6 +114,7 @@ type metricView struct {
 	HistNote           string
 	Series             *seriesView
 	Causes             *causesView
+	Noise              *noiseView // the noise metric's: its task's noise by cause
 	WorstNote          string
 	Worst              *windowView
 }
@@ -313,6 +314,9 @@ func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
 	c := t.Counters
 	tv.Counters = fmt.Sprintf("wakeups %d, voluntary switches %d, preemptions %d, timer releases %d, overruns %d",
 		c.Wakeups, c.VoluntarySwitches, c.Preemptions, c.TimerReleases, c.Overruns)
+	if c.Throttled > 0 {
+		tv.Counters += fmt.Sprintf(", throttled %d", c.Throttled)
+	}
 	if t.NominalPeriodNs != nil {
 		tv.Counters += ", period " + units.Us(*t.NominalPeriodNs) + " µs"
 	}
@@ -330,43 +334,59 @@ func taskOf(t *report.Task, anchor string, ntasks int) *taskView {
 	}
 	tv.Hygiene = strings.Join(hy, ", ")
 	for _, id := range metric.All() {
-		m := t.Metrics[id.String()]
-		if m == nil {
-			continue
+		row, mv := metricOf(t, id, anchor+"-"+id.String())
+		if row != nil {
+			tv.Rows = append(tv.Rows, *row)
 		}
-		ma := anchor + "-" + id.String()
-		detail := m.Count > 0 || m.Worst != nil || m.WorstNote != "" || m.ViolationCauses != nil
-		if m.Count > 0 || m.SLONs != nil {
-			row := summaryRow{Metric: id.String(), Count: m.Count, Min: us(m.MinNs), Avg: usf(m.AvgNs),
-				P50: us(m.P50Ns), P90: us(m.P90Ns), P99: us(m.P99Ns), P999: us(m.P999Ns), Max: us(m.MaxNs),
-				SLO: us(m.SLONs), Viol: units.Unset}
-			if m.Violations != nil {
-				row.Viol = strconv.FormatUint(*m.Violations, 10)
-				row.Violated = *m.Violations > 0
-			}
-			if detail {
-				row.Anchor = "#" + ma
-			}
-			tv.Rows = append(tv.Rows, row)
+		if mv != nil {
+			tv.Metrics = append(tv.Metrics, mv)
 		}
-		if !detail {
-			continue
-		}
-		mv := &metricView{Name: id.String(), Anchor: ma, Desc: id.Info().Desc, WorstNote: m.WorstNote}
-		if m.Count > 0 {
-			mv.Hist = histogram(m.Stats().Hist, m.SLONs)
-			if mv.Hist == nil {
-				mv.HistNote = "no histogram (the report was not made from the engine's statistics)"
-			}
-		}
-		mv.Series = series(m.Series, m.SLONs)
-		mv.Causes = causes(m.ViolationCauses, m.SLONs)
-		if m.Worst != nil {
-			mv.Worst = window(id, m)
-		}
-		tv.Metrics = append(tv.Metrics, mv)
 	}
 	return tv
+}
+
+// metricOf is a metric's row in t's summary table (nil without samples or
+// SLO) and its section, anchored at ma (nil with nothing to show in one).
+// The noise metric's section holds t's noise by cause.
+func metricOf(t *report.Task, id metric.ID, ma string) (*summaryRow, *metricView) {
+	m := t.Metrics[id.String()]
+	if m == nil {
+		return nil, nil
+	}
+	var noise *noiseView
+	if id == metric.Noise {
+		noise = noiseCauses(t)
+	}
+	detail := m.Count > 0 || m.Worst != nil || m.WorstNote != "" || m.ViolationCauses != nil || noise != nil
+	var row *summaryRow
+	if m.Count > 0 || m.SLONs != nil {
+		row = &summaryRow{Metric: id.String(), Count: m.Count, Min: us(m.MinNs), Avg: usf(m.AvgNs),
+			P50: us(m.P50Ns), P90: us(m.P90Ns), P99: us(m.P99Ns), P999: us(m.P999Ns), Max: us(m.MaxNs),
+			SLO: us(m.SLONs), Viol: units.Unset}
+		if m.Violations != nil {
+			row.Viol = strconv.FormatUint(*m.Violations, 10)
+			row.Violated = *m.Violations > 0
+		}
+		if detail {
+			row.Anchor = "#" + ma
+		}
+	}
+	if !detail {
+		return row, nil
+	}
+	mv := &metricView{Name: id.String(), Anchor: ma, Desc: id.Info().Desc, WorstNote: m.WorstNote, Noise: noise}
+	if m.Count > 0 {
+		mv.Hist = histogram(m.Stats().Hist, m.SLONs)
+		if mv.Hist == nil {
+			mv.HistNote = "no histogram (the report was not made from the engine's statistics)"
+		}
+	}
+	mv.Series = series(m.Series, m.SLONs)
+	mv.Causes = causes(m.ViolationCauses, m.SLONs)
+	if m.Worst != nil {
+		mv.Worst = window(id, m)
+	}
+	return row, mv
 }
 
 func us(p *uint64) string {

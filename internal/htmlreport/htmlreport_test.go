@@ -103,10 +103,10 @@ func twoCPUWindow(tid uint32) *trace.Trace {
 		}}
 }
 
-// sampleReport is a watch of three tasks: a FIFO task with an SLO, its
+// sampleReport is a watch of four tasks: a FIFO task with an SLO, its
 // violations explained, a series and a worst window recorded on a real
-// run; a task named as markup with a two-CPU window and no SLO; and a task
-// without samples.
+// run; a task named as markup with a two-CPU window and no SLO; a task
+// without samples; and a busy poller with its noise by cause.
 func sampleReport(t *testing.T) *report.Report {
 	t.Helper()
 	slowirq := loadWindow(t, "qemu-rt-slowirq-latency")
@@ -170,13 +170,18 @@ func sampleReport(t *testing.T) *report.Report {
 	idle := report.FromStats(&engine.TaskStats{Id: 3, Tid: 99, Pid: 99, Prio: 120})
 	report.Judge(idle)
 
+	// A busy poller: noise and its causes, its maximum without a window.
+	poller := report.FromStats(pollerStats(4, 500))
+	poller.Metrics["noise"].WorstNote = "no window: none was cut for this maximum (reached as the run ended, or its notice came too late to cut one)"
+	report.Judge(poller)
+
 	exit := 0
 	return &report.Report{Schema: report.Schema, Kernel: "6.1.0-rt <test>", Started: "2026-11-22T10:00:00Z",
 		DurationNs: 30_000_000_000, Features: report.Features{Trace: true, ThreadedIRQ: "fentry", Steal: "steal clock"},
 		Lost:    report.Lost{Notices: 2},
 		Steal:   &report.Steal{Readable: true, RunNs: 1_200_000, PerCPUNs: []uint64{600_000, 600_000}, WorstCases: 2},
 		Command: &report.Command{Argv: []string{"sh", "-c", "echo <hi> && sleep 1"}, ExitStatus: &exit},
-		Tasks:   []*report.Task{victim, worker, idle}}
+		Tasks:   []*report.Task{victim, worker, idle, poller}}
 }
 
 func render(t *testing.T, r *report.Report) string {
@@ -276,6 +281,7 @@ func checkPage(t *testing.T, doc *node, r *report.Report) {
 				checkWindow(t, worsts[name], m)
 			}
 		}
+		checkNoise(t, sec, tk)
 		if len(hists) != withSamples {
 			t.Errorf("task %d: %d histograms, want one per metric with samples (%d)", tk.TID, len(hists), withSamples)
 		}

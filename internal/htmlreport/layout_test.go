@@ -18,7 +18,7 @@ import (
 func recordedReports(t *testing.T) map[string]*report.Report {
 	t.Helper()
 	out := map[string]*report.Report{}
-	for _, name := range []string{"healthy-loop", "priority-inversion", "priority-inversion-pi", "rt-hog-slo", "ipi-storm"} {
+	for _, name := range []string{"healthy-loop", "priority-inversion", "priority-inversion-pi", "rt-hog-slo", "ipi-storm", "rt-tests-oslat-noise"} {
 		f, err := os.Open(filepath.Join("..", "report", "testdata", "fixtures", name+".json.gz"))
 		if err != nil {
 			t.Fatal(err)

@@ -69,9 +69,10 @@ func TestOutputGoldens(t *testing.T) {
 
 // htmlGoldens are the fixtures whose HTML page is frozen (300 KB each
 // compressed, so not every one): with and without SLOs and PI, and the
-// undirected watch of a Go launcher; and IPIs drawn from sender to receiver.
+// undirected watch of a Go launcher; IPIs drawn from sender to receiver;
+// and busy pollers' noise by cause (oslat).
 var htmlGoldens = map[string]bool{"priority-inversion": true, "priority-inversion-pi": true, "rt-hog-slo": true, "healthy-loop": true,
-	"ipi-storm": true}
+	"ipi-storm": true, "rt-tests-oslat-noise": true}
 
 // readFixture decodes a recorded JSON report (gzip). The fixtures were
 // recorded with schema v1, whose health words are gone: each task is

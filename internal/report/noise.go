@@ -115,27 +115,60 @@ var noiseCauseWords = map[trace.NoiseCause]string{
 	trace.NoisePreempt: "preemption", trace.NoiseThrottle: "throttling", trace.NoiseSteal: "steal",
 }
 
+// NoiseCauseWord names a noise cause in every report (text, HTML): its
+// word, else its JSON name (a cause this table does not know yet, or one
+// from a newer rtscope's JSON).
+func NoiseCauseWord(c trace.NoiseCause) string {
+	if w := noiseCauseWords[c]; w != "" {
+		return w
+	}
+	return string(c)
+}
+
+// NoiseCauseRow is one cause of a task's noise as the reports show it.
+type NoiseCauseRow struct {
+	Cause trace.NoiseCause
+	Word  string // NoiseCauseWord(Cause)
+	NoiseCauseTotal
+}
+
+// NoiseCausesRanked is t's noise totals by cause, the longest first (equal
+// times by cause name, so that the order is stable); nil without any.
+func NoiseCausesRanked(t *Task) []NoiseCauseRow {
+	if len(t.NoiseByCause) == 0 {
+		return nil
+	}
+	rows := make([]NoiseCauseRow, 0, len(t.NoiseByCause))
+	for c, tot := range t.NoiseByCause {
+		rows = append(rows, NoiseCauseRow{Cause: c, Word: NoiseCauseWord(c), NoiseCauseTotal: tot})
+	}
+	slices.SortFunc(rows, func(a, b NoiseCauseRow) int {
+		return cmp.Or(cmp.Compare(b.Ns, a.Ns), cmp.Compare(a.Cause, b.Cause))
+	})
+	return rows
+}
+
+// NoiseTotalNs is the time of t's noise intervals (the noise metric's
+// sum), 0 without: the whole its causes' parts are a share of.
+func NoiseTotalNs(t *Task) float64 {
+	m := t.Metrics[metric.Noise.String()]
+	if m == nil || m.Count == 0 || m.AvgNs == nil {
+		return 0
+	}
+	return *m.AvgNs * float64(m.Count)
+}
+
 // writeNoiseByCause writes t's noise totals by cause, the longest first,
 // each with its number of parts, in microseconds as every time a report
 // prints; nothing without.
 func writeNoiseByCause(w io.Writer, t *Task) {
-	if len(t.NoiseByCause) == 0 {
+	rows := NoiseCausesRanked(t)
+	if len(rows) == 0 {
 		return
 	}
-	causes := make([]trace.NoiseCause, 0, len(t.NoiseByCause))
-	for c := range t.NoiseByCause {
-		causes = append(causes, c)
-	}
-	slices.SortFunc(causes, func(a, b trace.NoiseCause) int {
-		return cmp.Or(cmp.Compare(t.NoiseByCause[b].Ns, t.NoiseByCause[a].Ns), cmp.Compare(a, b))
-	})
-	parts := make([]string, len(causes))
-	for i, c := range causes {
-		word := noiseCauseWords[c]
-		if word == "" {
-			word = string(c)
-		}
-		parts[i] = fmt.Sprintf("%s %s us (%d)", word, units.Us(t.NoiseByCause[c].Ns), t.NoiseByCause[c].Count)
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = fmt.Sprintf("%s %s us (%d)", r.Word, units.Us(r.Ns), r.Count)
 	}
 	fmt.Fprintf(w, "   noise by cause: %s\n", strings.Join(parts, ", "))
 }
