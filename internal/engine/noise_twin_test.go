@@ -125,6 +125,33 @@ func TestTwinNoiseThrottle(t *testing.T) {
 	checkNoise(t, evs[0], 100, 1_000_000, 51_000_000, bit(NoiseThrottle), NoiseThrottle, 300)
 }
 
+// A real-time task left for a fair task (throttled) and then held off by
+// a real-time task of higher priority that got the CPU back first: its
+// time off the CPU is split by what the CPU ran, throttling while the fair
+// task ran, preemption by the one that took the CPU back after; the
+// largest names the interval.
+func TestTwinNoiseThrottleThenPeer(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	nt.switchTo(1_000, 0, 100, false, 120, 10, 0)
+	nt.switchTo(1_000_000, 100, 300, true, 10, 120, 0)   // throttled: a fair task runs 20 ms
+	nt.switchTo(21_000_000, 300, 400, false, 120, 5, 0)  // a FIFO task of higher priority gets the CPU back
+	nt.switchTo(81_000_000, 400, 300, false, 5, 120, 0)  // sleeps; the fair task again, 9 ms
+	nt.switchTo(90_000_000, 300, 100, false, 120, 10, 0) // back: 89 ms off its CPU
+	nt.switchTo(90_100_000, 100, 0, false, 10, 120, 0)   // sleeps
+	ns, parts := nt.byCause(100)
+	if got := [2]uint64{ns[NoiseThrottle-1], ns[NoisePreempt-1]}; got != [2]uint64{29_000_000, 60_000_000} {
+		t.Errorf("throttling %d ns, preemption %d ns; want 29 ms, 60 ms", got[0], got[1])
+	}
+	if parts[NoiseThrottle-1] != 1 || parts[NoisePreempt-1] != 1 {
+		t.Errorf("%d throttling, %d preemption parts; want 1 and 1", parts[NoiseThrottle-1], parts[NoisePreempt-1])
+	}
+	evs := nt.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d noise events, want 1", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 1_000_000, 90_000_000, bit(NoiseThrottle)|bit(NoisePreempt), NoisePreempt, 400)
+}
+
 // Steal the tick finds while the task ran is a part before the interrupt
 // that saw it, never before the task's switch-in; unchanged steal adds none.
 func TestTwinNoiseSteal(t *testing.T) {
