@@ -200,8 +200,8 @@ struct rts_task_state {
 	__u32 nz_who;  /* the task it left its CPU for */
 	__u8 nz_cause; /* RTS_NC_PREEMPT or RTS_NC_THROTTLE */
 	__u8 pad_nz;
-	__u16 nz_cpu;  /* the CPU it left */
-	__u64 nz_low;  /* that CPU's low_ns then (struct rts_noise_cpu) */
+	__u16 nz_cpu; /* the CPU it left */
+	__u64 nz_low; /* that CPU's low_ns then (struct rts_noise_cpu) */
 };
 
 /* A zeroed task state to create hash-kept ones from (the classic engine,
