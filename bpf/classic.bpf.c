@@ -69,6 +69,8 @@ const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
 const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
 const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
+const volatile __u32 off_nmi_delta = RTS_NOFIELD;
+const volatile __u32 off_nmi_handled = RTS_NOFIELD;
 
 /*
  * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
@@ -663,6 +665,13 @@ SEC("tracepoint/irq_vectors/local_timer_exit")
 int on_local_timer_exit(void *ctx)
 {
 	return rts_local_timer_exit_body(false);
+}
+
+/* NMIs (x86: feature nmi). */
+SEC("tracepoint/nmi/nmi_handler")
+int on_nmi_handler(void *ctx)
+{
+	return rts_nmi_handler_body((__s64)rd_u64(ctx, off_nmi_delta), (int)rd_u32(ctx, off_nmi_handled));
 }
 
 SEC("tracepoint/irq/softirq_entry")

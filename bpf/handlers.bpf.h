@@ -594,6 +594,13 @@ static __always_inline int rts_irq_exit_body(__u32 irq, __u32 ret)
 	return 0;
 }
 
+/* nmi:nmi_handler (x86): an NMI handler took delta ns, ending now; handled: it claimed the NMI. */
+static __always_inline int rts_nmi_handler_body(__s64 delta, int handled)
+{
+	rts_noise_nmi(bpf_ktime_get_ns(), delta > 0 ? delta : 0, handled != 0);
+	return 0;
+}
+
 static __always_inline int rts_softirq_entry_body(__u32 vec)
 {
 	__u64 now = bpf_ktime_get_ns();

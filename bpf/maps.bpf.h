@@ -78,8 +78,9 @@ struct rts_noise_iv {
 	__u32 top_who;
 	__u32 cpu_start;
 	__u8 top_cause; /* enum rts_noise_cause */
-	__u8 mask;      /* 1 << cause of each of its parts */
-	__u8 pad[6];
+	__u8 pad;
+	__u16 mask; /* 1 << cause of each of its parts */
+	__u8 pad2[4];
 	/* Its parts by cause - 1: their number and own time (rts_noise_sum), for its task's stats */
 	__u64 cause_ns[RTS_NOISE_CAUSES];
 	__u32 cause_parts[RTS_NOISE_CAUSES];

@@ -115,6 +115,8 @@ func partKey(e *trace.Event) string {
 
 func partLabel(e *trace.Event) string {
 	switch {
+	case e.Type == trace.EventIPIEntry || e.Type == trace.EventIPIExit:
+		return ipiLabel(e.IPI) // the entry names the sender (watch --ipi)
 	case e.IRQ != nil:
 		return fmt.Sprintf("hard IRQ %d (%s)", *e.IRQ, e.IRQName)
 	case e.Vec != nil:

@@ -75,6 +75,8 @@ func describeNoise(e trace.Event) string {
 		top += " " + e.VecName
 	case e.ByTID != 0:
 		top += fmt.Sprintf(" by tid %d", e.ByTID)
+	case e.IPI != nil:
+		top += " " + string(e.IPI.Kind)
 	}
 	return fmt.Sprintf("noise    %s interrupted %s us (%s; largest: %s)", taskLabel(e.TID, e.Comm, ""),
 		units.Us(uint64(max(ns, 0))), strings.Join(causes, ", "), top)
@@ -113,6 +115,7 @@ func noiseByCause(s *engine.TaskStats) map[trace.NoiseCause]NoiseCauseTotal {
 var noiseCauseWords = map[trace.NoiseCause]string{
 	trace.NoiseIRQ: "IRQ", trace.NoiseTimer: "timer IRQ", trace.NoiseSoftirq: "softirq",
 	trace.NoisePreempt: "preemption", trace.NoiseThrottle: "throttling", trace.NoiseSteal: "steal",
+	trace.NoiseIPI: "IPI", trace.NoiseNMI: "NMI",
 }
 
 // writeNoiseByCause writes t's noise totals by cause, the longest first,

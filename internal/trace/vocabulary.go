@@ -48,6 +48,8 @@ const (
 	NoisePreempt     NoiseCause = "preemption"  // off its CPU while runnable, for its class and higher or equal priority
 	NoiseThrottle    NoiseCause = "throttling"  // off its CPU while runnable, for a lower class or priority
 	NoiseSteal       NoiseCause = "steal"       // the hypervisor ran something else
+	NoiseIPI         NoiseCause = "ipi"         // an IPI's handler (function call, TLB shootdown, reschedule, irq_work)
+	NoiseNMI         NoiseCause = "nmi"         // an NMI handler (perf sampling, watchdog, backtrace)
 	NoiseUnexplained NoiseCause = "unexplained" // time no seen part covers
 )
 
