@@ -1,0 +1,114 @@
+package engine
+
+// BPF logic tests of the IPI and NMI noise causes (ipi.bpf.h's receipts,
+// noise.bpf.h's rts_noise_nmi) through the twins on CPU 0.
+
+import "testing"
+
+// x86 vectors as ipi.bpf.h's stubs pass them (the noise part's who).
+const (
+	vecCallFunctionSingle = 0xfb
+	vecReschedule         = 0xfd
+)
+
+// ipiPart: an IPI of class slot (vector vec) received on CPU 0 from entry
+// to exit while tracked task running runs there, through the receipt bodies.
+func (nt *noiseTwin) ipiPart(entry, exit uint64, slot, running, vec uint64) {
+	onCPU0(nt.t, nt.objs.TestIpiEntry, slot, running, entry, vec)
+	onCPU0(nt.t, nt.objs.TestIpiExit, exit)
+}
+
+// nmi: an NMI handler that took ns ends at now on CPU 0.
+func (nt *noiseTwin) nmi(now, ns uint64, handled bool) {
+	onCPU0(nt.t, nt.objs.TestNoiseNmi, now, ns, b2u(handled))
+}
+
+// An IPI received while a tracked task runs is a part of its own (who:
+// the vector), and the softirq its exit runs joins it by the IRQ-tail
+// rule; an NMI inside an IRQ part is taken out of that IRQ's own time; an
+// NMI with nothing in progress is an interval of its own, ending at the
+// handler's end, and a handler that did not claim the NMI adds its time
+// but no part. Without --ipi (ipi_asked false) no IPI is counted as such.
+func TestTwinNoiseIPIAndNMI(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	irq := func(now, leave, busy uint64, c uint8, who uint32, since uint64) {
+		onCPU0(t, nt.objs.TestNoiseIrq, now, leave, busy, uint64(c), uint64(who), since, 0)
+	}
+	nt.switchTo(1_000, 0, 100, false, 120, 50, 0)
+	nt.ipiPart(10_000, 14_000, 0, 100, vecCallFunctionSingle) // 4 us
+	irq(40_000, 0, 2, 0, 0, 0)                                 // a softirq 26 us later: the IPI's exit runs it
+	irq(43_000, 1, 0, NoiseSoftirq, 3, 40_000)                 // 3 us
+	irq(100_000, 0, 0, 0, 0, 0)                                // an IRQ
+	nt.nmi(104_000, 2_000, true)                               // an NMI inside it, 2 us
+	irq(110_000, 1, 0, NoiseIRQ, 9, 100_000)                   // 10 us, 8 of its own
+	nt.nmi(300_000, 3_000, true)                               // an NMI alone: [297, 300] us
+	nt.nmi(300_500, 500, false)                                // the next handler of the chain, not its NMI
+	nt.ipiPart(500_000, 501_000, 1, 100, vecReschedule)        // 1 us
+	nt.switchTo(1_000_000, 100, 0, false, 50, 120, 0)          // sleeps
+	evs := nt.events()
+	if len(evs) != 4 {
+		for _, e := range evs {
+			t.Logf("[%d, %d] causes %#x", EventX(&e), EventY(&e), NoiseMask(&e))
+		}
+		t.Fatalf("%d noise events, want 4", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 10_000, 43_000, bit(NoiseIPI)|bit(NoiseSoftirq), NoiseIPI, vecCallFunctionSingle)
+	checkNoise(t, evs[1], 100, 100_000, 110_000, bit(NoiseIRQ)|bit(NoiseNMI), NoiseIRQ, 9)
+	checkNoise(t, evs[2], 100, 297_000, 300_500, bit(NoiseNMI), NoiseNMI, 0)
+	checkNoise(t, evs[3], 100, 500_000, 501_000, bit(NoiseIPI), NoiseIPI, vecReschedule)
+	ns, parts := nt.byCause(100)
+	want := map[uint8]struct {
+		parts uint32
+		ns    uint64
+	}{
+		NoiseIPI: {2, 5_000}, NoiseSoftirq: {1, 3_000}, NoiseIRQ: {1, 8_000}, NoiseNMI: {2, 5_500},
+	}
+	for c := uint8(1); c < uint8(NoiseCauseCount); c++ {
+		w := want[c]
+		if parts[c-1] != w.parts || ns[c-1] != w.ns {
+			t.Errorf("cause %d: %d parts, %d ns; want %d, %d", c, parts[c-1], ns[c-1], w.parts, w.ns)
+		}
+	}
+	if m := nt.noise(100); m.Count != 4 {
+		t.Errorf("noise: %d samples, want 4", m.Count)
+	}
+	ic := ipiCPU0(t, nt.objs.IpiCpus)
+	for k := range IPIKinds {
+		if ic.Count[k] != 0 {
+			t.Errorf("IPI counts %v without --ipi; want none (the receipts are noise only)", ic.Count)
+			break
+		}
+	}
+	if n := len(flightEvents(t, nt.objs, noiseSlots, EventIPIEntry)); n != 0 {
+		t.Errorf("%d IPI entry events without --ipi; want none", n)
+	}
+}
+
+// An IPI while no tracked task is current, or an NMI then, is nobody's
+// noise; a tracked task's IPI with --ipi is counted and is noise both.
+func TestTwinNoiseIPIUntrackedAndAsked(t *testing.T) {
+	nt := &noiseTwin{t: t, objs: twinFlight(t, noiseSlots, map[string]any{"ipi_asked": true})}
+	if ret := onCPU0(t, nt.objs.TestTrack, 100, 100, 0, 0); ret != 0 {
+		t.Fatalf("track: %d", int32(ret))
+	}
+	nt.switchTo(1_000, 0, 300, false, 120, 120, 0) // 300: not tracked
+	nt.ipiPart(10_000, 12_000, 0, 0, vecCallFunctionSingle)
+	nt.nmi(20_000, 1_000, true)
+	nt.switchTo(50_000, 300, 100, false, 120, 50, 0)
+	nt.ipiPart(60_000, 63_000, 1, 100, vecReschedule)
+	nt.switchTo(200_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d noise events, want 1", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 60_000, 63_000, bit(NoiseIPI), NoiseIPI, vecReschedule)
+	ns, parts := nt.byCause(100)
+	if parts[NoiseIPI-1] != 1 || ns[NoiseIPI-1] != 3_000 || parts[NoiseNMI-1] != 0 || ns[NoiseNMI-1] != 0 {
+		t.Errorf("IPI %d parts %d ns, NMI %d parts %d ns; want 1 of 3000, none", parts[NoiseIPI-1], ns[NoiseIPI-1],
+			parts[NoiseNMI-1], ns[NoiseNMI-1])
+	}
+	ic := ipiCPU0(t, nt.objs.IpiCpus)
+	if ic.Count[IPICall] != 1 || ic.Count[IPIResched] != 1 {
+		t.Errorf("IPI counts %v with --ipi; want a call and a reschedule", ic.Count)
+	}
+}
