@@ -458,6 +458,8 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 						 __u64 fn, __u64 expiry, __u64 slack)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
+	if (slot == 1)
+		rts_noise_adopt(now); /* arm64's tick (x86's: rts_local_timer_entry_body) */
 	/* Its interrupt was due at its hard expiry: the noise it makes starts there. */
 	if (slot == 1)
 		rts_noise_enter(now, slack != RTS_SLACK_UNKNOWN ? expiry + slack : 0,
@@ -542,6 +544,7 @@ static __always_inline int rts_local_timer_entry_body(void)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	rts_noise_adopt(now);
 	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	cs->lt_entry = now;
 	return 0;

@@ -517,6 +517,15 @@ int BPF_PROG(test_noise_nmi, __u64 now, __u64 ns, __u64 handled)
 	return 0;
 }
 
+/* Noise: the tick at now while tid (tracked or not) is current, with no switch-in seen. */
+SEC("raw_tp")
+int BPF_PROG(test_noise_adopt, __u64 now, __u64 tid)
+{
+	twin_current_tid = tid;
+	rts_noise_adopt(now);
+	return 0;
+}
+
 /* Noise: tracked task tid ends (exit) while current here. */
 SEC("raw_tp")
 int BPF_PROG(test_noise_end, __u64 now, __u64 tid)

@@ -37,7 +37,7 @@ const noiseStallHead = 4_000_000
 // noiseGap is one gap of the loop, CLOCK_MONOTONIC ns.
 type noiseGap struct {
 	Start, End int64
-	causes     uint8 // the interval's (1 << cause)
+	causes     uint16 // the interval's (1 << cause)
 	top        uint8
 }
 
@@ -54,8 +54,16 @@ type noiseKey struct {
 }
 
 // TestMain runs the test binary as TestNoiseAgreesWithLoop's loop when
-// noiseLoopEnv is set (a child process, not a test that skips).
+// noiseLoopEnv is set, as TestNoiseIPIsOfLoop's when noiseIPIEnv is (a
+// child process, not a test that skips).
 func TestMain(m *testing.M) {
+	if out := os.Getenv(noiseIPIEnv); out != "" {
+		if err := noiseIPIChild(out); err != nil {
+			fmt.Fprintln(os.Stderr, "noise IPI loop:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if out := os.Getenv(noiseLoopEnv); out != "" {
 		if err := noiseLoopChild(out); err != nil {
 			fmt.Fprintln(os.Stderr, "noise loop:", err)
@@ -138,7 +146,7 @@ func noiseIntervals(e *Engine, done <-chan struct{}) (map[noiseKey]noiseGap, map
 				switch ev.Type {
 				case EventNoise:
 					k := noiseKey{ev.A, EventX(&ev)}
-					cur[k] = noiseGap{int64(EventX(&ev)), int64(EventY(&ev)), ev.Flags, uint8(ev.C)}
+					cur[k] = noiseGap{int64(EventX(&ev)), int64(EventY(&ev)), NoiseMask(&ev), NoiseTop(&ev)}
 					if prev[k] == cur[k] {
 						got[k] = cur[k]
 					}

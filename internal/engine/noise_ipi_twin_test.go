@@ -112,3 +112,24 @@ func TestTwinNoiseIPIUntrackedAndAsked(t *testing.T) {
 		t.Errorf("IPI counts %v with --ipi; want a call and a reschedule", ic.Count)
 	}
 }
+
+// A tracked task current with no switch-in seen (tracked while it ran) is
+// taken at the tick: its IPIs from then are its noise, before then nobody's;
+// an untracked current task is not taken.
+func TestTwinNoiseAdoptAtTick(t *testing.T) {
+	nt := newNoiseTwin(t, 100)
+	onCPU0(t, nt.objs.TestNoiseAdopt, 500, 300) // 300: not tracked
+	nt.ipiPart(1_000, 2_000, 0, 100, vecCallFunctionSingle)
+	onCPU0(t, nt.objs.TestNoiseAdopt, 5_000, 100)
+	nt.ipiPart(10_000, 12_000, 0, 100, vecCallFunctionSingle)
+	onCPU0(t, nt.objs.TestNoiseAdopt, 20_000, 100) // taken already: nothing changes
+	nt.switchTo(50_000, 100, 0, false, 50, 120, 0)
+	evs := nt.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d noise events, want 1", len(evs))
+	}
+	checkNoise(t, evs[0], 100, 10_000, 12_000, bit(NoiseIPI), NoiseIPI, vecCallFunctionSingle)
+	if ns, parts := nt.byCause(100); parts[NoiseIPI-1] != 1 || ns[NoiseIPI-1] != 2_000 {
+		t.Errorf("IPI: %d parts, %d ns; want 1, 2000", parts[NoiseIPI-1], ns[NoiseIPI-1])
+	}
+}
