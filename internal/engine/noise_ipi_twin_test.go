@@ -36,15 +36,15 @@ func TestTwinNoiseIPIAndNMI(t *testing.T) {
 	}
 	nt.switchTo(1_000, 0, 100, false, 120, 50, 0)
 	nt.ipiPart(10_000, 14_000, 0, 100, vecCallFunctionSingle) // 4 us
-	irq(40_000, 0, 2, 0, 0, 0)                                 // a softirq 26 us later: the IPI's exit runs it
-	irq(43_000, 1, 0, NoiseSoftirq, 3, 40_000)                 // 3 us
-	irq(100_000, 0, 0, 0, 0, 0)                                // an IRQ
-	nt.nmi(104_000, 2_000, true)                               // an NMI inside it, 2 us
-	irq(110_000, 1, 0, NoiseIRQ, 9, 100_000)                   // 10 us, 8 of its own
-	nt.nmi(300_000, 3_000, true)                               // an NMI alone: [297, 300] us
-	nt.nmi(300_500, 500, false)                                // the next handler of the chain, not its NMI
-	nt.ipiPart(500_000, 501_000, 1, 100, vecReschedule)        // 1 us
-	nt.switchTo(1_000_000, 100, 0, false, 50, 120, 0)          // sleeps
+	irq(40_000, 0, 2, 0, 0, 0)                                // a softirq 26 us later: the IPI's exit runs it
+	irq(43_000, 1, 0, NoiseSoftirq, 3, 40_000)                // 3 us
+	irq(100_000, 0, 0, 0, 0, 0)                               // an IRQ
+	nt.nmi(104_000, 2_000, true)                              // an NMI inside it, 2 us
+	irq(110_000, 1, 0, NoiseIRQ, 9, 100_000)                  // 10 us, 8 of its own
+	nt.nmi(300_000, 3_000, true)                              // an NMI alone: [297, 300] us
+	nt.nmi(300_500, 500, false)                               // the next handler of the chain, not its NMI
+	nt.ipiPart(500_000, 501_000, 1, 100, vecReschedule)       // 1 us
+	nt.switchTo(1_000_000, 100, 0, false, 50, 120, 0)         // sleeps
 	evs := nt.events()
 	if len(evs) != 4 {
 		for _, e := range evs {
