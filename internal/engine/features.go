@@ -224,9 +224,9 @@ var featureTable = [featureCount]featureSpec{
 var errIPINotAsked = errors.New("not attached: watch --ipi attaches the IPI hooks")
 
 // ipiFeature tells the features that only --ipi attaches: the senders.
-// The receipts are attached whenever noise is measured (always): 27-45 ns
-// a receipt with no tracked task current, 1-2k IPIs/s on a busy machine
-// (docs/noise.md).
+// The receipts are attached always, as noise parts: 262-346 ns of BPF a
+// receipt without --ipi (entry + exit, BenchmarkIPIShootdown), as much as
+// a softirq's hooks (docs/noise.md).
 func ipiFeature(f Feature) bool {
 	return f == FeatureIPISend
 }
