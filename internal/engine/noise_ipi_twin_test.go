@@ -3,7 +3,13 @@ package engine
 // BPF logic tests of the IPI and NMI noise causes (ipi.bpf.h's receipts,
 // noise.bpf.h's rts_noise_nmi) through the twins on CPU 0.
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
 
 // x86 vectors as ipi.bpf.h's stubs pass them (the noise part's who).
 const (
@@ -131,5 +137,60 @@ func TestTwinNoiseAdoptAtTick(t *testing.T) {
 	checkNoise(t, evs[0], 100, 10_000, 12_000, bit(NoiseIPI), NoiseIPI, vecCallFunctionSingle)
 	if ns, parts := nt.byCause(100); parts[NoiseIPI-1] != 1 || ns[NoiseIPI-1] != 2_000 {
 		t.Errorf("IPI: %d parts, %d ns; want 1, 2000", parts[NoiseIPI-1], ns[NoiseIPI-1])
+	}
+}
+
+// The classic stubs: nmi:nmi_handler's delta_ns and handled read at their
+// offsets in the record (this kernel's format, captured), and an IPI
+// vector's entry and exit, into the same bodies: parts of the tracked
+// task current on the CPU.
+func TestClassicTwinNoiseIPIAndNMI(t *testing.T) {
+	// The classic engine's current task is the running thread's tid: one
+	// thread runs them all (unlocked, another thread ran some: not tracked).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var was, on unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		t.Fatal(err)
+	}
+	on.Set(twinCPU)
+	if err := unix.SchedSetaffinity(0, &on); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &was) //nolint:errcheck // best effort: the thread is unlocked after
+	tid := uint32(unix.Gettid())
+	tw := newClassicTwinWith(t, map[string]any{"flight_per_cpu": uint32(64)}, func(spec *ebpf.CollectionSpec, _ map[string]uint32) {
+		spec.Maps["flight"].MaxEntries = 64
+	})
+	if err := tw.objs.WantTid.Put(tid, bpfRtsTarget{Index: 7}); err != nil {
+		t.Fatal(err)
+	}
+	tw.scan(tid, 7, false, "poller")
+	tw.switchIn(tid, "poller")
+	tw.record(twinCallSingleEntry)
+	tw.record(twinCallSingleExit)
+	nmi := func(delta, handled uint64) {
+		tw.record(twinNMIHandler, field{off: "off_nmi_delta", size: 8, val: delta}, field{off: "off_nmi_handled", size: 4, val: handled})
+	}
+	nmi(5_000, 1)
+	nmi(300, 0)
+	tw.sleep(tid)
+	st := tw.state(tid)
+	if st == nil {
+		t.Fatal("not tracked")
+	}
+	s := tw.stats(st.Id)
+	if s.NoiseParts[NoiseNMI-1] != 1 || s.NoiseNs[NoiseNMI-1] != 5_300 {
+		t.Errorf("NMI: %d parts, %d ns; want 1, 5300", s.NoiseParts[NoiseNMI-1], s.NoiseNs[NoiseNMI-1])
+	}
+	if s.NoiseParts[NoiseIPI-1] != 1 || s.NoiseNs[NoiseIPI-1] == 0 {
+		t.Errorf("IPI: %d parts, %d ns; want 1 of some ns", s.NoiseParts[NoiseIPI-1], s.NoiseNs[NoiseIPI-1])
+	}
+	var mask uint16
+	for _, e := range tw.flight(EventNoise) {
+		mask |= NoiseMask(&e)
+	}
+	if mask != bit(NoiseIPI)|bit(NoiseNMI) {
+		t.Errorf("noise events' causes %#x; want IPI and NMI", mask)
 	}
 }
