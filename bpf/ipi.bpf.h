@@ -293,7 +293,7 @@ static __always_inline int rts_ipi_reason_entry_body(const void *reason, __u32 r
 	if (slot < 0)
 		return 0;
 	__u32 kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED
-											   : RTS_IPI_IRQ_WORK;
+											    : RTS_IPI_IRQ_WORK;
 	return rts_ipi_entry_body(slot, kind, running, bpf_ktime_get_ns());
 }
 
@@ -332,15 +332,15 @@ static __always_inline __u32 rts_ipi_running(void)
 		return body;              \
 	}
 #define RTS_IPI_ENTRY(slot, vec) rts_ipi_entry_body(slot, vec, rts_ipi_running(), bpf_ktime_get_ns())
-#define RTS_IPI_RECEIVERS(pfx)                                                                                            \
-	RTS_IPI_RECEIVER(pfx, call_function_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_VECTOR))         \
-	RTS_IPI_RECEIVER(pfx, call_function_single_entry,                                                                 \
-			 RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_SINGLE_VECTOR))                            \
-	RTS_IPI_RECEIVER(pfx, reschedule_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_RESCHED, RTS_X86_RESCHEDULE_VECTOR))           \
-	RTS_IPI_RECEIVER(pfx, irq_work_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_IRQ_WORK, RTS_X86_IRQ_WORK_VECTOR))              \
-	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                  \
-	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                           \
-	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                     \
+#define RTS_IPI_RECEIVERS(pfx)                                                                                    \
+	RTS_IPI_RECEIVER(pfx, call_function_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_VECTOR)) \
+	RTS_IPI_RECEIVER(pfx, call_function_single_entry,                                                         \
+			 RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_SINGLE_VECTOR))                    \
+	RTS_IPI_RECEIVER(pfx, reschedule_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_RESCHED, RTS_X86_RESCHEDULE_VECTOR))   \
+	RTS_IPI_RECEIVER(pfx, irq_work_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_IRQ_WORK, RTS_X86_IRQ_WORK_VECTOR))      \
+	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                          \
+	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                   \
+	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                             \
 	RTS_IPI_RECEIVER(pfx, irq_work_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))
 
 #endif
