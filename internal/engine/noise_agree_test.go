@@ -194,8 +194,8 @@ func (v *gapVerdicts) add(o gapVerdicts) {
 // ends with it: time before an interrupt was due is the hypervisor's, no
 // guest code runs there); 85% of them at least (70% with the classic
 // engine), over 50 gaps at least (a quiet CPU is run again, its gaps added
-// up). Not judged, counted and logged: gaps no interval touches (IPIs,
-// NMIs, pauses of the whole VM have no hook, docs/noise.md) and gaps whose
+// up). Not judged, counted and logged: gaps no interval touches (SMIs,
+// pauses of the whole VM have no hook, docs/noise.md) and gaps whose
 // interval holds hypervisor steal (the steal clock is read at the tick: its
 // part is placed before the reading, in one piece, while the hypervisor
 // took it in several). A run where unseen gaps are more than three quarters
@@ -227,7 +227,7 @@ func agreesWithLoop(t *testing.T, kind string) {
 		if v.unseen*4 > len(g)*3 {
 			// Another job's IPI storm (the ipi-storm scenario, TLB
 			// shootdowns) makes most gaps of a run such: not a run to judge.
-			t.Logf("too noisy to judge: %d of %d gaps show no event at all (IPIs, NMIs, a paused VM); run again", v.unseen, len(g))
+			t.Logf("too noisy to judge: %d of %d gaps show no event at all (SMIs, a paused VM); run again", v.unseen, len(g))
 			continue
 		}
 		all.add(v)
@@ -245,7 +245,7 @@ func agreesWithLoop(t *testing.T, kind string) {
 		want = 70
 	}
 	ok := all.matched + all.early
-	t.Logf("%d of %d judged gaps agree (%d from their due time); not judged: %d with steal, %d with no interval (IPIs, NMIs, a paused VM: no hook sees them)",
+	t.Logf("%d of %d judged gaps agree (%d from their due time); not judged: %d with steal, %d with no interval (SMIs, a paused VM: no hook sees them)",
 		ok, all.judged(), all.early, all.steal, all.unseen)
 	if ok*100 < all.judged()*want {
 		t.Errorf("%d of %d loop gaps that rtscope saw agree with a noise interval; want %d%%", ok, all.judged(), want)
