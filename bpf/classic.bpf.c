@@ -708,7 +708,8 @@ RTS_IPI_RECEIVERS("tracepoint/irq_vectors/")
 SEC("tracepoint/ipi/ipi_entry")
 int on_ipi_entry(void *ctx)
 {
-	return rts_ipi_reason_entry_body((const void *)rd_u64(ctx, off_ipi_entry_reason), rts_ipi_running());
+	return rts_ipi_reason_entry_body((const void *)rd_u64(ctx, off_ipi_entry_reason),
+					 ipi_asked ? rts_ipi_running() : 0);
 }
 
 SEC("tracepoint/ipi/ipi_exit")

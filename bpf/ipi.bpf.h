@@ -331,7 +331,8 @@ static __always_inline __u32 rts_ipi_running(void)
 	{                                 \
 		return body;              \
 	}
-#define RTS_IPI_ENTRY(slot, vec) rts_ipi_entry_body(slot, vec, rts_ipi_running(), bpf_ktime_get_ns())
+/* The receiver is looked up for the counts only (--ipi): a task-storage lookup less a receipt without. */
+#define RTS_IPI_ENTRY(slot, vec) rts_ipi_entry_body(slot, vec, ipi_asked ? rts_ipi_running() : 0, bpf_ktime_get_ns())
 #define RTS_IPI_RECEIVERS(pfx)                                                                                    \
 	RTS_IPI_RECEIVER(pfx, call_function_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_VECTOR)) \
 	RTS_IPI_RECEIVER(pfx, call_function_single_entry,                                                         \

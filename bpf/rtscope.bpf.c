@@ -708,7 +708,7 @@ RTS_IPI_RECEIVERS("tp_btf/")
 SEC("tp_btf/ipi_entry")
 int BPF_PROG(on_ipi_entry, const char *reason)
 {
-	return rts_ipi_reason_entry_body(reason, rts_ipi_running());
+	return rts_ipi_reason_entry_body(reason, ipi_asked ? rts_ipi_running() : 0);
 }
 
 SEC("tp_btf/ipi_exit")

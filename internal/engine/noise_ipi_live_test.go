@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/rtscope/rtscope/internal/workload"
@@ -180,6 +181,11 @@ func runNoiseIPILoop(t *testing.T, kind string) (noiseIPIOut, uint64, uint64) {
 	if !e.Features.IPIReceipts() {
 		t.Fatalf("IPI receipts not attached: %s", e.Features.Sentence(FeatureIPIReceive))
 	}
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME) // the receipts' cost, logged
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stats.Close()
 	out := t.TempDir() + "/ipi.json"
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), noiseIPIEnv+"="+out, "GODEBUG=asyncpreemptoff=1")
@@ -195,6 +201,7 @@ func runNoiseIPILoop(t *testing.T, kind string) (noiseIPIOut, uint64, uint64) {
 	if err := json.Unmarshal(b, &o); err != nil {
 		t.Fatal(err)
 	}
+	logReceiptCost(t, e)
 	all, err := e.AllStats()
 	if err != nil {
 		t.Fatal(err)
@@ -206,4 +213,26 @@ func runNoiseIPILoop(t *testing.T, kind string) (noiseIPIOut, uint64, uint64) {
 	}
 	t.Fatalf("the loop %d is not tracked", o.TID)
 	return o, 0, 0
+}
+
+// logReceiptCost logs the IPI receipts' BPF time a receipt (entry + exit),
+// most of them here with the tracked loop current (its noise part made).
+func logReceiptCost(t *testing.T, e *Engine) {
+	var ns, runs uint64
+	for _, c := range e.collections() {
+		for name, p := range c.Programs {
+			if !strings.HasPrefix(name, "on_ipi_") {
+				continue
+			}
+			st, err := p.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns += uint64(st.Runtime)
+			if strings.HasSuffix(name, "_entry") {
+				runs += st.RunCount
+			}
+		}
+	}
+	t.Logf("IPI receipts: %d, %d ns of BPF a receipt (entry + exit)", runs, ns/max(runs, 1))
 }
