@@ -2,10 +2,10 @@
 /*
  * IPIs, sent and received, once for both engines (docs/ipi.md). The
  * senders and the counts are attached with watch --ipi (Config.IPI,
- * ipi_asked); the receipts are attached whenever the kernel has them (feature
- * ipi_noise): an IPI is a noise part of the tracked task it interrupts
- * (noise.bpf.h), which costs a per-CPU lookup and a compare a receipt when
- * no tracked task is current (docs/noise.md has the measured cost).
+ * ipi_asked); the receipts are attached whenever the kernel has them
+ * (features ipi_receive, ipi_entry): an IPI is a noise part of the tracked
+ * task it interrupts (noise.bpf.h) and a pair of flight events, its sender
+ * unknown without --ipi (docs/noise.md has the measured cost).
  *
  * Send side (the sender is the current task):
  *  - csd:csd_queue_cpu(cpu, callsite, func): a function queued for another
@@ -43,9 +43,10 @@
 #include "maps.bpf.h"
 
 /*
- * The engines (noise.bpf.h included before): a receipt is a noise part,
- * and the counts, senders and flight events are kept with watch --ipi
- * only (ipi_asked). rtscope isolation, which has no noise, counts always.
+ * The engines (noise.bpf.h included before): a receipt is a noise part
+ * and a flight event pair; the counts and senders are kept with watch
+ * --ipi only (ipi_asked). rtscope isolation, which has no noise, counts
+ * always.
  */
 #ifdef RTSCOPE_NOISE_BPF_H
 const volatile bool ipi_asked = false;
@@ -163,11 +164,22 @@ static __always_inline int rts_ipi_entry_body(__u32 slot, __u32 who, __u32 runni
 	rts_ipi_noise_enter(cs, now);
 	ic->entry = now;
 	ic->noise_who = who;
-	if (!ipi_asked)
-		return 0;
-	ic->receiver = running ? running : (cs ? (__u32)cs->waiting_tid : 0);
 	ic->kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED
 											  : RTS_IPI_IRQ_WORK;
+	if (!ipi_asked) {
+		/* In the windows without its sender: a noise window names it (its kind, from the vector). */
+		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IPI_ENTRY);
+		if (e) {
+			e->a = 0;
+			e->b = 0;
+			e->c = 0xffff;
+			e->flags = ic->kind;
+			e->x = 0;
+			e->y = 0;
+		}
+		return 0;
+	}
+	ic->receiver = running ? running : (cs ? (__u32)cs->waiting_tid : 0);
 	ic->tid = 0;
 	ic->tgid = 0;
 	ic->cpu = 0xffff;
@@ -231,16 +243,17 @@ static __always_inline int rts_ipi_exit_body(__u64 now)
 	__u64 d = now > ic->entry ? now - ic->entry : 0;
 	rts_ipi_noise_leave(now, ic->entry, ic->noise_who);
 	ic->entry = 0;
-	if (!ipi_asked)
-		return 0;
 	__u32 kind = ic->kind;
-	if (kind < RTS_IPI_KINDS) {
+	if (ipi_asked && kind < RTS_IPI_KINDS) {
 		ic->count[kind]++;
 		ic->ns[kind] += d;
 		if (!ic->tid)
 			ic->unattributed[kind]++;
 	}
-	rts_ipi_pair_add(ic, cpu, d);
+	if (ipi_asked)
+		rts_ipi_pair_add(ic, cpu, d);
+	else
+		ic->tid = 0; /* no sender known */
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_IPI_EXIT);
 	if (e) {
 		e->a = ic->tid;

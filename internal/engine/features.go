@@ -224,10 +224,10 @@ var featureTable = [featureCount]featureSpec{
 var errIPINotAsked = errors.New("not attached: watch --ipi attaches the IPI hooks")
 
 // ipiFeature tells the features that only --ipi attaches: the senders.
-// The receipts are attached always, as noise parts: 229-256 ns of BPF a
-// receipt without --ipi (entry + exit, BenchmarkIPIShootdown), 449-535
-// with a tracked task current (TestNoiseIPIsOfLoop), about a softirq's
-// hooks' 343 (docs/noise.md).
+// The receipts are attached always, as noise parts and flight events:
+// 274-341 ns of BPF a receipt without --ipi (entry + exit,
+// BenchmarkIPIShootdown), 476-673 with a tracked task current
+// (TestNoiseIPIsOfLoop), about a softirq's hooks' 343 (docs/noise.md).
 func ipiFeature(f Feature) bool {
 	return f == FeatureIPISend
 }

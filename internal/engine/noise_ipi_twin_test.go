@@ -34,7 +34,8 @@ func (nt *noiseTwin) nmi(now, ns uint64, handled bool) {
 // rule; an NMI inside an IRQ part is taken out of that IRQ's own time; an
 // NMI with nothing in progress is an interval of its own, ending at the
 // handler's end, and a handler that did not claim the NMI adds its time
-// but no part. Without --ipi (ipi_asked false) no IPI is counted as such.
+// but no part. Without --ipi (ipi_asked false) no IPI is counted as such,
+// and the flight recorder has its entry and exit with no sender.
 func TestTwinNoiseIPIAndNMI(t *testing.T) {
 	nt := newNoiseTwin(t, 100)
 	irq := func(now, leave, busy uint64, c uint8, who uint32, since uint64) {
@@ -85,8 +86,12 @@ func TestTwinNoiseIPIAndNMI(t *testing.T) {
 			break
 		}
 	}
-	if n := len(flightEvents(t, nt.objs, noiseSlots, EventIPIEntry)); n != 0 {
-		t.Errorf("%d IPI entry events without --ipi; want none", n)
+	// In the flight recorder for the windows, with no sender.
+	entries := flightEvents(t, nt.objs, noiseSlots, EventIPIEntry)
+	exits := flightEvents(t, nt.objs, noiseSlots, EventIPIExit)
+	if len(entries) != 2 || len(exits) != 2 || entries[0].A != 0 || entries[0].Flags != IPICall || entries[1].Flags != IPIResched ||
+		exits[0].A != 0 || EventX(&exits[0]) != 4_000 || EventX(&exits[1]) != 1_000 {
+		t.Errorf("IPI events without --ipi: entries %+v, exits %+v; want a call and a reschedule, 4 and 1 us, no sender", entries, exits)
 	}
 }
 
