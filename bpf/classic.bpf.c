@@ -69,6 +69,7 @@ const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
 const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
 const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
+const volatile __u32 off_nmi_handler = RTS_NOFIELD;
 const volatile __u32 off_nmi_delta = RTS_NOFIELD;
 const volatile __u32 off_nmi_handled = RTS_NOFIELD;
 
@@ -671,7 +672,8 @@ int on_local_timer_exit(void *ctx)
 SEC("tracepoint/nmi/nmi_handler")
 int on_nmi_handler(void *ctx)
 {
-	return rts_nmi_handler_body((__s64)rd_u64(ctx, off_nmi_delta), (int)rd_u32(ctx, off_nmi_handled));
+	return rts_nmi_handler_body(rd_u64(ctx, off_nmi_handler), (__s64)rd_u64(ctx, off_nmi_delta),
+				    (int)rd_u32(ctx, off_nmi_handled));
 }
 
 SEC("tracepoint/irq/softirq_entry")

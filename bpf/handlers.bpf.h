@@ -597,10 +597,21 @@ static __always_inline int rts_irq_exit_body(__u32 irq, __u32 ret)
 	return 0;
 }
 
-/* nmi:nmi_handler (x86): an NMI handler took delta ns, ending now; handled: it claimed the NMI. */
-static __always_inline int rts_nmi_handler_body(__s64 delta, int handled)
+/*
+ * nmi:nmi_handler (x86): the NMI handler fn took delta ns, ending now;
+ * handled: it claimed the NMI. A noise part, and a flight event for the
+ * windows (NMIs are rare: perf sampling, the watchdog, backtraces).
+ */
+static __always_inline int rts_nmi_handler_body(__u64 fn, __s64 delta, int handled)
 {
-	rts_noise_nmi(bpf_ktime_get_ns(), delta > 0 ? delta : 0, handled != 0);
+	__u64 now = bpf_ktime_get_ns(), ns = delta > 0 ? delta : 0;
+	rts_noise_nmi(now, ns, handled != 0);
+	struct rts_event *e = rts_flight(rts_cpu(), bpf_get_smp_processor_id(), now, RTS_EV_NMI);
+	if (e) {
+		e->flags = handled != 0;
+		e->x = fn;
+		e->y = now > ns ? now - ns : 0;
+	}
 	return 0;
 }
 

@@ -600,7 +600,7 @@ int BPF_PROG(on_local_timer_exit, int vector)
 SEC("tp_btf/nmi_handler")
 int BPF_PROG(on_nmi_handler, void *handler, s64 delta_ns, int handled)
 {
-	return rts_nmi_handler_body(delta_ns, handled);
+	return rts_nmi_handler_body((__u64)handler, delta_ns, handled);
 }
 
 SEC("tp_btf/softirq_entry")

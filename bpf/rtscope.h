@@ -190,6 +190,7 @@ enum rts_event_type {
 	RTS_EV_IPI_ENTRY,     /* IPI handler begins: a=sender tid (0: unknown) b=sender tgid c=sender cpu flags=kind x=function y=callsite */
 	RTS_EV_IPI_EXIT,      /* IPI handler ends: a=sender tid flags=kind x=handler ns */
 	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid flags=that part's cause (rts_noise_cause) c=1<<cause of every part x=start y=end */
+	RTS_EV_NMI,           /* an NMI handler ended (nmi:nmi_handler): x=handler y=its start (now - its time) flags=handled */
 };
 
 /*

@@ -38,6 +38,8 @@ func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 			parts = off.other(parts, &e)
 		case e.Type == trace.EventSteal:
 			parts = append(parts, noisePart{"hypervisor steal", int64(e.StealNs)})
+		case e.Type == trace.EventNMI && e.SinceT != nil:
+			parts = append(parts, noisePart{"NMI (" + e.Function + ")", e.T - *e.SinceT})
 		case e.Type.Entry():
 			open[partKey(&e)] = noisePart{partLabel(&e), e.T}
 		case e.Type.Exit():

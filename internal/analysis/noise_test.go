@@ -114,3 +114,14 @@ func TestNoiseIPIPart(t *testing.T) {
 		t.Errorf("verdict %q; want %q", r.Verdict, want)
 	}
 }
+
+// An NMI handler in a noise window is a part named by its function.
+func TestNoiseNMIPart(t *testing.T) {
+	since := us1(10)
+	nmi := trace.Event{T: us1(12), CPU: 1, Type: trace.EventNMI, Function: "perf_event_nmi_handler", SinceT: &since}
+	tr := window("noise", control, us1(20), nmi)
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	if want := "largest interruption: NMI (perf_event_nmi_handler) 2.0 us"; !strings.Contains(r.Verdict, want) {
+		t.Errorf("verdict %q; want %q", r.Verdict, want)
+	}
+}

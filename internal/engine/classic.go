@@ -124,7 +124,8 @@ var classicFields = []classicField{
 	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", false},
 	{"off_ipi_entry_reason", "ipi", "ipi_entry", "reason", false}, // arm64, arm
 	{"off_ipi_exit_reason", "ipi", "ipi_exit", "reason", false},
-	{"off_nmi_delta", "nmi", "nmi_handler", "delta_ns", false}, // x86
+	{"off_nmi_handler", "nmi", "nmi_handler", "handler", false}, // x86
+	{"off_nmi_delta", "nmi", "nmi_handler", "delta_ns", false},
 	{"off_nmi_handled", "nmi", "nmi_handler", "handled", false},
 }
 
@@ -165,7 +166,7 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 		case b.field == "prev_state":
 			sizeOK = fd.Size == 4 || fd.Size == 8
 		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "expires" || b.field == "now" || b.field == "clone_flags" ||
-			b.field == "callsite" || b.field == "func" || b.field == "callback" || b.field == "reason" || b.field == "delta_ns":
+			b.field == "callsite" || b.field == "func" || b.field == "callback" || b.field == "reason" || b.field == "delta_ns" || b.field == "handler":
 			sizeOK = fd.Size == 8
 		default:
 			sizeOK = fd.Size == 4

@@ -175,7 +175,8 @@ func TestClassicTwinNoiseIPIAndNMI(t *testing.T) {
 	tw.record(twinCallSingleEntry)
 	tw.record(twinCallSingleExit)
 	nmi := func(delta, handled uint64) {
-		tw.record(twinNMIHandler, field{off: "off_nmi_delta", size: 8, val: delta}, field{off: "off_nmi_handled", size: 4, val: handled})
+		tw.record(twinNMIHandler, field{off: "off_nmi_handler", size: 8, val: 0xfeed0}, field{off: "off_nmi_delta", size: 8, val: delta},
+			field{off: "off_nmi_handled", size: 4, val: handled})
 	}
 	nmi(5_000, 1)
 	nmi(300, 0)
@@ -197,5 +198,10 @@ func TestClassicTwinNoiseIPIAndNMI(t *testing.T) {
 	}
 	if mask != bit(NoiseIPI)|bit(NoiseNMI) {
 		t.Errorf("noise events' causes %#x; want IPI and NMI", mask)
+	}
+	nmis := tw.flight(EventNMI)
+	if len(nmis) != 2 || EventX(&nmis[0]) != 0xfeed0 || nmis[0].Flags != 1 || nmis[1].Flags != 0 ||
+		nmis[0].Ts-EventY(&nmis[0]) != 5_000 || nmis[1].Ts-EventY(&nmis[1]) != 300 {
+		t.Errorf("NMI events %+v; want the handler's two runs, 5000 and 300 ns, the first claimed", nmis)
 	}
 }

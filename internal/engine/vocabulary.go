@@ -38,6 +38,9 @@ const (
 	// irq, vector or tid, C 1<<cause of each of its parts (NoiseMask: 16
 	// bits, more causes than Flags has bits).
 	EventNoise = uint8(bpfRtsEventTypeRTS_EV_NOISE)
+	// EventNMI: an NMI handler (X) ended, begun at Y; Flags 1 when it
+	// claimed the NMI.
+	EventNMI = uint8(bpfRtsEventTypeRTS_EV_NMI)
 )
 
 // NoiseTop is a noise event's largest part's cause (Noise*).

@@ -56,6 +56,15 @@ func noiseHeadline(t *Task) string {
 	return h
 }
 
+// describeNMI renders an NMI handler's end: its function and time.
+func describeNMI(e trace.Event) string {
+	var ns int64
+	if e.SinceT != nil {
+		ns = e.T - *e.SinceT
+	}
+	return fmt.Sprintf("nmi      %s took %s us", e.Function, units.Us(uint64(max(ns, 0))))
+}
+
 // describeNoise renders a noise interval: its task, length, parts' causes
 // and its largest part's, with who when known.
 func describeNoise(e trace.Event) string {

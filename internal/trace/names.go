@@ -35,6 +35,7 @@ const (
 	evTimerArm     = engine.EventTimerArm
 	evFaults       = engine.EventFaults
 	evNoise        = engine.EventNoise
+	evNMI          = engine.EventNMI
 	evIPISend      = engine.EventIPISend
 	evIPIEntry     = engine.EventIPIEntry
 	evIPIExit      = engine.EventIPIExit
@@ -47,6 +48,7 @@ var typeNames = map[uint8]EventType{
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
 	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
 	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit, evNoise: EventNoise,
+	evNMI: EventNMI,
 }
 
 // NoiseCauses name the causes of a noise interval's parts (enum
@@ -456,6 +458,10 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	case evIPISend, evIPIEntry, evIPIExit:
 		n.decodeIPI(&ev, &e)
+	case evNMI:
+		ev.Function = n.Func(engine.EventX(&e))
+		since := int64(engine.EventY(&e)) - int64(start)
+		ev.SinceT = &since
 	}
 	return ev
 }

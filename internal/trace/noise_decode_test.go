@@ -56,3 +56,19 @@ func TestDecodeNoiseIPIAndNMI(t *testing.T) {
 		t.Errorf("an NMI interval: top %q, causes %v, IPI %+v", ev.TopCause, ev.NoiseCauses, ev.IPI)
 	}
 }
+
+// An NMI event names its handler and its start, its end the event's time.
+func TestDecodeNMI(t *testing.T) {
+	n := NewNames(nil, nil)
+	e := engine.Event{Ts: 9_000, Type: evNMI, Flags: 1}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], 0xfeed0)
+	binary.LittleEndian.PutUint64(b[8:], 6_000)
+	for i := range b {
+		e.Comm[i] = int8(b[i])
+	}
+	ev := n.decode(e, 1_000)
+	if ev.Type != EventNMI || ev.SinceT == nil || *ev.SinceT != 5_000 || ev.T != 8_000 || ev.Function == "" {
+		t.Errorf("NMI decoded as %+v; want type nmi, since 5000, at 8000, a function", ev)
+	}
+}

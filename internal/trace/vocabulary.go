@@ -34,6 +34,7 @@ const (
 	EventIPIEntry     EventType = "ipi_entry" // an IPI handler begins on this CPU
 	EventIPIExit      EventType = "ipi_exit"  // an IPI handler ends
 	EventNoise        EventType = "noise"     // a noise interval of a tracked task (noise.bpf.h)
+	EventNMI          EventType = "nmi"       // an NMI handler ended (x86 nmi:nmi_handler)
 )
 
 // NoiseCause names a part of a noise interval (enum rts_noise_cause).
