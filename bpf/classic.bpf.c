@@ -69,6 +69,9 @@ const volatile __u32 off_ipi_send_callsite = RTS_NOFIELD;
 const volatile __u32 off_ipi_send_callback = RTS_NOFIELD;
 const volatile __u32 off_ipi_entry_reason = RTS_NOFIELD;
 const volatile __u32 off_ipi_exit_reason = RTS_NOFIELD;
+const volatile __u32 off_nmi_handler = RTS_NOFIELD;
+const volatile __u32 off_nmi_delta = RTS_NOFIELD;
+const volatile __u32 off_nmi_handled = RTS_NOFIELD;
 
 /*
  * sched_switch's prev_state of a preempted task: TASK_REPORT_MAX, 0x100
@@ -665,6 +668,14 @@ int on_local_timer_exit(void *ctx)
 	return rts_local_timer_exit_body(false);
 }
 
+/* NMIs (x86: feature nmi). */
+SEC("tracepoint/nmi/nmi_handler")
+int on_nmi_handler(void *ctx)
+{
+	return rts_nmi_handler_body(rd_u64(ctx, off_nmi_handler), (__s64)rd_u64(ctx, off_nmi_delta),
+				    (int)rd_u32(ctx, off_nmi_handled));
+}
+
 SEC("tracepoint/irq/softirq_entry")
 int on_softirq_entry(void *ctx)
 {
@@ -699,7 +710,8 @@ RTS_IPI_RECEIVERS("tracepoint/irq_vectors/")
 SEC("tracepoint/ipi/ipi_entry")
 int on_ipi_entry(void *ctx)
 {
-	return rts_ipi_reason_entry_body((const void *)rd_u64(ctx, off_ipi_entry_reason), rts_ipi_running());
+	return rts_ipi_reason_entry_body((const void *)rd_u64(ctx, off_ipi_entry_reason),
+					 ipi_asked ? rts_ipi_running() : 0);
 }
 
 SEC("tracepoint/ipi/ipi_exit")

@@ -80,6 +80,8 @@ int twin_record(__u64 *ctx)
 		return twin_ipi_reason(ctx, 1);
 	case 19:
 		return twin_ipi_reason(ctx, 0);
+	case 20:
+		return on_nmi_handler(ctx);
 	}
 	return -1;
 }

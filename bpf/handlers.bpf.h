@@ -458,6 +458,8 @@ static __always_inline void rts_timer_entry_body(void *ctx, struct rts_cpu_state
 						 __u64 fn, __u64 expiry, __u64 slack)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
+	if (slot == 1)
+		rts_noise_adopt(now); /* arm64's tick (x86's: rts_local_timer_entry_body) */
 	/* Its interrupt was due at its hard expiry: the noise it makes starts there. */
 	if (slot == 1)
 		rts_noise_enter(now, slack != RTS_SLACK_UNKNOWN ? expiry + slack : 0,
@@ -542,6 +544,7 @@ static __always_inline int rts_local_timer_entry_body(void)
 	struct rts_cpu_state *cs = rts_cpu();
 	if (!cs)
 		return 0;
+	rts_noise_adopt(now);
 	rts_noise_enter(now, 0, cs->irq_depth || cs->softirq_vec || cs->cb_function[1], false);
 	cs->lt_entry = now;
 	return 0;
@@ -590,6 +593,24 @@ static __always_inline int rts_irq_exit_body(__u32 irq, __u32 ret)
 	if (e) {
 		e->a = irq;
 		e->c = ret;
+	}
+	return 0;
+}
+
+/*
+ * nmi:nmi_handler (x86): the NMI handler fn took delta ns, ending now;
+ * handled: it claimed the NMI. A noise part, and a flight event for the
+ * windows (NMIs are rare: perf sampling, the watchdog, backtraces).
+ */
+static __always_inline int rts_nmi_handler_body(__u64 fn, __s64 delta, int handled)
+{
+	__u64 now = bpf_ktime_get_ns(), ns = delta > 0 ? delta : 0;
+	rts_noise_nmi(now, ns, handled != 0);
+	struct rts_event *e = rts_flight(rts_cpu(), bpf_get_smp_processor_id(), now, RTS_EV_NMI);
+	if (e) {
+		e->flags = handled != 0;
+		e->x = fn;
+		e->y = now > ns ? now - ns : 0;
 	}
 	return 0;
 }

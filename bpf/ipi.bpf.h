@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * IPIs, sent and received, once for both engines (docs/ipi.md). Optional:
- * attached with watch --ipi (Config.IPI, feature "ipi").
+ * IPIs, sent and received, once for both engines (docs/ipi.md). The
+ * senders and the counts are attached with watch --ipi (Config.IPI,
+ * ipi_asked); the receipts are attached whenever the kernel has them
+ * (features ipi_receive, ipi_entry): an IPI is a noise part of the tracked
+ * task it interrupts (noise.bpf.h) and a pair of flight events, its sender
+ * unknown without --ipi (docs/noise.md has the measured cost).
  *
  * Send side (the sender is the current task):
  *  - csd:csd_queue_cpu(cpu, callsite, func): a function queued for another
@@ -37,6 +41,23 @@
 #define RTSCOPE_IPI_BPF_H
 
 #include "maps.bpf.h"
+
+/*
+ * The engines (noise.bpf.h included before): a receipt is a noise part
+ * and a flight event pair; the counts and senders are kept with watch
+ * --ipi only (ipi_asked). rtscope isolation, which has no noise, counts
+ * always.
+ */
+#ifdef RTSCOPE_NOISE_BPF_H
+const volatile bool ipi_asked = false;
+/* Nothing nests in an IPI handler but an NMI; it may come in a softirq. */
+#define rts_ipi_noise_enter(cs, now) rts_noise_enter(now, 0, rts_cpu_busy(cs, now), false)
+#define rts_ipi_noise_leave(now, since, who) rts_noise_leave(now, since, RTS_NC_IPI, who)
+#else
+#define ipi_asked true
+#define rts_ipi_noise_enter(cs, now)
+#define rts_ipi_noise_leave(now, since, who)
+#endif
 
 /* Kernel functions that tell an IPI's kind (the loader sets them from kallsyms; 0: unknown). */
 const volatile __u64 ipi_fn_tlb = 0;     /* flush_tlb_func */
@@ -129,20 +150,36 @@ static __always_inline int rts_ipi_send_cpu_body(__u32 target, __u64 callsite, _
 }
 
 /*
- * A vector's handler begins on this CPU (slot: its class); running is the
- * tracked task running here (0: none), else the one waiting here counts.
+ * A vector's handler begins on this CPU (slot: its class; who: its vector
+ * on x86, its kind on arm64, for the noise part); running is the tracked
+ * task running here (0: none), else the one waiting here counts.
  */
-static __always_inline int rts_ipi_entry_body(__u32 slot, __u32 running, __u64 now)
+static __always_inline int rts_ipi_entry_body(__u32 slot, __u32 who, __u32 running, __u64 now)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct rts_ipi_cpu *ic = bpf_map_lookup_elem(&ipi_cpus, &zero);
-	if (!ic)
-		return 0;
 	struct rts_cpu_state *cs = rts_cpu();
+	if (!ic || !cs)
+		return 0;
+	rts_ipi_noise_enter(cs, now);
 	ic->entry = now;
-	ic->receiver = running ? running : (cs ? (__u32)cs->waiting_tid : 0);
+	ic->noise_who = who;
 	ic->kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED
 											  : RTS_IPI_IRQ_WORK;
+	if (!ipi_asked) {
+		/* In the windows without its sender: a noise window names it (its kind, from the vector). */
+		struct rts_event *e = rts_flight(cs, cpu, now, RTS_EV_IPI_ENTRY);
+		if (e) {
+			e->a = 0;
+			e->b = 0;
+			e->c = 0xffff;
+			e->flags = ic->kind;
+			e->x = 0;
+			e->y = 0;
+		}
+		return 0;
+	}
+	ic->receiver = running ? running : (cs ? (__u32)cs->waiting_tid : 0);
 	ic->tid = 0;
 	ic->tgid = 0;
 	ic->cpu = 0xffff;
@@ -204,15 +241,19 @@ static __always_inline int rts_ipi_exit_body(__u64 now)
 	if (!ic || !ic->entry)
 		return 0;
 	__u64 d = now > ic->entry ? now - ic->entry : 0;
+	rts_ipi_noise_leave(now, ic->entry, ic->noise_who);
 	ic->entry = 0;
 	__u32 kind = ic->kind;
-	if (kind < RTS_IPI_KINDS) {
+	if (ipi_asked && kind < RTS_IPI_KINDS) {
 		ic->count[kind]++;
 		ic->ns[kind] += d;
 		if (!ic->tid)
 			ic->unattributed[kind]++;
 	}
-	rts_ipi_pair_add(ic, cpu, d);
+	if (ipi_asked)
+		rts_ipi_pair_add(ic, cpu, d);
+	else
+		ic->tid = 0; /* no sender known */
 	struct rts_event *e = rts_flight(rts_cpu(), cpu, now, RTS_EV_IPI_EXIT);
 	if (e) {
 		e->a = ic->tid;
@@ -264,7 +305,9 @@ static __always_inline int rts_ipi_reason_entry_body(const void *reason, __u32 r
 	int slot = rts_ipi_reason_read(reason);
 	if (slot < 0)
 		return 0;
-	return rts_ipi_entry_body(slot, running, bpf_ktime_get_ns());
+	__u32 kind = slot == RTS_IPI_SLOT_CSD ? RTS_IPI_CALL : slot == RTS_IPI_SLOT_RESCHED ? RTS_IPI_RESCHED
+											    : RTS_IPI_IRQ_WORK;
+	return rts_ipi_entry_body(slot, kind, running, bpf_ktime_get_ns());
 }
 
 /* ipi:ipi_exit(reason): an IPI not counted at its entry ends nothing (a backtrace NMI inside a handler). */
@@ -282,11 +325,18 @@ static __always_inline __u32 rts_ipi_running(void)
 	return st ? st->tid : 0;
 }
 
+/* x86's IPI vectors (arch/x86/include/asm/irq_vectors.h), the noise parts' who. */
+#define RTS_X86_RESCHEDULE_VECTOR 0xfd
+#define RTS_X86_CALL_FUNCTION_VECTOR 0xfc
+#define RTS_X86_CALL_FUNCTION_SINGLE_VECTOR 0xfb
+#define RTS_X86_IRQ_WORK_VECTOR 0xf6
+
 /*
  * The receivers' stubs, the same in both engines but for the section
  * prefix (tp_btf/, or tracepoint/irq_vectors/): the x86 vectors, whose
- * record and arguments carry nothing used (the vector number). Kernels
- * without them (arm64: ipi:ipi_entry/ipi_exit, rts_ipi_reason_*) attach none.
+ * record and arguments carry nothing used (the vector number is the
+ * stub's). Kernels without them (arm64: ipi:ipi_entry/ipi_exit,
+ * rts_ipi_reason_*) attach none.
  */
 #define RTS_IPI_RECEIVER(pfx, name, body) \
 	SEC(pfx #name)                    \
@@ -294,14 +344,17 @@ static __always_inline __u32 rts_ipi_running(void)
 	{                                 \
 		return body;              \
 	}
-#define RTS_IPI_RECEIVERS(pfx)                                                                                                         \
-	RTS_IPI_RECEIVER(pfx, call_function_entry, rts_ipi_entry_body(RTS_IPI_SLOT_CSD, rts_ipi_running(), bpf_ktime_get_ns()))        \
-	RTS_IPI_RECEIVER(pfx, call_function_single_entry, rts_ipi_entry_body(RTS_IPI_SLOT_CSD, rts_ipi_running(), bpf_ktime_get_ns())) \
-	RTS_IPI_RECEIVER(pfx, reschedule_entry, rts_ipi_entry_body(RTS_IPI_SLOT_RESCHED, rts_ipi_running(), bpf_ktime_get_ns()))       \
-	RTS_IPI_RECEIVER(pfx, irq_work_entry, rts_ipi_entry_body(RTS_IPI_SLOT_IRQ_WORK, rts_ipi_running(), bpf_ktime_get_ns()))        \
-	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                               \
-	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                        \
-	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                                                  \
+/* The receiver is looked up for the counts only (--ipi): a task-storage lookup less a receipt without. */
+#define RTS_IPI_ENTRY(slot, vec) rts_ipi_entry_body(slot, vec, ipi_asked ? rts_ipi_running() : 0, bpf_ktime_get_ns())
+#define RTS_IPI_RECEIVERS(pfx)                                                                                    \
+	RTS_IPI_RECEIVER(pfx, call_function_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_VECTOR)) \
+	RTS_IPI_RECEIVER(pfx, call_function_single_entry,                                                         \
+			 RTS_IPI_ENTRY(RTS_IPI_SLOT_CSD, RTS_X86_CALL_FUNCTION_SINGLE_VECTOR))                    \
+	RTS_IPI_RECEIVER(pfx, reschedule_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_RESCHED, RTS_X86_RESCHEDULE_VECTOR))   \
+	RTS_IPI_RECEIVER(pfx, irq_work_entry, RTS_IPI_ENTRY(RTS_IPI_SLOT_IRQ_WORK, RTS_X86_IRQ_WORK_VECTOR))      \
+	RTS_IPI_RECEIVER(pfx, call_function_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                          \
+	RTS_IPI_RECEIVER(pfx, call_function_single_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                   \
+	RTS_IPI_RECEIVER(pfx, reschedule_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))                             \
 	RTS_IPI_RECEIVER(pfx, irq_work_exit, rts_ipi_exit_body(bpf_ktime_get_ns()))
 
 #endif

@@ -29,7 +29,7 @@ static __always_inline int iso_ipi_entry(__u32 slot)
 {
 	if (!iso_watched(bpf_get_smp_processor_id()))
 		return 0;
-	return rts_ipi_entry_body(slot, 0, bpf_ktime_get_ns());
+	return rts_ipi_entry_body(slot, 0, 0, bpf_ktime_get_ns());
 }
 
 static __always_inline int iso_ipi_exit(void)

@@ -78,14 +78,14 @@ struct rts_noise_iv {
 	__u32 top_who;
 	__u32 cpu_start;
 	__u8 top_cause; /* enum rts_noise_cause */
-	__u8 mask;      /* 1 << cause of each of its parts */
 	__u8 sums;      /* 1 << (cause - 1): cause_ns and cause_parts hold a value (else 0, unwritten) */
-	__u8 pad[5];
+	__u16 mask;     /* 1 << cause of each of its parts */
+	__u8 pad[4];
 	/*
 	 * Its parts by cause - 1: their number and own time (rts_noise_sum),
 	 * for its task's stats. Valid by the bits of sums, so that opening an
 	 * interval clears one byte and carrying one with no parts off and onto
-	 * a CPU copies 40 bytes, not 112 (rts_noise_copy).
+	 * a CPU copies 40 bytes, not 136 (rts_noise_copy).
 	 */
 	__u64 cause_ns[RTS_NOISE_CAUSES];
 	__u32 cause_parts[RTS_NOISE_CAUSES];

@@ -596,6 +596,13 @@ int BPF_PROG(on_local_timer_exit, int vector)
 	return rts_local_timer_exit_body(true);
 }
 
+/* NMIs (x86: feature nmi, loaded apart). */
+SEC("tp_btf/nmi_handler")
+int BPF_PROG(on_nmi_handler, void *handler, s64 delta_ns, int handled)
+{
+	return rts_nmi_handler_body((__u64)handler, delta_ns, handled);
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
@@ -701,7 +708,7 @@ RTS_IPI_RECEIVERS("tp_btf/")
 SEC("tp_btf/ipi_entry")
 int BPF_PROG(on_ipi_entry, const char *reason)
 {
-	return rts_ipi_reason_entry_body(reason, rts_ipi_running());
+	return rts_ipi_reason_entry_body(reason, ipi_asked ? rts_ipi_running() : 0);
 }
 
 SEC("tp_btf/ipi_exit")

@@ -96,7 +96,7 @@ struct rts_dl_stats {
 };
 
 /* The causes of noise parts, RTS_NC_COUNT - 1 (asserted after enum rts_noise_cause, which comes later). */
-#define RTS_NOISE_CAUSES 6
+#define RTS_NOISE_CAUSES 8
 
 /* Per tracked task statistics: value of the `stats` hash, key = tracking id. */
 struct rts_task_stats {
@@ -189,7 +189,8 @@ enum rts_event_type {
 	RTS_EV_IPI_SEND,      /* IPI work queued for another CPU (ipi.bpf.h): a=sender tid b=target cpu flags=kind comm=sender */
 	RTS_EV_IPI_ENTRY,     /* IPI handler begins: a=sender tid (0: unknown) b=sender tgid c=sender cpu flags=kind x=function y=callsite */
 	RTS_EV_IPI_EXIT,      /* IPI handler ends: a=sender tid flags=kind x=handler ns */
-	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid c=that part's cause (rts_noise_cause) flags=1<<cause of every part x=start y=end */
+	RTS_EV_NOISE,         /* a noise interval of a tracked task ended (recorded now): a=tid b=its largest part's irq/vector/tid flags=that part's cause (rts_noise_cause) c=1<<cause of every part x=start y=end */
+	RTS_EV_NMI,           /* an NMI handler ended (nmi:nmi_handler): x=handler y=its start (now - its time) flags=handled */
 };
 
 /*
@@ -204,6 +205,8 @@ enum rts_noise_cause {
 	RTS_NC_PREEMPT,  /* off its CPU while runnable, for a task of its class and higher or equal priority: who = tid */
 	RTS_NC_THROTTLE, /* off its CPU while runnable, for a lower class or priority (RT throttling, fair server): who = tid */
 	RTS_NC_STEAL,    /* the hypervisor ran something else (steal clock grew while it ran) */
+	RTS_NC_IPI,      /* an IPI's handler (x86 irq_vectors: who = vector; arm64 ipi_entry: who = enum rts_ipi_kind) */
+	RTS_NC_NMI,      /* an NMI handler (nmi:nmi_handler, x86) */
 	RTS_NC_COUNT,
 };
 
@@ -420,7 +423,7 @@ struct rts_ipi_cpu {
 	__u32 tgid;
 	__u32 cpu;
 	__u32 kind;
-	__u32 pad;
+	__u32 noise_who; /* the handler in progress's noise part who (vector, arm64: kind) */
 	__u64 count[RTS_IPI_KINDS];
 	__u64 ns[RTS_IPI_KINDS];
 	__u64 unattributed[RTS_IPI_KINDS]; /* received with no send seen */

@@ -509,6 +509,23 @@ int BPF_PROG(test_noise_irq, __u64 now, __u64 leave, __u64 busy, __u64 cause, __
 	return 0;
 }
 
+/* Noise: an NMI handler that took ns ends at now (handled: it claimed the NMI). */
+SEC("raw_tp")
+int BPF_PROG(test_noise_nmi, __u64 now, __u64 ns, __u64 handled)
+{
+	rts_noise_nmi(now, ns, handled != 0);
+	return 0;
+}
+
+/* Noise: the tick at now while tid (tracked or not) is current, with no switch-in seen. */
+SEC("raw_tp")
+int BPF_PROG(test_noise_adopt, __u64 now, __u64 tid)
+{
+	twin_current_tid = tid;
+	rts_noise_adopt(now);
+	return 0;
+}
+
 /* Noise: tracked task tid ends (exit) while current here. */
 SEC("raw_tp")
 int BPF_PROG(test_noise_end, __u64 now, __u64 tid)
@@ -537,11 +554,11 @@ int BPF_PROG(test_ipi_send_cpu, __u64 target, __u64 callsite, __u64 callback)
 	return rts_ipi_send_cpu_body(target, callsite, callback);
 }
 
-/* A vector of class slot begins at now, tracked task running (0: none) on the CPU. */
+/* A vector (who, for its noise part) of class slot begins at now, tracked task running (0: none) on the CPU. */
 SEC("raw_tp")
-int BPF_PROG(test_ipi_entry, __u64 slot, __u64 running, __u64 now)
+int BPF_PROG(test_ipi_entry, __u64 slot, __u64 running, __u64 now, __u64 who)
 {
-	return rts_ipi_entry_body(slot, running, now);
+	return rts_ipi_entry_body(slot, who, running, now);
 }
 
 SEC("raw_tp")

@@ -23,7 +23,7 @@ type noisePart struct {
 // its time off the CPU while runnable (offCPU) and steal; longest first.
 func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 	var parts []noisePart
-	open := map[string]int64{}
+	open := map[string]noisePart{} // by partKey: its label (the entry's: an IPI's names its sender) and start
 	var off offCPU
 	for _, e := range evs {
 		if e.T < 0 || e.T > w {
@@ -38,11 +38,13 @@ func noiseParts(evs []trace.Event, tid uint32, w int64) []noisePart {
 			parts = off.other(parts, &e)
 		case e.Type == trace.EventSteal:
 			parts = append(parts, noisePart{"hypervisor steal", int64(e.StealNs)})
+		case e.Type == trace.EventNMI && e.SinceT != nil:
+			parts = append(parts, noisePart{"NMI (" + e.Function + ")", e.T - *e.SinceT})
 		case e.Type.Entry():
-			open[partKey(&e)] = e.T
+			open[partKey(&e)] = noisePart{partLabel(&e), e.T}
 		case e.Type.Exit():
-			if t0, ok := open[partKey(&e)]; ok {
-				parts = append(parts, noisePart{partLabel(&e), e.T - t0})
+			if p, ok := open[partKey(&e)]; ok {
+				parts = append(parts, noisePart{p.label, e.T - p.ns})
 				delete(open, partKey(&e))
 			}
 		}
@@ -115,6 +117,8 @@ func partKey(e *trace.Event) string {
 
 func partLabel(e *trace.Event) string {
 	switch {
+	case e.Type == trace.EventIPIEntry || e.Type == trace.EventIPIExit:
+		return ipiLabel(e.IPI) // its sender, when watch --ipi saw the send
 	case e.IRQ != nil:
 		return fmt.Sprintf("hard IRQ %d (%s)", *e.IRQ, e.IRQName)
 	case e.Vec != nil:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rtscope/rtscope/internal/preempt"
+	"github.com/rtscope/rtscope/internal/trace"
 )
 
 // A busy-polling RT task taken off its CPU, runnable, for 50 ms while a
@@ -96,5 +97,31 @@ func TestNoiseUnexplained(t *testing.T) {
 	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
 	if !strings.Contains(r.Verdict, "unexplained") {
 		t.Errorf("verdict %q; want unexplained", r.Verdict)
+	}
+}
+
+// An IPI received in a noise window is a part named as an IPI, with its
+// sender when --ipi saw the send (it was "timer callback ()").
+func TestNoiseIPIPart(t *testing.T) {
+	w := us1(50)
+	entry := trace.Event{T: us1(1), CPU: 1, Type: trace.EventIPIEntry,
+		IPI: &trace.IPI{Kind: trace.IPITLB, SenderTID: 300, SenderComm: "intruder", Function: "flush_tlb_func"}}
+	exit := trace.Event{T: us1(4), CPU: 1, Type: trace.EventIPIExit, IPI: &trace.IPI{Kind: trace.IPITLB}}
+	tr := window("noise", control, w, entry, exit)
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	want := "largest interruption: TLB shootdown from intruder/300 (flush_tlb_func) IPI 3.0 us"
+	if !strings.Contains(r.Verdict, want) {
+		t.Errorf("verdict %q; want %q", r.Verdict, want)
+	}
+}
+
+// An NMI handler in a noise window is a part named by its function.
+func TestNoiseNMIPart(t *testing.T) {
+	since := us1(10)
+	nmi := trace.Event{T: us1(12), CPU: 1, Type: trace.EventNMI, Function: "perf_event_nmi_handler", SinceT: &since}
+	tr := window("noise", control, us1(20), nmi)
+	r := explain(tr, subject(control, "noise"), preempt.Voluntary)
+	if want := "largest interruption: NMI (perf_event_nmi_handler) 2.0 us"; !strings.Contains(r.Verdict, want) {
+		t.Errorf("verdict %q; want %q", r.Verdict, want)
 	}
 }

@@ -102,8 +102,9 @@ type engineFlags struct {
 
 // addIPI defines --ipi.
 func (e *engineFlags) addIPI(fs *pflag.FlagSet) {
-	e.ipi = fs.Bool("ipi", false, "record IPIs (TLB shootdowns, function calls, reschedules) with their sender, name them in windows and "+
-		"verdicts and count them per CPU and task (docs/ipi.md; about 0.4-0.6 us of BPF on the sender and 0.4-0.5 us on the receiver per IPI)")
+	e.ipi = fs.Bool("ipi", false, "record who sends each IPI (TLB shootdowns, function calls, reschedules), name the sender in windows and "+
+		"verdicts and count IPIs per CPU and task (docs/ipi.md; about 0.4-0.6 us of BPF on the sender and 0.4-0.5 us on the receiver per IPI; "+
+		"without it an IPI received is still a noise part and a window event, its sender unknown)")
 }
 
 // addKind defines --engine.

@@ -124,6 +124,9 @@ var classicFields = []classicField{
 	{"off_ipi_send_callback", "ipi", "ipi_send_cpu", "callback", false},
 	{"off_ipi_entry_reason", "ipi", "ipi_entry", "reason", false}, // arm64, arm
 	{"off_ipi_exit_reason", "ipi", "ipi_exit", "reason", false},
+	{"off_nmi_handler", "nmi", "nmi_handler", "handler", false}, // x86
+	{"off_nmi_delta", "nmi", "nmi_handler", "delta_ns", false},
+	{"off_nmi_handled", "nmi", "nmi_handler", "handled", false},
 }
 
 // classicNoField is RTS_NOFIELD: a field the kernel's record lacks.
@@ -163,7 +166,7 @@ func classicOffsets(read func(system, event string) (*tpformat.Format, error)) (
 		case b.field == "prev_state":
 			sizeOK = fd.Size == 4 || fd.Size == 8
 		case b.field == "hrtimer" || b.field == "function" || b.field == "softexpires" || b.field == "expires" || b.field == "now" || b.field == "clone_flags" ||
-			b.field == "callsite" || b.field == "func" || b.field == "callback" || b.field == "reason":
+			b.field == "callsite" || b.field == "func" || b.field == "callback" || b.field == "reason" || b.field == "delta_ns" || b.field == "handler":
 			sizeOK = fd.Size == 8
 		default:
 			sizeOK = fd.Size == 4
@@ -209,6 +212,7 @@ var classicAttach = []struct {
 	{"on_local_timer_exit", "irq_vectors", "local_timer_exit"},
 	{"on_ipi_entry", "ipi", "ipi_entry"}, // arm64, arm: no irq_vectors
 	{"on_ipi_exit", "ipi", "ipi_exit"},
+	{"on_nmi_handler", "nmi", "nmi_handler"}, // x86
 	// Not irq_work: the kernel refuses a sampling perf event on
 	// irq_work_exit (TRACE_EVENT_PERF_PERM: a sample raises an irq_work),
 	// and a classic tracepoint program is attached through one. Its IPIs
@@ -280,6 +284,7 @@ func (classicBackend) attach(e *Engine) error {
 	e.Features.set(FeatureIPIReceive, nil)
 	e.Features.set(FeatureIPIEntry, nil)
 	e.Features.set(FeatureLocalTimer, nil)
+	e.Features.set(FeatureNMI, nil)
 	for _, p := range classicAttach {
 		f, optional := featureOf(p.prog)
 		if optional && ipiFeature(f) && !e.cfg.IPI {

@@ -47,6 +47,7 @@ const (
 	twinReschedExit
 	twinIPIReasonEntry // ipi:ipi_entry, ctx[11] the reason's number (classic_test.bpf.c)
 	twinIPIReasonExit
+	twinNMIHandler
 )
 
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).

@@ -34,9 +34,10 @@ const (
 	FeatureKernelSymbols                  // readable /proc/kallsyms addresses
 	FeatureGlobalPtrArgs                  // global BPF functions with pointer arguments: verified once
 	FeatureIPISend                        // ipi_send_cpu and csd_queue_cpu tracepoints: who sends IPIs (--ipi)
-	FeatureIPIReceive                     // x86 irq_vectors tracepoints: IPI receipts and their handler time (--ipi)
+	FeatureIPIReceive                     // x86 irq_vectors tracepoints: IPI receipts as noise; their handler time and sender with --ipi
 	FeatureLocalTimer                     // x86 local_timer_entry/exit: the whole timer interrupt as noise
-	FeatureIPIEntry                       // ipi:ipi_entry/ipi_exit: IPI receipts where irq_vectors are missing (arm64; --ipi)
+	FeatureIPIEntry                       // ipi:ipi_entry/ipi_exit: IPI receipts where irq_vectors are missing (arm64)
+	FeatureNMI                            // nmi:nmi_handler (x86): NMI handlers as noise
 	featureCount
 )
 
@@ -181,12 +182,12 @@ var featureTable = [featureCount]featureSpec{
 		programs: []string{"on_csd_queue_cpu", "on_ipi_send_cpu"},
 	},
 	FeatureIPIReceive: {
-		name: "ipi_receive", needs: "x86's `irq_vectors` tracepoints (call_function, call_function_single, reschedule, irq_work); asked for with `--ipi`",
+		name: "ipi_receive", needs: "x86's `irq_vectors` tracepoints (call_function, call_function_single, reschedule, irq_work)",
 		since:    "3.14 (x86 only)",
-		probe:    "loading and attaching on_ipi_call_function_entry and kin (only with --ipi)",
-		enables:  "each IPI received, its handler time and its sender, in windows and verdicts; IPI counts per CPU, kind and task",
+		probe:    "loading and attaching on_ipi_call_function_entry and kin",
+		enables:  "each IPI received as a noise part of the tracked task it interrupts; with `--ipi`, its handler time and its sender in windows and verdicts, and IPI counts per CPU, kind and task",
 		fallback: "`ipi:ipi_entry`/`ipi_exit` where the kernel has them (arm64, arm: feature ipi_entry); else IPIs are not seen on the receiving CPU",
-		missing:  "IPIs received are not seen: this kernel has neither x86's irq_vectors tracepoints nor ipi:ipi_entry/ipi_exit (arm64, arm), or --ipi was not given",
+		missing:  "IPIs received are not seen (an IPI's time in a noise interval is unexplained): this kernel has neither x86's irq_vectors tracepoints nor ipi:ipi_entry/ipi_exit (arm64, arm)",
 		programs: []string{"on_ipi_call_function_entry", "on_ipi_call_function_exit", "on_ipi_call_function_single_entry",
 			"on_ipi_call_function_single_exit", "on_ipi_reschedule_entry", "on_ipi_reschedule_exit", "on_ipi_irq_work_entry", "on_ipi_irq_work_exit"},
 	},
@@ -200,22 +201,35 @@ var featureTable = [featureCount]featureSpec{
 		programs: []string{"on_local_timer_entry", "on_local_timer_exit"},
 	},
 	FeatureIPIEntry: {
-		name: "ipi_entry", needs: "the `ipi:ipi_entry` and `ipi_exit` tracepoints (arm64, arm: their IPI handler; x86 has irq_vectors instead); asked for with `--ipi`",
+		name: "ipi_entry", needs: "the `ipi:ipi_entry` and `ipi_exit` tracepoints (arm64, arm: their IPI handler; x86 has irq_vectors instead)",
 		since:    "3.17 (arm64)",
-		probe:    "loading and attaching on_ipi_entry and on_ipi_exit (only with --ipi)",
-		enables:  "each IPI received, its handler time and its sender, where x86's irq_vectors are missing: the reason string names the class (function call, reschedule, irq_work); timer broadcast, CPU stop, backtrace and KGDB IPIs are not counted (as on x86)",
+		probe:    "loading and attaching on_ipi_entry and on_ipi_exit",
+		enables:  "each IPI received as a noise part, and with `--ipi` its handler time and its sender, where x86's irq_vectors are missing: the reason string names the class (function call, reschedule, irq_work); timer broadcast, CPU stop, backtrace and KGDB IPIs are not counted (as on x86)",
 		fallback: "x86's irq_vectors (feature ipi_receive), which x86 kernels have instead",
-		missing:  "no ipi:ipi_entry/ipi_exit tracepoints: x86 has irq_vectors instead (feature ipi_receive), other architectures neither; or --ipi was not given",
+		missing:  "no ipi:ipi_entry/ipi_exit tracepoints: x86 has irq_vectors instead (feature ipi_receive), other architectures neither",
 		programs: []string{"on_ipi_entry", "on_ipi_exit"},
+	},
+	FeatureNMI: {
+		name: "nmi", needs: "the `nmi:nmi_handler` tracepoint (x86)",
+		since:    "3.11 (x86 only)",
+		probe:    "loading and attaching on_nmi_handler",
+		enables:  "each NMI handler's time (perf sampling, the watchdog, backtraces) as a noise part of the tracked task it interrupts, taken out of the own time of an interrupt it came in",
+		fallback: "none: an NMI's time is in the part it came in, or unexplained",
+		missing:  "NMIs are not seen: this kernel has no nmi:nmi_handler tracepoint (x86 only)",
+		programs: []string{"on_nmi_handler"},
 	},
 }
 
 // errIPINotAsked marks the IPI features when --ipi was not given.
 var errIPINotAsked = errors.New("not attached: watch --ipi attaches the IPI hooks")
 
-// ipiFeature tells the features that only --ipi attaches.
+// ipiFeature tells the features that only --ipi attaches: the senders.
+// The receipts are attached always, as noise parts and flight events:
+// 274-341 ns of BPF a receipt without --ipi (entry + exit,
+// BenchmarkIPIShootdown), 476-673 with a tracked task current
+// (TestNoiseIPIsOfLoop), about a softirq's hooks' 343 (docs/noise.md).
 func ipiFeature(f Feature) bool {
-	return f == FeatureIPISend || f == FeatureIPIReceive || f == FeatureIPIEntry
+	return f == FeatureIPISend
 }
 
 // IPIReceipts tells whether IPIs are seen on the receiving CPU: through

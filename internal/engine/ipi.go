@@ -87,9 +87,11 @@ type IPIStats struct {
 	PairsLost uint64
 }
 
-// IPIAsked tells whether --ipi asked for the IPI hooks (Config.IPI).
+// IPIAsked tells whether --ipi asked for the IPI hooks (Config.IPI): the
+// senders, and the counts of the receipts (attached without it too, as
+// noise).
 func (f *Features) IPIAsked() bool {
-	return f.Probed(FeatureIPIReceive) && !errors.Is(f.Missing(FeatureIPIReceive), errIPINotAsked)
+	return f.Probed(FeatureIPISend) && !errors.Is(f.Missing(FeatureIPISend), errIPINotAsked)
 }
 
 // ErrNoIPI is IPIs' error when the IPI hooks are not attached.
@@ -98,7 +100,7 @@ var ErrNoIPI = errors.New("the IPI hooks are not attached (--ipi)")
 // IPIs reads the IPI counts: per CPU and by pair.
 func (e *Engine) IPIs() (IPIStats, error) {
 	var out IPIStats
-	if !e.Features.IPIReceipts() {
+	if !e.Features.IPIReceipts() || !e.Features.IPIAsked() {
 		return out, ErrNoIPI
 	}
 	var per []bpfRtsIpiCpu

@@ -125,7 +125,8 @@ func TestIPIShootdownsAttributed(t *testing.T) {
 	}
 }
 
-// Without --ipi nothing is attached, and the features say why.
+// Without --ipi the senders are not attached, and the features say why;
+// the receipts are (noise parts), their counts are not kept.
 func TestIPINotAsked(t *testing.T) {
 	e, err := Load(Config{Trace: true, FlightPerCPU: 64})
 	if err != nil {
@@ -135,8 +136,11 @@ func TestIPINotAsked(t *testing.T) {
 	if err := e.Attach(); err != nil {
 		t.Fatal(err)
 	}
-	if e.Features.Has(FeatureIPIReceive) || e.Features.Sentence(FeatureIPIReceive) != errIPINotAsked.Error() {
-		t.Errorf("without --ipi: has %v, sentence %q", e.Features.Has(FeatureIPIReceive), e.Features.Sentence(FeatureIPIReceive))
+	if e.Features.Has(FeatureIPISend) || e.Features.Sentence(FeatureIPISend) != errIPINotAsked.Error() {
+		t.Errorf("without --ipi: senders attached %v, sentence %q", e.Features.Has(FeatureIPISend), e.Features.Sentence(FeatureIPISend))
+	}
+	if !e.Features.IPIReceipts() || e.Features.IPIAsked() {
+		t.Errorf("without --ipi: receipts %v (want attached, for noise), asked %v", e.Features.IPIReceipts(), e.Features.IPIAsked())
 	}
 	if _, err := e.IPIs(); err != ErrNoIPI {
 		t.Errorf("IPIs without --ipi: %v, want ErrNoIPI", err)

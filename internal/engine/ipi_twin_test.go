@@ -19,7 +19,7 @@ const (
 	fakeGeneric = 0xffffffff81003000
 )
 
-var ipiFakeVars = map[string]any{"ipi_fn_tlb": uint64(fakeTLB), "ipi_fn_ttwu": uint64(fakeTTWU), "ipi_fn_generic": uint64(fakeGeneric)}
+var ipiFakeVars = map[string]any{"ipi_asked": true, "ipi_fn_tlb": uint64(fakeTLB), "ipi_fn_ttwu": uint64(fakeTTWU), "ipi_fn_generic": uint64(fakeGeneric)}
 
 // onCPU0Here pins the calling thread to CPU 0, so that the test runs on
 // CPU 0 run in it: the sender the bodies see (the current task) is the
@@ -94,7 +94,7 @@ func TestTwinIPIAttribution(t *testing.T) {
 		t.Fatalf("sends %+v; want one TLB send from tid %d to CPU 0, with its comm (the generic callback records none)", sends, me)
 	}
 	now := monoNow(t) + 1e9
-	onCPU0(t, objs.TestIpiEntry, 0, 100, now)
+	onCPU0(t, objs.TestIpiEntry, 0, 100, now, 0xfb)
 	onCPU0(t, objs.TestIpiExit, now+3000)
 	entries := flightEvents(t, objs, slots, EventIPIEntry)
 	if len(entries) != 1 || entries[0].A != me || entries[0].C != 0 || entries[0].Flags != IPITLB ||
@@ -106,12 +106,12 @@ func TestTwinIPIAttribution(t *testing.T) {
 	}
 	// No send since: the next call-function IPI has no sender; task 200 waits here.
 	onCPU0(t, objs.TestSetWaiting, 200)
-	onCPU0(t, objs.TestIpiEntry, 0, 0, now+10000)
+	onCPU0(t, objs.TestIpiEntry, 0, 0, now+10000, 0xfb)
 	onCPU0(t, objs.TestIpiExit, now+11000)
 	onCPU0(t, objs.TestSetWaiting, 0)
 	// A reschedule from this thread, received while nothing tracked runs.
 	onCPU0(t, objs.TestIpiSendCpu, 0, 0x77, 0)
-	onCPU0(t, objs.TestIpiEntry, 1, 0, now+20000)
+	onCPU0(t, objs.TestIpiEntry, 1, 0, now+20000, 0xfd)
 	onCPU0(t, objs.TestIpiExit, now+20500)
 
 	c := ipiCPU0(t, objs.IpiCpus)
@@ -145,7 +145,7 @@ func TestTwinIPIWakeupAndLoneExit(t *testing.T) {
 	onCPU0(t, objs.TestIpiExit, monoNow(t))
 	onCPU0(t, objs.TestCsdQueue, 0, 0x55, fakeTTWU)
 	now := monoNow(t) + 1e9
-	onCPU0(t, objs.TestIpiEntry, 0, 0, now)
+	onCPU0(t, objs.TestIpiEntry, 0, 0, now, 0xfb)
 	onCPU0(t, objs.TestIpiExit, now+700)
 	c := ipiCPU0(t, objs.IpiCpus)
 	var total uint64

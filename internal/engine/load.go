@@ -131,6 +131,7 @@ func (e *Engine) settings() map[string]any {
 		"warm_up_ns":        warmUpNs(cfg.WarmUp),
 		"test_storage_busy": cfg.TestStorageBusy,
 		"test_stats_nomem":  cfg.TestStatsNoMem,
+		"ipi_asked":         cfg.IPI,
 	}
 	ipiVars(syms, vars)
 	sleeps := newSleepTable(syms)

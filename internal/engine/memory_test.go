@@ -22,15 +22,16 @@ func TestDefaultFlightFor(t *testing.T) {
 }
 
 // TestTaskStatsSize: a tracked task's statistics (the stats hash value)
-// within 7 KiB and 72 bytes (200 16-bit buckets a metric, their carries in user
+// within 7 KiB and 96 bytes (200 16-bit buckets a metric, their carries in user
 // space), so that 100 tasks take about 0.7 MiB (issue 12 set 5 KiB for 10
 // metrics; the 3 SCHED_DEADLINE job metrics and their counters of issue 38
 // took it from 5120 to 6656 bytes, the noise metric by 488 more, its
 // per-cause totals by 72 (7216: 7 KiB and 72 bytes, 7 KiB more for 100
-// tasks); 32-bit buckets made it 9 KiB, 272 buckets 12 KiB).
+// tasks), the IPI and NMI causes by 24 more (7240); 32-bit buckets made it
+// 9 KiB, 272 buckets 12 KiB).
 func TestTaskStatsSize(t *testing.T) {
-	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 7216 {
-		t.Errorf("the kernel's TaskStats takes %d bytes, above 7216", n)
+	if n := unsafe.Sizeof(bpfRtsTaskStats{}); n > 7240 {
+		t.Errorf("the kernel's TaskStats takes %d bytes, above 7240", n)
 	}
 }
 

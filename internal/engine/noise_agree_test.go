@@ -37,7 +37,7 @@ const noiseStallHead = 4_000_000
 // noiseGap is one gap of the loop, CLOCK_MONOTONIC ns.
 type noiseGap struct {
 	Start, End int64
-	causes     uint8 // the interval's (1 << cause)
+	causes     uint16 // the interval's (1 << cause)
 	top        uint8
 }
 
@@ -54,8 +54,16 @@ type noiseKey struct {
 }
 
 // TestMain runs the test binary as TestNoiseAgreesWithLoop's loop when
-// noiseLoopEnv is set (a child process, not a test that skips).
+// noiseLoopEnv is set, as TestNoiseIPIsOfLoop's when noiseIPIEnv is (a
+// child process, not a test that skips).
 func TestMain(m *testing.M) {
+	if out := os.Getenv(noiseIPIEnv); out != "" {
+		if err := noiseIPIChild(out); err != nil {
+			fmt.Fprintln(os.Stderr, "noise IPI loop:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if out := os.Getenv(noiseLoopEnv); out != "" {
 		if err := noiseLoopChild(out); err != nil {
 			fmt.Fprintln(os.Stderr, "noise loop:", err)
@@ -138,7 +146,7 @@ func noiseIntervals(e *Engine, done <-chan struct{}) (map[noiseKey]noiseGap, map
 				switch ev.Type {
 				case EventNoise:
 					k := noiseKey{ev.A, EventX(&ev)}
-					cur[k] = noiseGap{int64(EventX(&ev)), int64(EventY(&ev)), ev.Flags, uint8(ev.C)}
+					cur[k] = noiseGap{int64(EventX(&ev)), int64(EventY(&ev)), NoiseMask(&ev), NoiseTop(&ev)}
 					if prev[k] == cur[k] {
 						got[k] = cur[k]
 					}
@@ -186,8 +194,8 @@ func (v *gapVerdicts) add(o gapVerdicts) {
 // ends with it: time before an interrupt was due is the hypervisor's, no
 // guest code runs there); 85% of them at least (70% with the classic
 // engine), over 50 gaps at least (a quiet CPU is run again, its gaps added
-// up). Not judged, counted and logged: gaps no interval touches (IPIs,
-// NMIs, pauses of the whole VM have no hook, docs/noise.md) and gaps whose
+// up). Not judged, counted and logged: gaps no interval touches (SMIs,
+// pauses of the whole VM have no hook, docs/noise.md) and gaps whose
 // interval holds hypervisor steal (the steal clock is read at the tick: its
 // part is placed before the reading, in one piece, while the hypervisor
 // took it in several). A run where unseen gaps are more than three quarters
@@ -219,7 +227,7 @@ func agreesWithLoop(t *testing.T, kind string) {
 		if v.unseen*4 > len(g)*3 {
 			// Another job's IPI storm (the ipi-storm scenario, TLB
 			// shootdowns) makes most gaps of a run such: not a run to judge.
-			t.Logf("too noisy to judge: %d of %d gaps show no event at all (IPIs, NMIs, a paused VM); run again", v.unseen, len(g))
+			t.Logf("too noisy to judge: %d of %d gaps show no event at all (SMIs, a paused VM); run again", v.unseen, len(g))
 			continue
 		}
 		all.add(v)
@@ -237,7 +245,7 @@ func agreesWithLoop(t *testing.T, kind string) {
 		want = 70
 	}
 	ok := all.matched + all.early
-	t.Logf("%d of %d judged gaps agree (%d from their due time); not judged: %d with steal, %d with no interval (IPIs, NMIs, a paused VM: no hook sees them)",
+	t.Logf("%d of %d judged gaps agree (%d from their due time); not judged: %d with steal, %d with no interval (SMIs, a paused VM: no hook sees them)",
 		ok, all.judged(), all.early, all.steal, all.unseen)
 	if ok*100 < all.judged()*want {
 		t.Errorf("%d of %d loop gaps that rtscope saw agree with a noise interval; want %d%%", ok, all.judged(), want)

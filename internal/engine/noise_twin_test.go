@@ -65,15 +65,15 @@ func (nt *noiseTwin) stats(tid uint32) *TaskStats {
 
 func (nt *noiseTwin) events() []Event { return flightEvents(nt.t, nt.objs, noiseSlots, EventNoise) }
 
-func checkNoise(t *testing.T, e Event, tid uint32, start, end uint64, mask uint8, top uint8, who uint32) {
+func checkNoise(t *testing.T, e Event, tid uint32, start, end uint64, mask uint16, top uint8, who uint32) {
 	t.Helper()
-	if e.A != tid || EventX(&e) != start || EventY(&e) != end || e.Flags != mask || uint8(e.C) != top || e.B != who {
+	if e.A != tid || EventX(&e) != start || EventY(&e) != end || NoiseMask(&e) != mask || NoiseTop(&e) != top || e.B != who {
 		t.Errorf("noise event: tid %d [%d, %d] causes %#x top %d who %d; want tid %d [%d, %d] causes %#x top %d who %d",
-			e.A, EventX(&e), EventY(&e), e.Flags, e.C, e.B, tid, start, end, mask, top, who)
+			e.A, EventX(&e), EventY(&e), NoiseMask(&e), NoiseTop(&e), e.B, tid, start, end, mask, top, who)
 	}
 }
 
-func bit(c uint8) uint8 { return 1 << c }
+func bit(c uint8) uint16 { return 1 << c }
 
 // An IRQ, the softirq at its exit and a preemption at its return, each
 // within the merge gap of the last, are one interval, recorded when the
@@ -316,7 +316,7 @@ func TestTwinNoiseByCause(t *testing.T) {
 	nt.switchTo(1_000_000, 100, 0, false, 50, 120, 17_000) // sleeps
 	if evs := nt.events(); len(evs) != 6 {
 		for _, e := range evs {
-			t.Logf("[%d, %d] causes %#x", EventX(&e), EventY(&e), e.Flags)
+			t.Logf("[%d, %d] causes %#x", EventX(&e), EventY(&e), NoiseMask(&e))
 		}
 		t.Fatalf("%d noise events, want 6", len(evs))
 	}

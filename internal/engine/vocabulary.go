@@ -33,11 +33,21 @@ const (
 	// iteration ended); Flags 1 when its expiry had already passed.
 	EventTimerArm = uint8(bpfRtsEventTypeRTS_EV_TIMER_ARM)
 	EventFaults   = uint8(bpfRtsEventTypeRTS_EV_FAULTS)
-	// EventNoise: a noise interval of a tracked task (A) from X to Y; C
-	// its largest part's cause (Noise*), B that part's irq, vector or
-	// tid, Flags 1<<cause of each of its parts.
+	// EventNoise: a noise interval of a tracked task (A) from X to Y;
+	// Flags its largest part's cause (Noise*, NoiseTop), B that part's
+	// irq, vector or tid, C 1<<cause of each of its parts (NoiseMask: 16
+	// bits, more causes than Flags has bits).
 	EventNoise = uint8(bpfRtsEventTypeRTS_EV_NOISE)
+	// EventNMI: an NMI handler (X) ended, begun at Y; Flags 1 when it
+	// claimed the NMI.
+	EventNMI = uint8(bpfRtsEventTypeRTS_EV_NMI)
 )
+
+// NoiseTop is a noise event's largest part's cause (Noise*).
+func NoiseTop(e *Event) uint8 { return e.Flags }
+
+// NoiseMask is a noise event's causes: bit 1<<cause set for each.
+func NoiseMask(e *Event) uint16 { return e.C }
 
 // Causes of a noise interval's parts (enum rts_noise_cause).
 const (
@@ -47,6 +57,8 @@ const (
 	NoisePreempt    = uint8(bpfRtsNoiseCauseRTS_NC_PREEMPT)
 	NoiseThrottle   = uint8(bpfRtsNoiseCauseRTS_NC_THROTTLE)
 	NoiseSteal      = uint8(bpfRtsNoiseCauseRTS_NC_STEAL)
+	NoiseIPI        = uint8(bpfRtsNoiseCauseRTS_NC_IPI)
+	NoiseNMI        = uint8(bpfRtsNoiseCauseRTS_NC_NMI)
 	NoiseCauseCount = int(bpfRtsNoiseCauseRTS_NC_COUNT)
 )
 

@@ -56,6 +56,15 @@ func noiseHeadline(t *Task) string {
 	return h
 }
 
+// describeNMI renders an NMI handler's end: its function and time.
+func describeNMI(e trace.Event) string {
+	var ns int64
+	if e.SinceT != nil {
+		ns = e.T - *e.SinceT
+	}
+	return fmt.Sprintf("nmi      %s took %s us", e.Function, units.Us(uint64(max(ns, 0))))
+}
+
 // describeNoise renders a noise interval: its task, length, parts' causes
 // and its largest part's, with who when known.
 func describeNoise(e trace.Event) string {
@@ -75,6 +84,8 @@ func describeNoise(e trace.Event) string {
 		top += " " + e.VecName
 	case e.ByTID != 0:
 		top += fmt.Sprintf(" by tid %d", e.ByTID)
+	case e.IPI != nil:
+		top += " " + string(e.IPI.Kind)
 	}
 	return fmt.Sprintf("noise    %s interrupted %s us (%s; largest: %s)", taskLabel(e.TID, e.Comm, ""),
 		units.Us(uint64(max(ns, 0))), strings.Join(causes, ", "), top)
@@ -113,6 +124,7 @@ func noiseByCause(s *engine.TaskStats) map[trace.NoiseCause]NoiseCauseTotal {
 var noiseCauseWords = map[trace.NoiseCause]string{
 	trace.NoiseIRQ: "IRQ", trace.NoiseTimer: "timer IRQ", trace.NoiseSoftirq: "softirq",
 	trace.NoisePreempt: "preemption", trace.NoiseThrottle: "throttling", trace.NoiseSteal: "steal",
+	trace.NoiseIPI: "IPI", trace.NoiseNMI: "NMI",
 }
 
 // NoiseCauseWord names a noise cause in every report (text, HTML): its

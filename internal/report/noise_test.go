@@ -102,3 +102,31 @@ func TestNoiseByCause(t *testing.T) {
 		t.Errorf("a task without noise has noise by cause: %s", b)
 	}
 }
+
+// The IPI and NMI causes are named "ipi" and "nmi" in JSON, "IPI" and
+// "NMI" in the text report's line.
+func TestNoiseByCauseIPIAndNMI(t *testing.T) {
+	s := &engine.TaskStats{Tid: 7, Pid: 7, Policy: 1, Prio: 49}
+	s.NoiseParts[engine.NoiseIPI-1], s.NoiseNs[engine.NoiseIPI-1] = 7, 4_600
+	s.NoiseParts[engine.NoiseNMI-1], s.NoiseNs[engine.NoiseNMI-1] = 1, 2_000
+	task := FromStats(s)
+	var out bytes.Buffer
+	Final(&out, task, false)
+	if line := "   noise by cause: IPI 4.6 us (7), NMI 2.0 us (1)\n"; !strings.Contains(out.String(), line) {
+		t.Errorf("text report without %q:\n%s", line, out.String())
+	}
+	b, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"noise_by_cause":{"ipi":{"count":7,"ns":4600},"nmi":{"count":1,"ns":2000}}`) {
+		t.Errorf("JSON without its IPI and NMI noise: %s", b)
+	}
+	ev := trace.Event{Type: trace.EventNoise, TID: 7, Comm: "poller", TopCause: trace.NoiseIPI,
+		NoiseCauses: []trace.NoiseCause{trace.NoiseIPI, trace.NoiseNMI}, IPI: &trace.IPI{Kind: trace.IPITLB}}
+	since, end := int64(0), int64(3_000)
+	ev.SinceT, ev.EndT = &since, &end
+	if got := describeNoise(ev); !strings.Contains(got, "(ipi, nmi; largest: ipi "+string(trace.IPITLB)+")") {
+		t.Errorf("noise event described %q; want its causes and the IPI's kind", got)
+	}
+}

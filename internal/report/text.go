@@ -251,6 +251,8 @@ func DescribeNamed(e trace.Event, b BoostNamer) string {
 		return fmt.Sprintf("faults   %s: %d minor, %d major page faults in its run", taskLabel(e.TID, e.Comm, ""), e.MinorFaults, e.MajorFaults)
 	case trace.EventNoise:
 		return describeNoise(e)
+	case trace.EventNMI:
+		return describeNMI(e)
 	case trace.EventUserReturn:
 		return fmt.Sprintf("return   %s to user space", taskLabel(e.TID, e.Comm, ""))
 	case trace.EventTimerArm:

@@ -15,6 +15,8 @@ func TestNoiseByCauseSeries(t *testing.T) {
 	a.NoiseParts[engine.NoiseIRQ-1], a.NoiseNs[engine.NoiseIRQ-1] = 3, 30_000
 	b.NoiseParts[engine.NoiseIRQ-1], b.NoiseNs[engine.NoiseIRQ-1] = 2, 20_000
 	b.NoiseParts[engine.NoiseThrottle-1], b.NoiseNs[engine.NoiseThrottle-1] = 1, 50_000_000
+	b.NoiseParts[engine.NoiseIPI-1], b.NoiseNs[engine.NoiseIPI-1] = 4, 2_000
+	b.NoiseParts[engine.NoiseNMI-1], b.NoiseNs[engine.NoiseNMI-1] = 1, 3_000
 	x.Exit(a)
 	x.tick([]*engine.TaskStats{b, task(3, "sleeper", 1000)})
 	fams := gather(t, x)
@@ -42,6 +44,10 @@ func TestNoiseByCauseSeries(t *testing.T) {
 		"rtscope_noise_parts_total poller throttling":        1,
 		"rtscope_noise_part_seconds_total poller irq":        50e-6,
 		"rtscope_noise_part_seconds_total poller throttling": 50e-3,
+		"rtscope_noise_parts_total poller ipi":               4,
+		"rtscope_noise_parts_total poller nmi":               1,
+		"rtscope_noise_part_seconds_total poller ipi":        2e-6,
+		"rtscope_noise_part_seconds_total poller nmi":        3e-6,
 	}
 	if len(got) != len(want) {
 		t.Errorf("series %v, want %v", got, want)

@@ -35,6 +35,7 @@ const (
 	evTimerArm     = engine.EventTimerArm
 	evFaults       = engine.EventFaults
 	evNoise        = engine.EventNoise
+	evNMI          = engine.EventNMI
 	evIPISend      = engine.EventIPISend
 	evIPIEntry     = engine.EventIPIEntry
 	evIPIExit      = engine.EventIPIExit
@@ -47,13 +48,28 @@ var typeNames = map[uint8]EventType{
 	evUserReturn: EventUserReturn, evHandlerEntry: EventHandlerEntry, evHandlerExit: EventHandlerExit,
 	evExit: EventExit, evStack: EventStack, evSteal: EventSteal, evTimerArm: EventTimerArm, evFaults: EventFaults,
 	evIPISend: EventIPISend, evIPIEntry: EventIPIEntry, evIPIExit: EventIPIExit, evNoise: EventNoise,
+	evNMI: EventNMI,
 }
 
 // NoiseCauses name the causes of a noise interval's parts (enum
-// rts_noise_cause: the flags and C of a noise event).
+// rts_noise_cause: engine.NoiseTop and NoiseMask of a noise event).
 var NoiseCauses = map[uint8]NoiseCause{
 	engine.NoiseIRQ: NoiseIRQ, engine.NoiseTimer: NoiseTimer, engine.NoiseSoftirq: NoiseSoftirq,
 	engine.NoisePreempt: NoisePreempt, engine.NoiseThrottle: NoiseThrottle, engine.NoiseSteal: NoiseSteal,
+	engine.NoiseIPI: NoiseIPI, engine.NoiseNMI: NoiseNMI,
+}
+
+// x86IPIVectors are the kinds of x86's IPI vectors (ipi.bpf.h's
+// RTS_X86_*_VECTOR), an IPI noise part's who on x86; on arm64 it is the
+// engine's IPI kind itself (all below these).
+var x86IPIVectors = map[uint32]IPIKind{0xfd: IPIResched, 0xfc: IPICall, 0xfb: IPICall, 0xf6: IPIIRQWork}
+
+// noiseIPIKind names an IPI noise part's kind from its who.
+func noiseIPIKind(who uint32) IPIKind {
+	if k, ok := x86IPIVectors[who]; ok {
+		return k
+	}
+	return IPIKindOf(uint8(who))
 }
 
 // ipiKinds name the engine's IPI kinds (enum rts_ipi_kind).
@@ -442,6 +458,10 @@ func (n *Names) decode(e engine.Event, start uint64) Event {
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	case evIPISend, evIPIEntry, evIPIExit:
 		n.decodeIPI(&ev, &e)
+	case evNMI:
+		ev.Function = n.Func(engine.EventX(&e))
+		since := int64(engine.EventY(&e)) - int64(start)
+		ev.SinceT = &since
 	}
 	return ev
 }
@@ -656,12 +676,12 @@ func decodeNoise(ev *Event, e *engine.Event, start uint64, n *Names) {
 	since, end := int64(engine.EventX(e))-int64(start), int64(engine.EventY(e))-int64(start)
 	ev.SinceT, ev.EndT = &since, &end
 	for c := uint8(1); c < uint8(engine.NoiseCauseCount); c++ {
-		if e.Flags&(1<<c) != 0 {
+		if engine.NoiseMask(e)&(1<<c) != 0 {
 			ev.NoiseCauses = append(ev.NoiseCauses, NoiseCauses[c])
 		}
 	}
-	ev.TopCause = NoiseCauses[uint8(e.C)]
-	switch uint8(e.C) {
+	ev.TopCause = NoiseCauses[engine.NoiseTop(e)]
+	switch engine.NoiseTop(e) {
 	case engine.NoiseIRQ:
 		ev.IRQ, ev.IRQName = intp(int(e.B)), n.IRQName(int(e.B))
 	case engine.NoiseSoftirq:
@@ -671,5 +691,7 @@ func decodeNoise(ev *Event, e *engine.Event, start uint64, n *Names) {
 		}
 	case engine.NoisePreempt, engine.NoiseThrottle:
 		ev.ByTID = e.B
+	case engine.NoiseIPI:
+		ev.IPI = &IPI{Kind: noiseIPIKind(e.B)}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	EventIPIEntry     EventType = "ipi_entry" // an IPI handler begins on this CPU
 	EventIPIExit      EventType = "ipi_exit"  // an IPI handler ends
 	EventNoise        EventType = "noise"     // a noise interval of a tracked task (noise.bpf.h)
+	EventNMI          EventType = "nmi"       // an NMI handler ended (x86 nmi:nmi_handler)
 )
 
 // NoiseCause names a part of a noise interval (enum rts_noise_cause).
@@ -48,6 +49,8 @@ const (
 	NoisePreempt     NoiseCause = "preemption"  // off its CPU while runnable, for its class and higher or equal priority
 	NoiseThrottle    NoiseCause = "throttling"  // off its CPU while runnable, for a lower class or priority
 	NoiseSteal       NoiseCause = "steal"       // the hypervisor ran something else
+	NoiseIPI         NoiseCause = "ipi"         // an IPI's handler (function call, TLB shootdown, reschedule, irq_work)
+	NoiseNMI         NoiseCause = "nmi"         // an NMI handler (perf sampling, watchdog, backtrace)
 	NoiseUnexplained NoiseCause = "unexplained" // time no seen part covers
 )
 
