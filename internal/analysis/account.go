@@ -41,6 +41,12 @@ func (a *accountant) add(it Item, from, to int64) *Item {
 		x = &it
 		a.items[key] = x
 	}
+	if x != &it && it.Thread != nil && x.Thread != nil && it.Thread.Comm != x.Thread.Comm {
+		// The thread exec'd inside the window (timeout -> chrt -> taskset ->
+		// sh): named as it is last, as ps names it, not as it first ran
+		// ("taskset/20970 (FIFO 2) ran 1677190.4 us" of a shell loop).
+		x.Thread, x.Label = it.Thread, it.Label
+	}
 	if a.last[key] != from || x.Spans == 0 {
 		x.Spans++
 	}
