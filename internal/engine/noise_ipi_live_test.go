@@ -188,16 +188,18 @@ func runNoiseIPILoop(t *testing.T, kind string) (noiseIPIOut, uint64, uint64) {
 	}
 	defer stats.Close()
 	out := t.TempDir() + "/ipi.json"
-	// No garbage collection in the child: with asynchronous preemption off
-	// (its signals would be IPIs to the loop's CPU), a collection's
-	// stop-the-world waits for the loop, which has no preemption point,
-	// while the loop waits for the intruder's stop: a fresh-clone engine
-	// run hung so for 10 minutes, its FIFO loop holding CPU 1 after. A
-	// child past a minute is killed, the failure said.
+	// With asynchronous preemption off (its signals would be IPIs to the
+	// loop's CPU) the loop, which has no preemption point, keeps its P
+	// for good: the child needs a P more for the intruder, whatever
+	// affinity it inherits (a thread a test pinned to one CPU made its
+	// GOMAXPROCS 1: the intruder's 100 ms sleep never ended, the engine
+	// package ran into go test's 10-minute timeout with the FIFO loop
+	// left holding CPU 1), and no collection (its stop-the-world would
+	// wait for the loop). A child past a minute is killed, the failure said.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), noiseIPIEnv+"="+out, "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	cmd.Env = append(os.Environ(), noiseIPIEnv+"="+out, "GODEBUG=asyncpreemptoff=1", "GOGC=off", "GOMAXPROCS=4")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("IPI-loop child: %v", err)
