@@ -461,6 +461,17 @@ static __always_inline void rts_noise_take_on(struct rts_noise_cpu *n, struct rt
 	ns->nz_off = 0;
 }
 
+/* The CPU's noise state ends prev's turn; next (ns, when tracked) begins its own (rts_noise_take_on). */
+static __always_inline void rts_noise_hand_on(const struct rts_switch *ev, struct rts_noise_cpu *n,
+					      struct rts_task_state *ns, __u64 now, __u64 steal)
+{
+	n->id = 0;
+	n->iv.start = 0;
+	n->irq_tail = 0;
+	if (ns)
+		rts_noise_take_on(n, ns, now, steal, bpf_get_smp_processor_id(), (__u32)ev->next.prio < 100);
+}
+
 /*
  * The switch from ev->prev (ps when tracked) to ev->next (ns) at now on
  * this CPU; steal: the CPU's steal clock (0: not readable). prev's interval is
@@ -488,11 +499,7 @@ RTS_VERIFIED_ONCE int rts_noise_switch(const struct rts_switch *ev, struct rts_t
 		if (rts_noise_runnable(ev, ps))
 			rts_noise_carry_off(ev, ps, n, now, bpf_get_smp_processor_id());
 	}
-	n->id = 0;
-	n->iv.start = 0;
-	n->irq_tail = 0;
-	if (ns)
-		rts_noise_take_on(n, ns, now, steal, bpf_get_smp_processor_id(), (__u32)ev->next.prio < 100);
+	rts_noise_hand_on(ev, n, ns, now, steal);
 	return 0;
 }
 
@@ -530,11 +537,7 @@ static __always_inline void rts_noise_switch_at(const struct rts_switch *ev, str
 	n->depth = 0;
 	if (mine && rts_noise_runnable(ev, ps))
 		rts_noise_carry_off(ev, ps, n, now, bpf_get_smp_processor_id());
-	n->id = 0;
-	n->iv.start = 0;
-	n->irq_tail = 0;
-	if (ns)
-		rts_noise_take_on(n, ns, now, steal, bpf_get_smp_processor_id(), (__u32)ev->next.prio < 100);
+	rts_noise_hand_on(ev, n, ns, now, steal);
 }
 
 /* Tracked task st ends (exits or is untracked) on this CPU: its interval is recorded. */

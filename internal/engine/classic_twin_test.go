@@ -53,6 +53,30 @@ const (
 // twinCPU is the CPU the twin's test runs run on (its per-CPU state).
 const twinCPU = 0
 
+// onTwinCPU keeps the test on this thread, run on twinCPU, until it ends
+// (the classic programs take the current task from the running thread);
+// the thread's affinity is given back before it is unlocked, so that no
+// pinned thread is left to the tests after (a child forked from one
+// inherits the pin).
+func onTwinCPU(t *testing.T) {
+	t.Helper()
+	runtime.LockOSThread()
+	var was, on unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	on.Set(twinCPU)
+	if err := unix.SchedSetaffinity(0, &on); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.SchedSetaffinity(0, &was) // best effort: the thread is unlocked after
+		runtime.UnlockOSThread()
+	})
+}
+
 func newClassicTwin(t *testing.T) *classicTwin {
 	t.Helper()
 	return newClassicTwinWith(t, nil, nil)

@@ -4,7 +4,6 @@ package engine
 // noise.bpf.h's rts_noise_nmi) through the twins on CPU 0.
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -152,17 +151,7 @@ func TestTwinNoiseAdoptAtTick(t *testing.T) {
 func TestClassicTwinNoiseIPIAndNMI(t *testing.T) {
 	// The classic engine's current task is the running thread's tid: one
 	// thread runs them all (unlocked, another thread ran some: not tracked).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var was, on unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &was); err != nil {
-		t.Fatal(err)
-	}
-	on.Set(twinCPU)
-	if err := unix.SchedSetaffinity(0, &on); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &was) //nolint:errcheck // best effort: the thread is unlocked after
+	onTwinCPU(t)
 	tid := uint32(unix.Gettid())
 	tw := newClassicTwinWith(t, map[string]any{"flight_per_cpu": uint32(64)}, func(spec *ebpf.CollectionSpec, _ map[string]uint32) {
 		spec.Maps["flight"].MaxEntries = 64

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -50,17 +49,7 @@ func TestClassicTwinTimerSlack(t *testing.T) {
 	// hrtimer_start is the current task's: this thread, tracked, and on
 	// the twin's CPU (a test run on another CPU runs in its IPI, where
 	// current is whatever ran there).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var was, on unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &was); err != nil {
-		t.Fatal(err)
-	}
-	on.Set(twinCPU)
-	if err := unix.SchedSetaffinity(0, &on); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &was) //nolint:errcheck // best effort: the thread is unlocked after
+	onTwinCPU(t)
 	tid := uint32(unix.Gettid())
 	const fn, timer, soft, slack = 0xfeed0, 0x7000, 5_000_000_000, 10_000_000
 	for _, hard := range []bool{true, false} {
