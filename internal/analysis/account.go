@@ -445,6 +445,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	}
 	tl := build(tr.Events)
 	tl.stealClock = tr.StealClock
+	tl.ipiSendersUnseen = tr.IPISendersUnseen
 	if tr.SparseUntil != nil {
 		tl.notKept(*tr.SparseUntil, s.TID)
 	}
@@ -495,7 +496,7 @@ func Explain(tr *trace.Trace, s Subject) *Result {
 	if res.PageFaults = pageFaults(tr, s.TID, w); res.PageFaults != nil {
 		res.Verdict += "; " + res.PageFaults.say(s.MemNotLocked)
 	}
-	ipiNote(res)
+	ipiNote(res, tl.ipiSendersUnseen)
 	return res
 }
 

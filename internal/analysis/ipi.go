@@ -71,39 +71,53 @@ func ipiSources(res *Result) []IPISource {
 	return out
 }
 
-// say is "TLB shootdown from intruder/1234 (flush_tlb_func), 3.1 us x 412".
-func (s IPISource) say() string {
+// say is "TLB shootdown from intruder/1234 (flush_tlb_func), 3.1 us x 412";
+// unseen: why sends were not recorded ("": they were, and none was seen
+// for these); cpu: name the CPU (the same IPIs on two CPUs).
+func (s IPISource) say(unseen string, cpu bool) string {
 	var b strings.Builder
 	b.WriteString(s.Kind.Noun())
-	if s.Sender != "" {
+	switch {
+	case s.Sender != "":
 		b.WriteString(" from " + s.Sender)
-	} else {
+	case unseen != "":
+		b.WriteString(" (sender not recorded)")
+	default:
 		b.WriteString(" (no send seen)")
 	}
 	if s.Function != "" {
 		fmt.Fprintf(&b, " (%s)", s.Function)
+	}
+	if cpu {
+		fmt.Fprintf(&b, " on CPU %d", s.CPU)
 	}
 	fmt.Fprintf(&b, ", %s x %d", us(s.Ns/uint64(max(s.Count, 1))), s.Count)
 	return b.String()
 }
 
 // ipiNote fills res.IPIs and, unless the verdict is about them already,
-// adds the largest two sources to it.
-func ipiNote(res *Result) {
+// adds the largest two sources to it (unseen: as IPISource.say).
+func ipiNote(res *Result, unseen string) {
 	res.IPIs = ipiSources(res)
 	if len(res.IPIs) == 0 || res.Cause == CauseIPI {
 		return
 	}
 	var parts []string
-	for _, s := range res.IPIs[:min(2, len(res.IPIs))] {
-		parts = append(parts, s.say())
+	top := res.IPIs[:min(2, len(res.IPIs))]
+	for _, s := range top {
+		twoCPUs := len(top) == 2 && top[0].Kind == top[1].Kind && top[0].Sender == top[1].Sender
+		parts = append(parts, s.say(unseen, twoCPUs))
 	}
 	res.Verdict += "; IPIs: " + strings.Join(parts, ", ")
+	if res.IPIs[0].Sender == "" && unseen != "" {
+		res.Verdict += " (" + unseen + ")"
+	}
 }
 
 // ipiVerdict explains a window whose largest part is IPI handlers: who
-// sent them, what they ran, and what removes them.
-func ipiVerdict(res *Result, top *Item, share string) {
+// sent them, what they ran, and what removes them (unseen: as
+// IPISource.say).
+func ipiVerdict(res *Result, top *Item, share string, unseen string) {
 	res.Cause = CauseIPI
 	p := top.IPI
 	if p == nil {
@@ -114,11 +128,12 @@ func ipiVerdict(res *Result, top *Item, share string) {
 	if res.Culprit == "" {
 		res.Culprit = top.Label
 	}
-	res.Verdict = fmt.Sprintf("IPIs: CPU %d ran IPI handlers for %s, mostly %s: %s", top.CPU, share, src.say(), ipiRemedy(p, top.CPU))
+	res.Verdict = fmt.Sprintf("IPIs: CPU %d ran IPI handlers for %s, mostly %s: %s", top.CPU, share, src.say(unseen, false), ipiRemedy(p, top.CPU, unseen))
 }
 
-// ipiRemedy says what removes an IPI of p's kind from cpu.
-func ipiRemedy(p *trace.IPI, cpu int) string {
+// ipiRemedy says what removes an IPI of p's kind from cpu (unseen: why
+// its sender may not be known, as IPISource.say).
+func ipiRemedy(p *trace.IPI, cpu int, unseen string) string {
 	who := "its sender"
 	if s := p.Sender(); s != "" {
 		who = "`" + p.SenderComm + "`"
@@ -132,6 +147,9 @@ func ipiRemedy(p *trace.IPI, cpu int) string {
 		return fmt.Sprintf("%s wakes or preempts tasks on CPU %d: keep the tasks it wakes off this CPU (affinity, isolcpus)", who, cpu)
 	case trace.IPIIRQWork:
 		return fmt.Sprintf("the CPU's own deferred work (irq_work: perf, printk, RCU): quiet it on CPU %d (nohz_full, rcu_nocbs)", cpu)
+	}
+	if p.SenderTID == 0 && unseen != "" {
+		return "its sender was not recorded (" + unseen + "); without it, isolate the CPU (isolcpus, nohz_full)"
 	}
 	if p.SenderTID == 0 {
 		return "no send was seen for it (sent before rtscope attached, or the send tracepoints are missing): isolate the CPU (isolcpus, nohz_full)"

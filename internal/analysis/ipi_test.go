@@ -89,3 +89,64 @@ func TestIPIUnknownSender(t *testing.T) {
 	checkSums(t, r)
 	wantCause(t, r, CauseIPI, "function call (no send seen)", "no send was seen")
 }
+
+// An IPI received where sends were not recorded (watch without --ipi) has
+// an unknown sender, not none: its verdict says the sender was not
+// recorded and how to name it, never "no send seen"; so does the note of
+// IPIs too small to be the cause.
+func TestIPISenderNotRecorded(t *testing.T) {
+	const unseen = "watch --ipi names it"
+	call := &trace.IPI{Kind: trace.IPICall}
+	tr := window("latency", control, us1(500), sw(us1(-50), 1, control, "S", idle), wakeTimer(0, 1, control, 0),
+		trace.Event{T: us1(10), CPU: 1, Type: trace.EventIPIEntry, IPI: call},
+		trace.Event{T: us1(410), CPU: 1, Type: trace.EventIPIExit, IPI: call}, sw(us1(500), 1, idle, "R", control))
+	tr.IPISendersUnseen = unseen
+	r := explain(tr, subject(control, "latency"), "full")
+	checkSums(t, r)
+	wantCause(t, r, CauseIPI, "function call (sender not recorded)", "its sender was not recorded (watch --ipi names it)")
+	if strings.Contains(r.Verdict, "no send") {
+		t.Errorf("verdict %q says no send was seen where sends were not recorded", r.Verdict)
+	}
+
+	evs := []trace.Event{sw(us1(-50), 1, control, "S", idle), wakeTimer(0, 1, control, 0), sw(us1(5), 1, idle, "R", control)}
+	for i := range 10 {
+		at := us1(100 + 80*float64(i))
+		evs = append(evs, trace.Event{T: at, CPU: 1, Type: trace.EventIPIEntry, IPI: &trace.IPI{Kind: trace.IPITLB}},
+			trace.Event{T: at + us1(3), CPU: 1, Type: trace.EventIPIExit, IPI: &trace.IPI{Kind: trace.IPITLB}})
+	}
+	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
+	tr = window("response", control, us1(1000), evs...)
+	tr.IPISendersUnseen = unseen
+	r = explain(tr, subject(control, "response"), "full")
+	checkSums(t, r)
+	if want := "; IPIs: TLB shootdown (sender not recorded), 3.0 us x 10 (watch --ipi names it)"; !strings.Contains(r.Verdict, want) {
+		t.Errorf("verdict %q lacks %q", r.Verdict, want)
+	}
+}
+
+// The same IPIs (kind and sender) on two CPUs of a window, where the task
+// ran on both, are named with their CPU, not as two identical sources.
+func TestIPINoteTwoCPUs(t *testing.T) {
+	evs := []trace.Event{sw(us1(-50), 0, control, "S", idle), wakeTimer(0, 0, control, 0), sw(us1(5), 0, idle, "R", control)}
+	evs = append(evs, tlbIn(us1(100), 0), tlbOut(us1(101), 0))
+	evs = append(evs, sw(us1(150), 0, control, "R+", intruder), sw(us1(160), 1, idle, "R", control))
+	for i := range 10 {
+		at := us1(200 + 70*float64(i))
+		evs = append(evs, tlbIn(at, 1), tlbOut(at+us1(3), 1))
+	}
+	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
+	r := explain(window("response", control, us1(1000), evs...), subject(control, "response"), "full")
+	checkSums(t, r)
+	t.Log(r.Verdict)
+	if len(r.IPIs) != 2 {
+		t.Fatalf("IPIs %+v; want 10 on CPU 1 and 1 on CPU 0", r.IPIs)
+	}
+	if want := "; IPIs: TLB shootdown from intruder/200 (flush_tlb_func) on CPU 1, 3.0 us x 10, " +
+		"TLB shootdown from intruder/200 (flush_tlb_func) on CPU 0, 1.0 us x 1"; !strings.Contains(r.Verdict, want) {
+		t.Errorf("verdict %q lacks %q", r.Verdict, want)
+	}
+	// It ran on CPUs 0 and 1 with no migration event (lost): migration is not ruled out.
+	if strings.Contains(strings.Join(r.RuledOut, ","), "migration") {
+		t.Errorf("ruled out %q for a task that ran on two CPUs", r.RuledOut)
+	}
+}

@@ -75,6 +75,8 @@ type timelines struct {
 	// means none); steal: ns charged to the hypervisor per CPU.
 	stealClock bool
 	steal      map[int]uint64
+	// ipiSendersUnseen: why IPI sends were not recorded ("": they were): an IPI with no sender is unattributed.
+	ipiSendersUnseen string
 	// lapped: a CPU's ring lost the window's start (overwritten), and
 	// with it any steal event there.
 	lapped bool

@@ -464,11 +464,17 @@ func ruledOut(res *Result, groups map[string]*group, segs []taskSeg) []string {
 		out = append(out, "blocking in a sleep")
 	}
 	if len(res.Migrations) == 0 {
-		cpu := -1
+		// No migration event, but the task ran or waited on two CPUs (its
+		// event lost: a classic program skipped in recursion): not ruled out.
+		cpu, cpus := -1, map[int]bool{}
 		for _, sg := range segs {
 			if sg.st == stRunning || sg.st == stRunnable {
 				cpu = sg.cpu
+				cpus[cpu] = true
 			}
+		}
+		if len(cpus) > 1 {
+			return out
 		}
 		if cpu >= 0 {
 			out = append(out, fmt.Sprintf("migration (stayed on CPU %d)", cpu))
@@ -555,7 +561,7 @@ func explainGroup(res *Result, tl *timelines, s Subject, segs []taskSeg, g *grou
 	case KindHardIRQ:
 		hardIRQVerdict(res, top, share)
 	case KindIPI:
-		ipiVerdict(res, top, share)
+		ipiVerdict(res, top, share, tl.ipiSendersUnseen)
 	case KindSoftIRQ:
 		res.Cause = CauseSoftIRQ
 		res.Verdict = fmt.Sprintf("softirq noise: CPU %d ran softirqs for %s, mostly %s (%s)", top.CPU, share, top.describeWoke(), us(top.Ns))

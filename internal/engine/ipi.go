@@ -94,6 +94,19 @@ func (f *Features) IPIAsked() bool {
 	return f.Probed(FeatureIPISend) && !errors.Is(f.Missing(FeatureIPISend), errIPINotAsked)
 }
 
+// IPISendersUnseen says why IPI sends are not recorded, "" when they are:
+// without it, an IPI received with no send in a window would read as sent
+// by nobody (trace.Window.IPISendersUnseen).
+func (f *Features) IPISendersUnseen() string {
+	switch {
+	case f.Has(FeatureIPISend):
+		return ""
+	case errors.Is(f.Missing(FeatureIPISend), errIPINotAsked):
+		return "watch --ipi names it"
+	}
+	return "this kernel has no csd:csd_queue_cpu/ipi:ipi_send_cpu tracepoints, Linux 6.3 or later"
+}
+
 // ErrNoIPI is IPIs' error when the IPI hooks are not attached.
 var ErrNoIPI = errors.New("the IPI hooks are not attached (--ipi)")
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"runtime"
 	"sort"
 	"sync"
@@ -144,5 +145,25 @@ func TestIPINotAsked(t *testing.T) {
 	}
 	if _, err := e.IPIs(); err != ErrNoIPI {
 		t.Errorf("IPIs without --ipi: %v, want ErrNoIPI", err)
+	}
+}
+
+// IPISendersUnseen names why sends are not recorded: --ipi not given, or
+// a kernel without the send tracepoints; "" when they are recorded.
+func TestIPISendersUnseen(t *testing.T) {
+	var f Features
+	f.set(FeatureKernelBTF, nil)
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errIPINotAsked, "watch --ipi names it"},
+		{errors.New("tracepoint csd/csd_queue_cpu: not found"), "this kernel has no csd:csd_queue_cpu/ipi:ipi_send_cpu tracepoints, Linux 6.3 or later"},
+	} {
+		f.set(FeatureIPISend, c.err)
+		if got := f.IPISendersUnseen(); got != c.want {
+			t.Errorf("ipi_send %v: %q, want %q", c.err, got, c.want)
+		}
 	}
 }

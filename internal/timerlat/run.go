@@ -583,7 +583,7 @@ func cutStop(eng *engine.Engine, st *Stop, workers []*worker) (*trace.Trace, err
 		m = metric.TimerThread
 	}
 	return trace.Cut(eng, trace.Window{Metric: m.String(), TID: uint32(st.TID), Value: st.Value, StealClock: eng.Features.Steal.Readable,
-		Start: st.Start, End: st.End, CPUStart: st.CPUStart, CPUEnd: st.CPU}, names)
+		IPISendersUnseen: eng.Features.IPISendersUnseen(), Start: st.Start, End: st.End, CPUStart: st.CPUStart, CPUEnd: st.CPU}, names)
 }
 
 // finishStop runs the analysis of a stop and saves its trace (-t), keeping

@@ -153,6 +153,10 @@ type Trace struct {
 	// StealClock tells whether the kernel's steal clock was readable, so
 	// that the absence of steal events means no steal (not: unknown).
 	StealClock bool `json:"steal_clock"`
+	// IPISendersUnseen says why IPI sends were not recorded ("": they
+	// were, or the window is older than this field): an IPI received with
+	// no send is then unattributed, not one nobody sent.
+	IPISendersUnseen string `json:"ipi_senders_unseen,omitempty"`
 	// Monitor lists rtscope's own threads (the watching process's) when the
 	// window was analysed: the analysis names them as the monitor.
 	Monitor []uint32 `json:"monitor_tids,omitempty"`
@@ -190,6 +194,8 @@ type Window struct {
 	CPUEnd   int
 	// StealClock: the engine reads hypervisor steal (Trace.StealClock).
 	StealClock bool
+	// IPISendersUnseen: why the engine records no IPI sends, "" when it does (Trace.IPISendersUnseen).
+	IPISendersUnseen string
 	// MaxEvents bounds the events kept (0: no bound): the task's own
 	// across the window, the others nearest its end, where the maximum was
 	// reached (Trace.SparseUntil); when the task's own are more, the last
@@ -367,7 +373,7 @@ func Cut(src Source, w Window, names *Names) (*Trace, error) {
 // without them the trace is truncated, with a note saying so.
 func (sn *Snapshot) Cut(w Window, names *Names) *Raw {
 	tr := &Trace{Metric: w.Metric, TID: w.TID, Value: w.Value, Start: w.Start, End: w.End,
-		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock}
+		CPUStart: w.CPUStart, CPUEnd: w.CPUEnd, StealClock: w.StealClock, IPISendersUnseen: w.IPISendersUnseen}
 	pre := make(preTrim, len(sn.cpus))
 	all := sn.all[:0]
 	var missing []int

@@ -165,7 +165,7 @@ func (w *windows) take(n int) (*trace.Snapshot, bool) {
 // cut cuts notice n's window out of snap, raw.
 func (w *windows) cut(snap *trace.Snapshot, n engine.Notice) *trace.Raw {
 	return snap.Cut(trace.Window{Metric: metric.ID(n.Metric).String(), TID: n.Tid, Value: n.Value, StealClock: w.eng.Features.Steal.Readable,
-		Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: w.max}, w.names)
+		IPISendersUnseen: w.eng.Features.IPISendersUnseen(), Start: n.Start, End: n.End, CPUStart: int(n.CpuStart), CPUEnd: int(n.Cpu), MaxEvents: w.max}, w.names)
 }
 
 // keepWorst cuts and keeps the window of n, a task's new maximum.
