@@ -57,15 +57,26 @@ func (a *accountant) ipiCtx(phase Phase, cpu int, from, to int64, c *cpuCtx) {
 		key: fmt.Sprint(ipiKey(c.ipi), ":", cpu), Label: ipiLabel(c.ipi)}, from, to)
 }
 
-// ipiSources are the window's IPI items as sources, the most time first.
+// ipiSources are the window's IPI items as sources, the most time first;
+// the items of one source in two phases (while the task waited, while it
+// ran) are one: "function call x 52, function call x 1" named it twice.
 func ipiSources(res *Result) []IPISource {
 	var out []IPISource
+	at := map[IPISource]int{}
 	for _, it := range res.Breakdown {
 		if it.Kind != KindIPI || it.IPI == nil {
 			continue
 		}
-		out = append(out, IPISource{Kind: it.IPI.Kind, Sender: it.IPI.Sender(), SenderTID: it.IPI.SenderTID,
-			Function: it.IPI.Function, CPU: it.CPU, Count: it.Spans, Ns: it.Ns})
+		key := IPISource{Kind: it.IPI.Kind, Sender: it.IPI.Sender(), SenderTID: it.IPI.SenderTID, Function: it.IPI.Function, CPU: it.CPU}
+		if i, ok := at[key]; ok {
+			out[i].Count += it.Spans
+			out[i].Ns += it.Ns
+			continue
+		}
+		at[key] = len(out)
+		src := key
+		src.Count, src.Ns = it.Spans, it.Ns
+		out = append(out, src)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Ns > out[j].Ns })
 	return out

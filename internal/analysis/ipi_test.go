@@ -150,3 +150,20 @@ func TestIPINoteTwoCPUs(t *testing.T) {
 		t.Errorf("ruled out %q for a task that ran on two CPUs", r.RuledOut)
 	}
 }
+
+// IPIs of one sender on one CPU, some while the task waited and some while
+// it ran, are one source with their count and time summed.
+func TestIPISourceAcrossPhases(t *testing.T) {
+	evs := []trace.Event{sw(us1(-50), 1, control, "S", idle), wakeTimer(0, 1, control, 0),
+		tlbIn(us1(10), 1), tlbOut(us1(14), 1), sw(us1(20), 1, idle, "R", control)}
+	for i := range 5 {
+		at := us1(100 + 80*float64(i))
+		evs = append(evs, tlbIn(at, 1), tlbOut(at+us1(2), 1))
+	}
+	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
+	r := explain(window("response", control, us1(1000), evs...), subject(control, "response"), "full")
+	checkSums(t, r)
+	if len(r.IPIs) != 1 || r.IPIs[0].Count != 6 || r.IPIs[0].Ns != uint64(us1(14)) {
+		t.Errorf("IPIs %+v; want one source of 6 IPIs, 14 us", r.IPIs)
+	}
+}
