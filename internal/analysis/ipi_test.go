@@ -20,6 +20,17 @@ func tlbOut(t int64, cpu int) trace.Event {
 		SenderTID: intruder.tid, SenderComm: intruder.comm}}
 }
 
+// tlbs are n TLB shootdowns on cpu from intruder, the first at from us,
+// one every `every` us, each lasting d us.
+func tlbs(cpu, n int, from, every, d float64) []trace.Event {
+	var evs []trace.Event
+	for i := range n {
+		at := us1(from + every*float64(i))
+		evs = append(evs, tlbIn(at, cpu), tlbOut(at+us1(d), cpu))
+	}
+	return evs
+}
+
 // An IPI that holds the woken task off its CPU is the window's cause, named
 // by its kind, sender and work, with the remedy for its kind; its time is
 // the sender's, not hard-IRQ noise.
@@ -59,10 +70,7 @@ func TestIPINoteWhileRunning(t *testing.T) {
 		wakeTimer(0, 1, control, 0),
 		sw(us1(5), 1, idle, "R", control),
 	}
-	for i := range 10 {
-		at := us1(100 + 80*float64(i))
-		evs = append(evs, tlbIn(at, 1), tlbOut(at+us1(3), 1))
-	}
+	evs = append(evs, tlbs(1, 10, 100, 80, 3)...)
 	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
 	r := explain(window("response", control, us1(1000), evs...), subject(control, "response"), "full")
 	checkSums(t, r)
@@ -130,10 +138,7 @@ func TestIPINoteTwoCPUs(t *testing.T) {
 	evs := []trace.Event{sw(us1(-50), 0, control, "S", idle), wakeTimer(0, 0, control, 0), sw(us1(5), 0, idle, "R", control)}
 	evs = append(evs, tlbIn(us1(100), 0), tlbOut(us1(101), 0))
 	evs = append(evs, sw(us1(150), 0, control, "R+", intruder), sw(us1(160), 1, idle, "R", control))
-	for i := range 10 {
-		at := us1(200 + 70*float64(i))
-		evs = append(evs, tlbIn(at, 1), tlbOut(at+us1(3), 1))
-	}
+	evs = append(evs, tlbs(1, 10, 200, 70, 3)...)
 	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
 	r := explain(window("response", control, us1(1000), evs...), subject(control, "response"), "full")
 	checkSums(t, r)
@@ -156,10 +161,7 @@ func TestIPINoteTwoCPUs(t *testing.T) {
 func TestIPISourceAcrossPhases(t *testing.T) {
 	evs := []trace.Event{sw(us1(-50), 1, control, "S", idle), wakeTimer(0, 1, control, 0),
 		tlbIn(us1(10), 1), tlbOut(us1(14), 1), sw(us1(20), 1, idle, "R", control)}
-	for i := range 5 {
-		at := us1(100 + 80*float64(i))
-		evs = append(evs, tlbIn(at, 1), tlbOut(at+us1(2), 1))
-	}
+	evs = append(evs, tlbs(1, 5, 100, 80, 2)...)
 	evs = append(evs, sleep(us1(1000), 1, control, trace.ReasonNanosleep), sw(us1(1000), 1, control, "S", idle))
 	r := explain(window("response", control, us1(1000), evs...), subject(control, "response"), "full")
 	checkSums(t, r)
