@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -408,5 +409,33 @@ func TestSettle(t *testing.T) {
 	b.settle()
 	if d := time.Since(t0); d < 150*time.Millisecond {
 		t.Errorf("waited %v of the 200 ms left", d)
+	}
+}
+
+// Each configuration is set against its alt build twin repetition by
+// repetition: the ratios of the pairs, not of the medians; a configuration
+// with no twin (--no-trace) is left out.
+func TestAltPairs(t *testing.T) {
+	r := &results{Alt: "/tmp/old", Cost: []*costRow{
+		{Name: "rtscope, the load's tasks tracked", PerSwitchNs: []float64{500, 560, 440}, SwitchNs: []float64{330, 360, 300}},
+		{Name: "rtscope --no-trace, 1 periodic task tracked", PerSwitchNs: []float64{250}},
+		{Name: "alt build, the load's tasks tracked", PerSwitchNs: []float64{450, 500, 400}, SwitchNs: []float64{300, 300, 300}},
+	}}
+	var b strings.Builder
+	r.altPairs(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	out := b.String()
+	t.Log(out)
+	// 500/450 1.111, 560/500 1.12, 440/400 1.1: median +11.1%; switch 1.1, 1.2, 1.0.
+	if !strings.Contains(out, "| rtscope, the load's tasks tracked | 3 | +11.1% (+10.0%..+12.0%) | +10.0% (+0.0%..+20.0%) |") {
+		t.Errorf("pairs:\n%s", out)
+	}
+	if strings.Contains(out, "no-trace") {
+		t.Errorf("a configuration with no twin is paired:\n%s", out)
+	}
+	r.Alt = ""
+	b.Reset()
+	r.altPairs(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	if b.Len() != 0 {
+		t.Errorf("without an alt build: %q", b.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -449,6 +450,7 @@ func (r *results) details(w *strings.Builder) {
 				spread(c.PerSwitchNs, ns), spread(c.EventsPerS, count), spread(c.SwitchPerS, count), spread(c.OpsPerS, count), spread(c.CPUPct, pct))
 		}
 		p("\n")
+		r.altPairs(p)
 		for _, c := range r.Cost {
 			if !(strings.HasPrefix(c.Name, "rtscope") || strings.HasPrefix(c.Name, "alt")) || len(c.PerProg) == 0 {
 				continue
@@ -593,3 +595,54 @@ func count0(v float64) string { return fmt.Sprintf("%.0f", v) }
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", v) }
 
 var _ = bufio.NewScanner
+
+// altPairs prints each configuration against its alt build twin ("rtscope,
+// X" and "alt build, X"), repetition by repetition: the two ran in the
+// same repetition, minutes apart at most, so their ratio leaves out the
+// drift of a shared machine between repetitions, which moved the medians
+// of the same two builds by 5-7 points from one run to the next here.
+func (r *results) altPairs(p func(string, ...any)) {
+	if r.Alt == "" {
+		return
+	}
+	var rows []string
+	for _, c := range r.Cost {
+		if !strings.HasPrefix(c.Name, "rtscope") {
+			continue
+		}
+		i := slices.IndexFunc(r.Cost, func(a *costRow) bool { return a.Name == "alt build"+strings.TrimPrefix(c.Name, "rtscope") })
+		if i < 0 {
+			continue
+		}
+		alt := r.Cost[i]
+		ctx, sw := pairedRatios(c.PerSwitchNs, alt.PerSwitchNs), pairedRatios(c.SwitchNs, alt.SwitchNs)
+		if len(ctx) == 0 {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s |\n", c.Name, len(ctx),
+			spread(ctx, change), spread(sw, change)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("This build against the alt build, repetition by repetition (each ratio of two runs of the same repetition; median (min..max)):\n\n")
+	p("| configuration | repetitions | BPF ns per context switch | ns per sched_switch run |\n|---|---|---|---|\n")
+	for _, row := range rows {
+		p("%s", row)
+	}
+	p("\n")
+}
+
+// pairedRatios are a[i] / b[i] over the repetitions both have.
+func pairedRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	return out
+}
+
+// change is a ratio as a signed change: 1.119 is "+11.9%".
+func change(ratio float64) string { return fmt.Sprintf("%+.1f%%", 100*(ratio-1)) }
