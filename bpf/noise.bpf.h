@@ -250,6 +250,16 @@ static __always_inline void rts_noise_enter(__u64 now, __u64 from, bool busy, bo
 	rts_noise_open(&n->iv, at, cpu);
 }
 
+/* st becomes this CPU's current tracked task at now, its steal clock read as steal (0: none yet): nothing of it before now is noise. */
+static __always_inline void rts_noise_own(struct rts_noise_cpu *n, const struct rts_task_state *st, __u64 now,
+					  __u64 steal)
+{
+	n->id = st->id;
+	n->tid = st->tid;
+	n->steal_base = steal;
+	n->quiet_from = now;
+}
+
 /*
  * A tracked task current here that no switch-in showed (tracked while it
  * ran: at its rename, a scan, a policy change) is taken as this CPU's at
@@ -266,13 +276,10 @@ static __always_inline void rts_noise_adopt(__u64 now)
 	struct rts_task_state *st = rts_eng_current();
 	if (!st)
 		return;
-	n->id = st->id;
-	n->tid = st->tid;
 	n->depth = 0;
-	n->steal_base = 0;
-	n->quiet_from = now;
 	n->irq_tail = 0;
 	n->iv.start = 0;
+	rts_noise_own(n, st, now, 0);
 }
 
 /* The hypervisor steal since the last reading, as a part ending at `at` (steal: the clock now; 0: none). */
@@ -435,10 +442,7 @@ static __always_inline void rts_noise_carry_off(const struct rts_switch *ev, str
 static __always_inline void rts_noise_take_on(struct rts_noise_cpu *n, struct rts_task_state *ns, __u64 now,
 					      __u64 steal, __u32 cpu, bool rt)
 {
-	n->id = ns->id;
-	n->tid = ns->tid;
-	n->steal_base = steal;
-	n->quiet_from = now;
+	rts_noise_own(n, ns, now, steal);
 	if (!ns->nz_off)
 		return;
 	rts_noise_copy(&n->iv, &ns->nz);

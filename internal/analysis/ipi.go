@@ -115,8 +115,8 @@ func ipiNote(res *Result, unseen string) {
 	}
 	var parts []string
 	top := res.IPIs[:min(2, len(res.IPIs))]
+	twoCPUs := len(top) == 2 && top[0].Kind == top[1].Kind && top[0].Sender == top[1].Sender
 	for _, s := range top {
-		twoCPUs := len(top) == 2 && top[0].Kind == top[1].Kind && top[0].Sender == top[1].Sender
 		parts = append(parts, s.say(unseen, twoCPUs))
 	}
 	res.Verdict += "; IPIs: " + strings.Join(parts, ", ")
